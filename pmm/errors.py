@@ -1,0 +1,66 @@
+"""Exceptions PMM raises for problems a user can cause and fix.
+
+Every message says what went wrong and what to do about it::
+
+    try:
+        store = EventStore("/no/such/dir/pmm.db")
+    except PMMError as exc:
+        print(exc)   # "folder /no/such/dir does not exist: create it or pick another --db path"
+"""
+
+from __future__ import annotations
+
+
+class PMMError(Exception):
+    """Base class of every error PMM raises on purpose."""
+
+
+class InvalidInputError(PMMError, ValueError):
+    """Content, meta or an argument that PMM cannot store as given."""
+
+
+class DatabaseError(PMMError):
+    """The database file cannot be opened, read or written."""
+
+
+class NotADatabaseError(DatabaseError):
+    """The path holds a file that is not a SQLite database."""
+
+
+class ReadOnlyDatabaseError(DatabaseError):
+    """The database (or its folder) cannot be written."""
+
+
+class MigrationError(DatabaseError):
+    """A schema migration could not be applied."""
+
+
+class IntegrityError(DatabaseError):
+    """The hash chain does not verify: the log was edited, cut or forged."""
+
+
+class ConfigurationError(PMMError, ValueError):
+    """A PMM_* setting has a value PMM does not understand."""
+
+
+class MissingDependencyError(PMMError, ImportError):
+    """An optional extra is needed for the requested feature."""
+
+    def __init__(self, feature: str, package: str, extra: str) -> None:
+        super().__init__(
+            f"{feature} needs the package {package!r}: install it with "
+            f"`pip install 'pmm-memory[{extra}]'`"
+        )
+        self.package = package
+        self.extra = extra
+
+
+class BackendError(PMMError):
+    """A summarizer or embedder failed; callers fall back to the next backend."""
+
+
+class EventNotFoundError(PMMError, KeyError):
+    """No event has the requested id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "event not found"

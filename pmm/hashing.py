@@ -1,0 +1,95 @@
+"""The hash-chain rule, in one place.
+
+Version 1 (every row PMM writes)::
+
+    hash = sha256(canonical_json({id, ts, kind, session_id, role,
+                                  content_sha256, meta, prev_hash}))
+
+Version 0 (rows written by the earlier PMM, kept verifying after migration)::
+
+    hash = sha256((prev_hash or "") + "|" + kind + "|" + content + "|" + meta_json)
+
+Hashing ``content_sha256`` instead of the content lets raw text be redacted later while
+the chain still verifies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+HASH_VERSION = 1
+LEGACY_HASH_VERSION = 0
+
+_dumps = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+).encode
+_quote = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys, no spaces and raw UTF-8: one text per value.
+
+    >>> canonical_json({"b": 1, "a": [1, "é"]})
+    '{"a":[1,"é"],"b":1}'
+    """
+    return str(_dumps(value))
+
+
+def sha256_hex(text: str) -> str:
+    """SHA-256 of the UTF-8 encoding of ``text``, as 64 hex digits."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _q(value: str | None) -> str:
+    return "null" if value is None else str(_quote(value))
+
+
+def chain_payload(
+    *,
+    id: int,
+    ts: str,
+    kind: str,
+    session_id: str | None,
+    role: str | None,
+    content_sha256: str,
+    meta_json: str,
+    prev_hash: str | None,
+) -> str:
+    """The canonical JSON that a version-1 row's hash covers.
+
+    ``meta_json`` must already be ``canonical_json(meta)``; it is spliced in as is, so a
+    stored meta edited even in its spacing no longer verifies. Equal, by construction and
+    by test, to ``canonical_json`` of the same fields as a dict.
+    """
+    # Built by hand, keys in sorted order, because verify() runs this for every row.
+    return (
+        '{"content_sha256":'
+        + _q(content_sha256)
+        + ',"id":'
+        + str(int(id))
+        + ',"kind":'
+        + _q(kind)
+        + ',"meta":'
+        + meta_json
+        + ',"prev_hash":'
+        + _q(prev_hash)
+        + ',"role":'
+        + _q(role)
+        + ',"session_id":'
+        + _q(session_id)
+        + ',"ts":'
+        + _q(ts)
+        + "}"
+    )
+
+
+def chain_hash(**fields: Any) -> str:
+    """The version-1 hash of a row (see :func:`chain_payload` for the fields)."""
+    return sha256_hex(chain_payload(**fields))
+
+
+def legacy_hash(prev_hash: str | None, kind: str, content: str, meta_json: str) -> str:
+    """The version-0 hash used by the earlier PMM."""
+    return sha256_hex(f"{prev_hash or ''}|{kind}|{content}|{meta_json}")

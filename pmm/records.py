@@ -1,0 +1,115 @@
+"""The records PMM hands out: events, verify reports, search hits, dream reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One row of the event log.
+
+    The first fields are chained (covered by ``hash``); ``summary``, ``keywords`` and
+    ``digest_method`` are derived data that can be recomputed at any time.
+    """
+
+    id: int
+    ts: str
+    kind: str
+    session_id: str | None
+    role: str | None
+    content: str | None
+    content_sha256: str
+    meta: dict[str, Any]
+    prev_hash: str | None
+    hash: str
+    hash_version: int = 1
+    summary: str | None = None
+    keywords: list[str] = field(default_factory=list)
+    digest_method: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The content, or ``""`` when it was redacted."""
+        return self.content or ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field (used by export and ``--json``)."""
+        return {
+            "id": self.id,
+            "ts": self.ts,
+            "kind": self.kind,
+            "session_id": self.session_id,
+            "role": self.role,
+            "content": self.content,
+            "content_sha256": self.content_sha256,
+            "meta": self.meta,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+            "hash_version": self.hash_version,
+            "summary": self.summary,
+            "keywords": list(self.keywords),
+            "digest_method": self.digest_method,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event to append, before the store gives it an id, a timestamp and a hash."""
+
+    kind: str
+    content: str
+    session_id: str | None = None
+    role: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """What :meth:`EventStore.verify` found.
+
+    ``ok`` is False when a row does not verify (``first_bad_id`` and ``reason`` say which
+    and why) or when a pinned head hash is no longer reached.
+    """
+
+    ok: bool
+    rows: int
+    head: str | None
+    head_id: int | None = None
+    first_bad_id: int | None = None
+    reason: str | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "rows": self.rows,
+            "head": self.head,
+            "head_id": self.head_id,
+            "first_bad_id": self.first_bad_id,
+            "reason": self.reason,
+            "seconds": round(self.seconds, 6),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A recalled event, its fused score and the rankers (``keyword``, ``semantic``) that
+    found it, with the rank each gave it (1 = best)."""
+
+    event: Event
+    score: float
+    rankers: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DreamReport:
+    """What :meth:`Mind.dream` did: events digested and embedded, and by which method."""
+
+    digested: int = 0
+    embedded: int = 0
+    failed: int = 0
+    methods: dict[str, int] = field(default_factory=dict)
+    pending: int = 0
+    seconds: float = 0.0

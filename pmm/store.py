@@ -1,0 +1,745 @@
+"""EventStore: the append-only, hash-chained SQLite event log. All of PMM's SQL lives here.
+
+Usage::
+
+    from pmm.store import EventStore
+
+    with EventStore("pmm.db") as store:
+        ev = store.append("prompt", "I moved to Lisbon", session_id="alice", role="user")
+        store.get(ev.id).content            # 'I moved to Lisbon'
+        store.events(session_id="alice", newest_first=True, limit=10)
+        report = store.verify()             # VerifyReport(ok=True, rows=1, head='…', ...)
+
+Appends take SQLite's write lock (``BEGIN IMMEDIATE``) before reading the head, so any
+number of threads and processes appending to one file extend one chain and lose nothing.
+The file is in WAL mode with ``synchronous=NORMAL``: an acknowledged append survives the
+process being killed; a power cut may lose the last transactions but never breaks the chain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import schema
+from .errors import (
+    DatabaseError,
+    EventNotFoundError,
+    InvalidInputError,
+    NotADatabaseError,
+    ReadOnlyDatabaseError,
+)
+from .hashing import (
+    HASH_VERSION,
+    LEGACY_HASH_VERSION,
+    canonical_json,
+    chain_payload,
+    legacy_hash,
+    sha256_hex,
+)
+from .records import Event, NewEvent, VerifyReport
+from .text import search_terms
+
+DEFAULT_MAX_CONTENT_BYTES = 1_048_576
+"""Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
+
+_COLUMNS = (
+    "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
+    " hash_version, summary, keywords, digest_method"
+)
+_INSERT = (
+    "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
+    " prev_hash, hash, hash_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def utc_now() -> str:
+    """The current UTC time as ISO-8601 with microseconds and a ``Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _row_to_event(row: Sequence[Any]) -> Event:
+    return Event(
+        id=row[0],
+        ts=row[1],
+        kind=row[2],
+        session_id=row[3],
+        role=row[4],
+        content=row[5],
+        content_sha256=row[6],
+        meta=json.loads(row[7]) if row[7] else {},
+        prev_hash=row[8],
+        hash=row[9],
+        hash_version=row[10],
+        summary=row[11],
+        keywords=json.loads(row[12]) if row[12] else [],
+        digest_method=row[13],
+    )
+
+
+class EventStore:
+    """The event log in one SQLite file (see the module docstring for an example).
+
+    ``path`` may be ``":memory:"`` for a throwaway log. ``max_content_bytes`` caps one
+    event's content. ``timeout`` is how long an append waits for another writer.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        timeout: float = 30.0,
+    ) -> None:
+        self.path = str(path)
+        self.max_content_bytes = max_content_bytes
+        self._lock = threading.RLock()
+        self._conn = _open(self.path, timeout)
+        try:
+            self.applied_migrations = schema.migrate(
+                self._conn, None if self.path == ":memory:" else Path(self.path)
+            )
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file. The store cannot be used afterwards."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EventStore({self.path!r})"
+
+    # -- writing ---------------------------------------------------------------------
+
+    def append(
+        self,
+        kind: str,
+        content: str,
+        *,
+        session_id: str | None = None,
+        role: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Event:
+        """Append one event and return it with its id, timestamp and hash."""
+        return self.append_many([NewEvent(kind, content, session_id, role, meta)])[0]
+
+    def append_many(self, entries: Iterable[NewEvent]) -> list[Event]:
+        """Append several events in one transaction: all of them are stored, or none."""
+        checked = [self._check(e) for e in entries]
+        if not checked:
+            return []
+        with self._lock, self._write() as conn:
+            return self._append_locked(conn, checked)
+
+    def _append_locked(
+        self, conn: sqlite3.Connection, checked: list[tuple[NewEvent, str, str]]
+    ) -> list[Event]:
+        head = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+        last_id, prev_hash = (head[0], head[1]) if head else (0, None)
+        ts = utc_now()
+        events: list[Event] = []
+        rows = []
+        for entry, content_sha, meta_json in checked:
+            last_id += 1
+            digest = sha256_hex(
+                chain_payload(
+                    id=last_id,
+                    ts=ts,
+                    kind=entry.kind,
+                    session_id=entry.session_id,
+                    role=entry.role,
+                    content_sha256=content_sha,
+                    meta_json=meta_json,
+                    prev_hash=prev_hash,
+                )
+            )
+            rows.append(
+                (
+                    last_id,
+                    ts,
+                    entry.kind,
+                    entry.session_id,
+                    entry.role,
+                    entry.content,
+                    content_sha,
+                    meta_json,
+                    prev_hash,
+                    digest,
+                    HASH_VERSION,
+                )
+            )
+            events.append(
+                Event(
+                    last_id,
+                    ts,
+                    entry.kind,
+                    entry.session_id,
+                    entry.role,
+                    entry.content,
+                    content_sha,
+                    dict(entry.meta or {}),
+                    prev_hash,
+                    digest,
+                    HASH_VERSION,
+                )
+            )
+            prev_hash = digest
+        conn.executemany(_INSERT, rows)
+        return events
+
+    def redact(self, event_id: int, *, reason: str, session_id: str | None = None) -> Event:
+        """Erase one event's raw text (and its digest) and record that as a chained
+        ``redaction`` event, which is returned. The redacted row keeps verifying: its hash
+        covers ``content_sha256``, not the text."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInputError("redact() needs a reason, e.g. reason='user asked'")
+        marker = self._check(
+            NewEvent(
+                "redaction",
+                f"redacted event {event_id}",
+                session_id,
+                "system",
+                {"target": event_id, "reason": reason},
+            )
+        )
+        with self._lock, self._write() as conn:
+            changed = conn.execute(
+                "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
+                " digest_method = 'redacted' WHERE id = ? AND content IS NOT NULL",
+                (event_id,),
+            ).rowcount
+            if not changed:
+                raise EventNotFoundError(f"no event with id {event_id} holding text to redact")
+            conn.execute("DELETE FROM embeddings WHERE event_id = ?", (event_id,))
+            return self._append_locked(conn, [marker])[0]
+
+    def _check(self, entry: NewEvent) -> tuple[NewEvent, str, str]:
+        """Validate one entry; returns it with its content hash and canonical meta."""
+        for name, value in (
+            ("kind", entry.kind),
+            ("session_id", entry.session_id),
+            ("role", entry.role),
+        ):
+            if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
+                raise InvalidInputError(
+                    f"{name} must be a non-empty string without NUL, got {value!r}"
+                )
+        if not isinstance(entry.kind, str):
+            raise InvalidInputError("kind is required")
+        content = entry.content
+        if not isinstance(content, str):
+            raise InvalidInputError(
+                f"content must be a str, got {type(content).__name__}: convert it with str() "
+                "or json.dumps() before storing it"
+            )
+        if "\x00" in content:
+            raise InvalidInputError(
+                "content contains a NUL character (\\x00), which text cannot hold: "
+                "remove it, or store binary data base64-encoded"
+            )
+        try:
+            size = len(content.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                f"content is not valid Unicode ({exc.reason} at position {exc.start}): "
+                "decode your input with errors='replace' before storing it"
+            ) from None
+        if size > self.max_content_bytes:
+            raise InvalidInputError(
+                f"content is {size:,} bytes, over the {self.max_content_bytes:,}-byte limit "
+                "for one event: split it, or raise max_content_bytes"
+            )
+        meta = entry.meta if entry.meta is not None else {}
+        if not isinstance(meta, dict) or not all(isinstance(k, str) for k in meta):
+            raise InvalidInputError("meta must be a dict with str keys")
+        try:
+            meta_json = canonical_json(meta)
+            meta_json.encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"meta is not JSON-serialisable ({exc}): keep to str, int, float, bool, "
+                "None, lists and dicts"
+            ) from None
+        return entry, sha256_hex(content), meta_json
+
+    # -- reading ---------------------------------------------------------------------
+
+    def get(self, event_id: int) -> Event:
+        """The event with this id; raises :class:`EventNotFoundError` if there is none."""
+        rows = self._read(f"SELECT {_COLUMNS} FROM events WHERE id = ?", (event_id,))
+        if not rows:
+            raise EventNotFoundError(f"no event with id {event_id} in {self.path}")
+        return _row_to_event(rows[0])
+
+    def get_many(self, event_ids: Iterable[int]) -> dict[int, Event]:
+        """The events with these ids that exist, by id."""
+        ids = list(dict.fromkeys(event_ids))
+        found: dict[int, Event] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._read(f"SELECT {_COLUMNS} FROM events WHERE id IN ({marks})", chunk):
+                found[row[0]] = _row_to_event(row)
+        return found
+
+    def events(
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        after_id: int | None = None,
+        before_id: int | None = None,
+        newest_first: bool = False,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """Events filtered by session, kinds and an id range, oldest first unless asked."""
+        where, params = self._filters(session_id, kinds, after_id, before_id)
+        order = "DESC" if newest_first else "ASC"
+        sql = f"SELECT {_COLUMNS} FROM events{where} ORDER BY id {order}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [_row_to_event(r) for r in self._read(sql, params)]
+
+    def iter_events(self, *, batch: int = 1000, after_id: int = 0) -> Iterator[Event]:
+        """Every event in id order, read in batches (for export and backfills)."""
+        while True:
+            rows = self.events(after_id=after_id, limit=batch)
+            if not rows:
+                return
+            yield from rows
+            after_id = rows[-1].id
+
+    def head(self) -> Event | None:
+        """The newest event, or None for an empty log."""
+        rows = self.events(newest_first=True, limit=1)
+        return rows[0] if rows else None
+
+    def count(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
+        """How many events match."""
+        where, params = self._filters(session_id, kinds, None, None)
+        return int(self._read(f"SELECT count(*) FROM events{where}", params)[0][0])
+
+    def last_id(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
+        """The id of the newest matching event, 0 when there is none."""
+        where, params = self._filters(session_id, kinds, None, None)
+        row = self._read(f"SELECT max(id) FROM events{where}", params)[0]
+        return int(row[0] or 0)
+
+    @staticmethod
+    def _filters(
+        session_id: str | None,
+        kinds: Iterable[str] | None,
+        after_id: int | None,
+        before_id: int | None,
+    ) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if session_id is not None:
+            clauses.append("session_id = ?")
+            params.append(session_id)
+        if kinds is not None:
+            kind_list = [kinds] if isinstance(kinds, str) else list(kinds)
+            clauses.append(f"kind IN ({','.join('?' * len(kind_list))})")
+            params.extend(kind_list)
+        if after_id is not None:
+            clauses.append("id > ?")
+            params.append(after_id)
+        if before_id is not None:
+            clauses.append("id < ?")
+            params.append(before_id)
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    # -- derived data: digests -----------------------------------------------------
+
+    def undigested(
+        self, *, kinds: Iterable[str], limit: int | None = None, after_id: int = 0
+    ) -> list[Event]:
+        """Events of these kinds that have text but no digest yet, oldest first."""
+        kind_list = list(kinds)
+        sql = (
+            f"SELECT {_COLUMNS} FROM events WHERE digest_method IS NULL AND id > ?"
+            f" AND content IS NOT NULL AND kind IN ({','.join('?' * len(kind_list))})"
+            " ORDER BY id"
+        )
+        params: list[Any] = [after_id, *kind_list]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [_row_to_event(r) for r in self._read(sql, params)]
+
+    def count_undigested(self, *, kinds: Iterable[str]) -> int:
+        kind_list = list(kinds)
+        sql = (
+            "SELECT count(*) FROM events WHERE digest_method IS NULL AND content IS NOT NULL"
+            f" AND kind IN ({','.join('?' * len(kind_list))})"
+        )
+        return int(self._read(sql, kind_list)[0][0])
+
+    def set_digests(self, digests: Iterable[tuple[int, str, Sequence[str], str]]) -> int:
+        """Store ``(event_id, summary, keywords, method)`` for each event; the raw text and
+        the chain are untouched. Returns how many rows were updated."""
+        rows = [
+            (summary, json.dumps(list(keywords), ensure_ascii=False), method, event_id)
+            for event_id, summary, keywords, method in digests
+        ]
+        if not rows:
+            return 0
+        with self._lock, self._write() as conn:
+            return conn.executemany(
+                "UPDATE events SET summary = ?, keywords = ?, digest_method = ? WHERE id = ?", rows
+            ).rowcount
+
+    # -- derived data: embeddings ----------------------------------------------------
+
+    def put_embeddings(self, model: str, dim: int, vectors: Iterable[tuple[int, bytes]]) -> None:
+        """Store float32 vectors (as bytes) of ``model`` for events, replacing old ones."""
+        rows = [(event_id, model, dim, blob) for event_id, blob in vectors]
+        with self._lock, self._write() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO embeddings(event_id, model, dim, vector) VALUES (?,?,?,?)",
+                rows,
+            )
+
+    def embeddings(self, model: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
+        """``(event_id, vector bytes)`` of ``model`` for events with ids above ``after_id``."""
+        return [
+            (r[0], r[1])
+            for r in self._read(
+                "SELECT event_id, vector FROM embeddings WHERE model = ? AND event_id > ?"
+                " ORDER BY event_id",
+                (model, after_id),
+            )
+        ]
+
+    def embedding_models(self) -> dict[str, int]:
+        """How many vectors each model has stored."""
+        return {
+            r[0]: r[1]
+            for r in self._read(
+                "SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY model"
+            )
+        }
+
+    def unembedded(
+        self, model: str, *, kinds: Iterable[str], limit: int | None = None
+    ) -> list[Event]:
+        """Events of these kinds with text and no vector of ``model`` yet, oldest first."""
+        kind_list = list(kinds)
+        sql = (
+            f"SELECT {_COLUMNS} FROM events e WHERE content IS NOT NULL"
+            f" AND kind IN ({','.join('?' * len(kind_list))}) AND NOT EXISTS"
+            " (SELECT 1 FROM embeddings m WHERE m.event_id = e.id AND m.model = ?) ORDER BY id"
+        )
+        params: list[Any] = [*kind_list, model]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [_row_to_event(r) for r in self._read(sql, params)]
+
+    def delete_embeddings(self, model: str) -> int:
+        """Drop every vector of ``model``; returns how many."""
+        with self._lock, self._write() as conn:
+            return conn.execute("DELETE FROM embeddings WHERE model = ?", (model,)).rowcount
+
+    # -- derived data: edges ---------------------------------------------------------
+
+    def add_edges(self, edges: Iterable[tuple[int, int, str]]) -> None:
+        """Record ``(src, dst, kind)`` links, e.g. a session summary SUMMARIZES a turn."""
+        with self._lock, self._write() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO edges(src, dst, kind) VALUES (?,?,?)", list(edges)
+            )
+
+    def edges_from(self, src: int, kind: str) -> list[int]:
+        return [
+            r[0]
+            for r in self._read(
+                "SELECT dst FROM edges WHERE src = ? AND kind = ? ORDER BY dst", (src, kind)
+            )
+        ]
+
+    # -- full-text search ------------------------------------------------------------
+
+    def sync_search_index(self) -> int:
+        """Index every event appended since the last call; returns how many."""
+        upto, newest = self._read(
+            "SELECT (SELECT indexed_upto FROM fts_state), (SELECT max(id) FROM events)"
+        )[0]
+        if not newest or newest <= upto:
+            return 0
+        with self._lock, self._write() as conn:
+            upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]
+            newest = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+            conn.execute(
+                "INSERT INTO events_fts(rowid, summary, keywords, content)"
+                " SELECT id, summary, keywords, content FROM events WHERE id > ? AND id <= ?",
+                (upto, newest),
+            )
+            conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
+            return int(newest - upto)
+
+    def search_text(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+    ) -> list[tuple[int, float]]:
+        """``(event_id, score)`` by BM25 over summary, keywords and content, best first.
+
+        The query is taken as plain words (any of them may match): quotes, ``AND``, ``*``,
+        ``-``, parentheses or ``NEAR`` in it are searched as text, never as syntax.
+        """
+        terms = search_terms(query)
+        if not terms:
+            return []
+        self.sync_search_index()
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        where, params = self._filters(session_id, kinds, None, None)
+        where = where.replace(" WHERE ", " AND ")
+        sql = (
+            "SELECT e.id, bm25(events_fts, 2.0, 3.0, 1.0) AS rank FROM events_fts"
+            " JOIN events e ON e.id = events_fts.rowid"
+            f" WHERE events_fts MATCH ?{where} ORDER BY rank LIMIT ?"
+        )
+        return [(r[0], -r[1]) for r in self._read(sql, [match, *params, int(limit)])]
+
+    # -- statistics ------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by kind, session and role, digest and embedding coverage, bytes on disk."""
+
+        def grouped(column: str) -> dict[str, int]:
+            return {
+                str(k): n
+                for k, n in self._read(
+                    f"SELECT {column}, count(*) FROM events GROUP BY {column} ORDER BY 2 DESC"
+                )
+            }
+
+        total, digested, with_text = self._read(
+            "SELECT count(*), count(digest_method), count(content) FROM events"
+        )[0]
+        files = [self.path + suffix for suffix in ("", "-wal", "-shm")]
+        return {
+            "path": self.path,
+            "events": total,
+            "by_kind": grouped("kind"),
+            "by_session": grouped("session_id"),
+            "by_role": grouped("role"),
+            "by_digest_method": grouped("digest_method"),
+            "digested": digested,
+            "with_text": with_text,
+            "embeddings": self.embedding_models(),
+            "bytes_on_disk": sum(os.path.getsize(f) for f in files if os.path.exists(f)),
+            "schema_version": self._read("PRAGMA user_version")[0][0],
+        }
+
+    # -- verification ----------------------------------------------------------------
+
+    def verify(self, *, expect_head: str | None = None) -> VerifyReport:
+        """Walk the whole chain and report the first row that does not verify.
+
+        Checks, per row: ``prev_hash`` equals the previous row's hash (the first row has
+        none), the content (when present) matches ``content_sha256``, and ``hash`` is the
+        hash of the row. A log cut off at its end still verifies from inside; pin its
+        head and pass ``expect_head`` to catch that.
+        """
+        started = time.perf_counter()
+        prev: str | None = None
+        rows = 0
+        head_id: int | None = None
+        seen_v1 = False
+        found_expected = expect_head is None
+        bad: tuple[int, str] | None = None
+        with self._lock:
+            cursor = self._conn.execute(
+                "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
+                " prev_hash, hash, hash_version FROM events ORDER BY id"
+            )
+            for (
+                id_,
+                ts,
+                kind,
+                session,
+                role,
+                content,
+                content_sha,
+                meta,
+                prev_hash,
+                digest,
+                version,
+            ) in cursor:
+                rows += 1
+                if prev_hash != prev:
+                    bad = (
+                        id_,
+                        "prev_hash does not match the previous row's hash: a row "
+                        "before it was deleted, inserted, reordered or re-hashed",
+                    )
+                    break
+                if content is not None and sha256_hex(content) != content_sha:
+                    bad = (id_, "content does not match content_sha256: the text was edited")
+                    break
+                if version == HASH_VERSION:
+                    seen_v1 = True
+                    expected = sha256_hex(
+                        chain_payload(
+                            id=id_,
+                            ts=ts,
+                            kind=kind,
+                            session_id=session,
+                            role=role,
+                            content_sha256=content_sha,
+                            meta_json=meta,
+                            prev_hash=prev_hash,
+                        )
+                    )
+                elif version == LEGACY_HASH_VERSION and not seen_v1:
+                    if content is None:
+                        bad = (id_, "legacy row without content cannot be verified")
+                        break
+                    expected = legacy_hash(prev_hash, kind, content, meta)
+                else:
+                    bad = (id_, f"hash_version {version} is not allowed here")
+                    break
+                if digest != expected:
+                    bad = (
+                        id_,
+                        "hash does not match the row: its id, ts, kind, session, "
+                        "role, meta or content_sha256 was changed",
+                    )
+                    break
+                if digest == expect_head:
+                    found_expected = True
+                prev = digest
+                head_id = id_
+            cursor.close()
+        seconds = time.perf_counter() - started
+        if bad is not None:
+            return VerifyReport(False, rows, prev, head_id, bad[0], bad[1], seconds)
+        if not found_expected:
+            return VerifyReport(
+                False,
+                rows,
+                prev,
+                head_id,
+                None,
+                f"the pinned head {expect_head} is not in the log: it was cut back or rewritten",
+                seconds,
+            )
+        return VerifyReport(True, rows, prev, head_id, None, None, seconds)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.path) from exc
+
+    def _write(self) -> _WriteTransaction:
+        return _WriteTransaction(self._conn, self.path)
+
+
+class _WriteTransaction:
+    """``with`` block around ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self._conn = conn
+        self._path = path
+
+    def __enter__(self) -> sqlite3.Connection:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _translate(exc, self._path) from exc
+        return self._conn
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        if exc_type is None:
+            try:
+                self._conn.execute("COMMIT")
+                return
+            except sqlite3.Error as error:
+                self._conn.execute("ROLLBACK")
+                raise _translate(error, self._path) from error
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise _translate(exc, self._path) from exc
+
+
+def _open(path: str, timeout: float) -> sqlite3.Connection:
+    if path != ":memory:":
+        target = Path(path)
+        folder = target.parent
+        if not folder.is_dir():
+            raise DatabaseError(
+                f"folder {folder} does not exist: create it (mkdir -p {folder}) or use another path"
+            )
+        if target.is_dir():
+            raise DatabaseError(f"{target} is a folder: give the path of a database file")
+        if target.exists() and not os.access(target, os.W_OK):
+            raise ReadOnlyDatabaseError(
+                f"{target} is read-only: make it writable (chmod u+w {target}) or copy it "
+                "somewhere writable; PMM needs to append to it"
+            )
+        if not os.access(folder, os.W_OK):
+            raise ReadOnlyDatabaseError(
+                f"folder {folder} is not writable: SQLite needs to create its -wal and -shm "
+                "files beside the database"
+            )
+    try:
+        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise _translate(exc, path) from exc
+    try:
+        conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _translate(exc, path) from exc
+    return conn
+
+
+def _translate(exc: sqlite3.Error, path: str) -> DatabaseError:
+    message = str(exc)
+    if "not a database" in message or "malformed" in message:
+        return NotADatabaseError(
+            f"{path} is not a PMM/SQLite database or is corrupt ({message}): check the path, "
+            "or restore it from a backup"
+        )
+    if "readonly" in message or "read-only" in message:
+        return ReadOnlyDatabaseError(
+            f"{path} cannot be written ({message}): make the file and its folder writable"
+        )
+    if "locked" in message or "busy" in message:
+        return DatabaseError(
+            f"{path} is locked by another writer ({message}): retry, or raise the timeout"
+        )
+    return DatabaseError(f"{path}: {message}")

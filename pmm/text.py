@@ -1,0 +1,43 @@
+"""Small text helpers shared by search, digests and fact rules: words and stopwords."""
+
+from __future__ import annotations
+
+import re
+
+WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+
+_STOPWORD_TEXT = """
+a about above after again against all am an and any are aren't as at be because been
+before being below between both but by can can't cannot could couldn't did didn't do
+does doesn't doing don't down during each few for from further had hadn't has hasn't
+have haven't having he he'd he'll he's her here here's hers herself him himself his how
+how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
+mustn't my myself no nor not of off on once only or other ought our ours ourselves out
+over own same shan't she she'd she'll she's should shouldn't so some such than that
+that's the their theirs them themselves then there there's these they they'd they'll
+they're they've this those through to too under until up very was wasn't we we'd we'll
+we're we've were weren't what what's when when's where where's which while who who's
+whom why why's with won't would wouldn't you you'd you'll you're you've your yours
+yourself yourselves also just now like really yes yeah ok okay please thanks thank tell
+know think said says say get got one
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` in order, as written.
+
+    >>> words("Don't stop (now)!")
+    ["Don't", 'stop', 'now']
+    """
+    return WORD.findall(text)
+
+
+def search_terms(text: str, *, limit: int = 32) -> list[str]:
+    """Lower-cased content words of a query, without duplicates; stopwords dropped unless
+    nothing else is left. Nothing in the result carries search syntax."""
+    seen: dict[str, None] = {}
+    for word in words(text.lower()):
+        seen.setdefault(word.replace("’", "'"), None)
+    terms = [w for w in seen if w not in STOPWORDS] or list(seen)
+    return terms[:limit]
