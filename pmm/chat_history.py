@@ -1,0 +1,82 @@
+"""PMMChatMessageHistory: LangChain chat message history over PMM's event log.
+
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+    from pmm import PMMChatMessageHistory
+
+    chain_with_memory = RunnableWithMessageHistory(
+        chain, lambda session_id: PMMChatMessageHistory(session_id, db_path="pmm.db"),
+        input_messages_key="input", history_messages_key="history",
+    )
+
+``messages`` returns the session's turns since its last ``clear()`` (all of them, or the
+compact, budgeted context when ``max_token_limit`` is set). ``add_messages`` appends them
+as chained events in one transaction. Sessions never see each other's messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+
+from .messages import message_role, to_message
+from .mind import TURN_KINDS, Mind, turn_role
+from .records import NewEvent
+
+_HISTORY_KINDS = (*TURN_KINDS, "event")
+
+
+class PMMChatMessageHistory(BaseChatMessageHistory):
+    """Chat history of one session in a PMM event log (see the module docstring)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | None = None,
+        *,
+        mind: Mind | None = None,
+        max_token_limit: int | None = None,
+        **settings: Any,
+    ) -> None:
+        self.session_id = session_id
+        self.max_token_limit = max_token_limit
+        self._owns_mind = mind is None
+        self.mind = mind if mind is not None else Mind(db_path, **settings)
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        if self.max_token_limit is not None:
+            return self.mind.context(
+                self.session_id, budget_tokens=self.max_token_limit, as_messages=True
+            ).messages()
+        events = self.mind.history(self.session_id, kinds=_HISTORY_KINDS)
+        return [to_message(*turn_role(e), e.meta) for e in events]
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        entries = []
+        for message in messages:
+            role = message_role(message)
+            meta = {}
+            tool_call_id = getattr(message, "tool_call_id", None)
+            if tool_call_id:
+                meta["tool_call_id"] = tool_call_id
+            entries.append(
+                NewEvent(
+                    {"user": "prompt", "assistant": "response"}.get(role, "event"),
+                    message.text,
+                    self.session_id,
+                    role,
+                    meta or None,
+                )
+            )
+        self.mind.remember_many(entries)
+
+    def clear(self) -> None:
+        self.mind.clear(self.session_id)
+
+    def close(self) -> None:
+        """Close the Mind this history opened (not one passed in)."""
+        if self._owns_mind:
+            self.mind.close()

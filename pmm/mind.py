@@ -1,0 +1,523 @@
+"""Mind: the one object that wires the event log, digests, embeddings, recall and context.
+
+    from pmm import Mind
+
+    with Mind("pmm.db", enable_summary=True, summarizer="heuristic") as mind:
+        mind.remember("I moved to Lisbon", role="user", session_id="alice")
+        mind.dream()                                   # digest + embed what is pending
+        mind.recall("where do I live?", k=5, session_id="alice")
+        print(mind.context("alice", query="where do I live?").text())
+        mind.verify().ok
+
+Keyword arguments are PMM settings (``enable_summary`` = ``PMM_ENABLE_SUMMARY``, ...); an
+argument wins over the environment, which wins over ``.env`` and the defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .context import Context, Turn, assemble
+from .errors import InvalidInputError
+from .facts import FactBook
+from .records import DreamReport, Event, Hit, NewEvent, VerifyReport
+from .settings import Settings
+from .store import EventStore
+from .tokens import TokenCounter, get_token_counter
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from .digest import Digester
+    from .embed import Embedder
+    from .recall import Recaller
+    from .worker import BackgroundWorker
+
+log = logging.getLogger(__name__)
+
+TURN_KINDS = ("prompt", "response")
+"""Kinds that hold conversation turns (and are digested, embedded and recalled)."""
+CLEAR_KIND = "clear"
+ROLE_KINDS = {"user": "prompt", "assistant": "response", "system": "event", "tool": "event"}
+LEGACY_PREFIXES = (("User said:", "user"), ("I responded:", "assistant"))
+
+
+def turn_role(event: Event) -> tuple[str, str]:
+    """``(role, text)`` of an event: the stored role, or for legacy rows without one, the
+    role their ``User said:`` / ``I responded:`` prefix gives (the prefix removed)."""
+    text = event.content or ""
+    if event.role:
+        return event.role, text
+    for prefix, role in LEGACY_PREFIXES:
+        if text.startswith(prefix):
+            return role, text[len(prefix) :].lstrip()
+    return (
+        "user" if event.kind == "prompt" else "assistant" if event.kind == "response" else "system"
+    ), text
+
+
+@dataclass
+class _SessionState:
+    """What Mind has read of one session so far (refreshed incrementally)."""
+
+    scanned_upto: int = 0
+    clear_after: int = 0
+    facts: FactBook = field(default_factory=FactBook)
+
+
+class Mind:
+    """Persistent memory over one event log (see the module docstring for an example).
+
+    ``llm`` is a LangChain chat model for the ``llm`` summarizer; ``embedder`` overrides the
+    embedding backend (otherwise built from the settings when embeddings are on).
+    """
+
+    def __init__(
+        self,
+        db_path: str | None = None,
+        *,
+        llm: BaseChatModel | None = None,
+        embedder: Embedder | None = None,
+        settings: Settings | None = None,
+        **overrides: Any,
+    ) -> None:
+        if settings is None:
+            settings = Settings.load(db_path=db_path, **overrides)
+        elif db_path is not None or overrides:
+            settings = settings.with_(**({"db_path": db_path} if db_path else {}), **overrides)
+        self.settings = settings
+        self.store = EventStore(settings.db_path, max_content_bytes=settings.max_content_bytes)
+        self.counter: TokenCounter = get_token_counter()
+        self._llm = llm
+        self._embedder = embedder
+        self._digester: Digester | None = None
+        self._recaller: Recaller | None = None
+        self._sessions: dict[str, _SessionState] = {}
+        self._lock = threading.RLock()
+        self._process_lock = threading.Lock()
+        self._worker: BackgroundWorker | None = None
+        self._closed = False
+        if self._derived_enabled and settings.summary_mode == "background":
+            from .worker import BackgroundWorker
+
+            self._worker = BackgroundWorker(
+                self.process_pending, name="pmm-digest", flush_timeout=settings.flush_timeout
+            )
+            self._worker.wake()  # events left pending by an earlier process
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Finish background work (within ``flush_timeout``) and close the file."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._worker is not None:
+            self._worker.close()
+        self.store.close()
+
+    def __enter__(self) -> Mind:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Mind({self.settings.db_path!r})"
+
+    @property
+    def _derived_enabled(self) -> bool:
+        return self.settings.enable_summary or self.settings.enable_embeddings
+
+    # -- writing ---------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        *,
+        role: str,
+        session_id: str | None = None,
+        kind: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Event:
+        """Append one turn or note; ``kind`` defaults from ``role`` (user → prompt,
+        assistant → response, system/tool → event)."""
+        [event] = self.remember_many(
+            [NewEvent(kind or _kind_for(role), content, self._session(session_id), role, meta)]
+        )
+        return event
+
+    def remember_turn(
+        self,
+        user_text: str,
+        ai_text: str,
+        *,
+        session_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> tuple[Event, Event]:
+        """Append a user turn and the AI's reply as two chained events, atomically."""
+        session = self._session(session_id)
+        user, ai = self.remember_many(
+            [
+                NewEvent("prompt", user_text, session, "user", meta),
+                NewEvent("response", ai_text, session, "assistant", meta),
+            ]
+        )
+        return user, ai
+
+    def remember_many(self, entries: Sequence[NewEvent]) -> list[Event]:
+        """Append several events in one transaction, then digest/embed per the mode."""
+        for entry in entries:
+            if entry.role is not None:
+                _kind_for(entry.role)  # validates the role
+        events = self.store.append_many(entries)
+        if self._derived_enabled:
+            if self.settings.summary_mode == "inline":
+                self._process_events(events)
+            elif self._worker is not None:
+                self._worker.wake()
+        return events
+
+    def clear(self, session_id: str | None = None) -> Event:
+        """Start this session's history afresh. Nothing is deleted: a chained ``clear``
+        marker is appended and history (and key facts) start after it."""
+        session = self._session(session_id)
+        return self.store.append(CLEAR_KIND, "history cleared", session_id=session, role="system")
+
+    # -- reading ---------------------------------------------------------------------
+
+    def history(
+        self,
+        session_id: str | None = None,
+        *,
+        limit: int | None = None,
+        kinds: Sequence[str] = TURN_KINDS,
+    ) -> list[Event]:
+        """This session's turns since its last clear, oldest first (``limit`` = newest N)."""
+        session = self._session(session_id)
+        state = self._state(session)
+        events = self.store.events(
+            session_id=session,
+            kinds=kinds,
+            after_id=state.clear_after,
+            newest_first=True,
+            limit=limit,
+        )
+        events.reverse()
+        return events
+
+    def context(
+        self,
+        session_id: str | None = None,
+        query: str | None = None,
+        budget_tokens: int | None = None,
+        *,
+        human_prefix: str = "Human",
+        ai_prefix: str = "AI",
+        as_messages: bool = False,
+    ) -> Context:
+        """The compact, role-labelled memory of a session within ``budget_tokens``.
+
+        Newest turns come first and whole; older turns use their summary when summaries
+        are on; "Key information" lists what the user said about themselves; with a
+        ``query`` and recall available, "Relevant memories" adds older matching turns.
+        """
+        session = self._session(session_id)
+        budget = self.settings.max_tokens if budget_tokens is None else budget_tokens
+        if budget < 0:
+            raise InvalidInputError(f"budget_tokens must be >= 0, got {budget}")
+        state = self._state(session)
+        window, complete = self._history_window(session, state.clear_after, budget)
+        facts = state.facts.lines()
+        if self.settings.enable_summary:
+            facts += self._topic_lines(session, state.clear_after)
+        # Recall runs only when there is something older than the window to find.
+        look_back = not complete or self.settings.recall_scope == "all"
+        memories: list[Turn] = []
+        if query and query.strip() and self.settings.recall_k and look_back:
+            memories = self._memories(query, session, state.clear_after, window)
+        return assemble(
+            session_id=session,
+            history=window,
+            budget=budget,
+            counter=self.counter,
+            facts=facts,
+            memories=memories,
+            human_prefix=human_prefix,
+            ai_prefix=ai_prefix,
+            as_messages=as_messages,
+        )
+
+    def recall(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        session_id: str | None = None,
+        mode: str = "hybrid",
+        kinds: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        """Events relevant to ``query``, best first (BM25 and, with embeddings on, vector
+        similarity, fused by reciprocal rank). ``session_id=None`` searches every session."""
+        return self._get_recaller().recall(query, k, session_id=session_id, mode=mode, kinds=kinds)
+
+    # -- derived data ----------------------------------------------------------------
+
+    def dream(
+        self, limit: int | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> DreamReport:
+        """Digest and embed everything pending (or ``limit`` events), in batches.
+
+        ``progress(done, total)`` is called after each batch.
+        """
+        started = time.perf_counter()
+        total = self.pending_count()
+        if limit is not None:
+            total = min(total, limit)
+        digested = embedded = 0
+        methods: Counter[str] = Counter()
+        while limit is None or digested < limit:
+            batch = self.settings.summary_batch_size
+            if limit is not None:
+                batch = min(batch, limit - digested)
+            done, used, vectors = self._process_batch(batch)
+            digested += done
+            embedded += vectors
+            methods.update(used)
+            if progress is not None:
+                progress(min(digested, total), total)
+            if not done and not vectors:
+                break
+        return DreamReport(
+            digested=digested,
+            embedded=embedded,
+            methods=dict(methods),
+            pending=self.pending_count(),
+            seconds=time.perf_counter() - started,
+        )
+
+    def pending_count(self) -> int:
+        """How many turns still wait for a digest (0 when summaries are off)."""
+        if not self.settings.enable_summary:
+            return 0
+        return self.store.count_undigested(kinds=TURN_KINDS)
+
+    def process_pending(self) -> int:
+        """One batch of pending work (used by the background worker); returns items done."""
+        done, _, vectors = self._process_batch(self.settings.summary_batch_size)
+        return done + vectors
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait for the background worker to finish what is pending now."""
+        return True if self._worker is None else self._worker.flush(timeout)
+
+    @property
+    def digester(self) -> Digester:
+        """The digest backend chain for the configured summarizer (built on first use)."""
+        with self._lock:
+            if self._digester is None:
+                from .digest.select import build_digester
+
+                self._digester = build_digester(self.settings, llm=self._llm)
+            return self._digester
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedding backend, or None when embeddings are off (loaded on first use)."""
+        if not self.settings.enable_embeddings:
+            return None
+        with self._lock:
+            if self._embedder is None:
+                from .embed import build_embedder
+
+                self._embedder = build_embedder(self.settings)
+            return self._embedder
+
+    # -- admin -----------------------------------------------------------------------
+
+    def verify(self, *, expect_head: str | None = None) -> VerifyReport:
+        """Walk the hash chain (see :meth:`EventStore.verify`)."""
+        return self.store.verify(expect_head=expect_head)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by kind/session/role, digest and embedding coverage, size on disk."""
+        stats = self.store.stats()
+        turns = self.store.count(kinds=TURN_KINDS)
+        stats["turns"] = turns
+        stats["pending_digests"] = self.store.count_undigested(kinds=TURN_KINDS)
+        stats["token_counter"] = self.counter.name
+        stats["settings"] = {
+            "enable_summary": self.settings.enable_summary,
+            "summary_mode": self.settings.summary_mode,
+            "summarizer": self.settings.summarizer,
+            "enable_embeddings": self.settings.enable_embeddings,
+            "max_tokens": self.settings.max_tokens,
+        }
+        return stats
+
+    # -- internals -------------------------------------------------------------------
+
+    def _session(self, session_id: str | None) -> str:
+        session = self.settings.session_id if session_id is None else session_id
+        if not isinstance(session, str) or not session.strip():
+            raise InvalidInputError(f"session_id must be a non-empty string, got {session!r}")
+        return session
+
+    def _state(self, session: str) -> _SessionState:
+        """This session's clear marker and facts, brought up to date with new events."""
+        with self._lock:
+            state = self._sessions.setdefault(session, _SessionState())
+            new = self.store.events(
+                session_id=session, kinds=("prompt", CLEAR_KIND), after_id=state.scanned_upto
+            )
+            for event in new:
+                if event.kind == CLEAR_KIND:
+                    state.clear_after = event.id
+                    state.facts.clear()
+                else:
+                    role, text = turn_role(event)
+                    if role == "user":
+                        state.facts.add(text)
+                state.scanned_upto = event.id
+            return state
+
+    def _history_window(
+        self, session: str, clear_after: int, budget: int
+    ) -> tuple[list[Turn], bool]:
+        """Newest turns first, read page by page until they would fill ``budget``; the flag
+        says whether the window holds every turn since the clear marker."""
+        turns: list[Turn] = []
+        spent = 0
+        before: int | None = None
+        use_summaries = self.settings.enable_summary
+        raw_turns = self.settings.raw_turns
+        page = 32
+        while spent < budget:
+            events = self.store.events(
+                session_id=session,
+                kinds=TURN_KINDS,
+                after_id=clear_after,
+                before_id=before,
+                newest_first=True,
+                limit=page,
+            )
+            for event in events:
+                role, text = turn_role(event)
+                summarized = False
+                if (
+                    use_summaries
+                    and len(turns) >= raw_turns
+                    and event.summary
+                    and len(event.summary) < len(text)
+                ):
+                    text, summarized = event.summary, True
+                turns.append(Turn(role, text, event.id, event.ts, event.session_id, summarized))
+                spent += self.counter.count(text) + 4
+            if len(events) < page:
+                return turns, True
+            before = events[-1].id
+        return turns, False
+
+    def _topic_lines(self, session: str, clear_after: int) -> list[str]:
+        """The most frequent keywords of this session's digested turns (a "Topics" line)."""
+        events = self.store.events(
+            session_id=session,
+            kinds=TURN_KINDS,
+            after_id=clear_after,
+            newest_first=True,
+            limit=200,
+        )
+        counts: Counter[str] = Counter()
+        for event in events:
+            counts.update({k.strip(): 1 for k in event.keywords if k.strip()})
+        top = [k for k, n in counts.most_common(8) if n > 1 or len(counts) <= 8]
+        return [f"Topics: {', '.join(top)}"] if top else []
+
+    def _memories(
+        self, query: str, session: str, clear_after: int, window: list[Turn]
+    ) -> list[Turn]:
+        """Older turns relevant to ``query`` that are not in the recent window."""
+        seen = {t.event_id for t in window}
+        scope_all = self.settings.recall_scope == "all"
+        hits = self._get_recaller().recall(
+            query,
+            self.settings.recall_k + len(seen),
+            session_id=None if scope_all else session,
+            mode="hybrid",
+        )
+        memories: list[Turn] = []
+        for hit in hits:
+            event = hit.event
+            if event.id in seen or (event.session_id == session and event.id <= clear_after):
+                continue
+            role, text = turn_role(event)
+            if self.settings.enable_summary and event.summary:
+                text = event.summary
+            memories.append(
+                Turn(role, text, event.id, event.ts, event.session_id, bool(event.summary))
+            )
+            if len(memories) >= self.settings.recall_k:
+                break
+        return memories
+
+    def _get_recaller(self) -> Recaller:
+        with self._lock:
+            if self._recaller is None:
+                from .recall import Recaller
+
+                self._recaller = Recaller(self.store, self.embedder)
+            return self._recaller
+
+    def _process_batch(self, batch: int) -> tuple[int, Counter[str], int]:
+        """Digest up to ``batch`` pending turns, then embed what lacks a vector."""
+        with self._process_lock:
+            done = 0
+            methods: Counter[str] = Counter()
+            if self.settings.enable_summary:
+                events = self.store.undigested(kinds=TURN_KINDS, limit=batch)
+                if events:
+                    methods = self._digest(events)
+                    done = len(events)
+            vectors = 0
+            embedder = self.embedder
+            if embedder is not None:
+                from .embed.backfill import embed_pending
+
+                vectors = embed_pending(
+                    self.store, embedder, kinds=TURN_KINDS, batch_size=batch, limit=batch
+                )
+            return done, methods, vectors
+
+    def _process_events(self, events: Sequence[Event]) -> None:
+        """Inline mode: digest and embed these new events before returning."""
+        turns = [e for e in events if e.kind in TURN_KINDS]
+        with self._process_lock:
+            if self.settings.enable_summary and turns:
+                self._digest(turns)
+        embedder = self.embedder
+        if embedder is not None:
+            from .embed.backfill import embed_pending
+
+            embed_pending(self.store, embedder, kinds=TURN_KINDS, limit=len(turns) or None)
+
+    def _digest(self, events: Sequence[Event]) -> Counter[str]:
+        texts = [turn_role(e)[1] for e in events]
+        roles: list[str | None] = [turn_role(e)[0] for e in events]
+        digests = self.digester.digest_many(texts, roles)
+        self.store.set_digests(
+            (e.id, d.summary, d.keywords, d.method) for e, d in zip(events, digests, strict=True)
+        )
+        return Counter(d.method for d in digests)
+
+
+def _kind_for(role: str) -> str:
+    kind = ROLE_KINDS.get(role)
+    if kind is None:
+        raise InvalidInputError(f"role must be one of {', '.join(ROLE_KINDS)}, got {role!r}")
+    return kind

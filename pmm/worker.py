@@ -1,0 +1,120 @@
+"""A background thread that digests and embeds pending events in batches.
+
+    worker = BackgroundWorker(mind.process_pending, name="pmm-digest")
+    worker.wake()            # after an append: cheap, returns at once
+    worker.flush(10.0)       # wait until everything pending now is done
+    worker.close(10.0)       # flush, then stop the thread
+
+Work that fails is logged (once per distinct error) and retried later with a growing
+pause; the events stay pending in the database, so nothing is lost, and a later process
+picks them up. Live workers are flushed at interpreter exit within their timeout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+_LIVE: weakref.WeakSet[BackgroundWorker] = weakref.WeakSet()
+
+
+class BackgroundWorker:
+    """Runs ``work()`` (which returns how many items it handled; 0 = nothing left)."""
+
+    def __init__(
+        self, work: Callable[[], int], *, name: str = "pmm-worker", flush_timeout: float = 10.0
+    ) -> None:
+        self._work = work
+        self.flush_timeout = flush_timeout
+        self._cond = threading.Condition()
+        self._requested = 0
+        self._completed = 0
+        self._stopping = False
+        self._errors_seen: set[str] = set()
+        self.last_error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+        _LIVE.add(self)
+
+    def wake(self) -> None:
+        """Ask for a round of work (non-blocking)."""
+        with self._cond:
+            self._requested += 1
+            self._cond.notify()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the work pending at this call is done; False on timeout or error."""
+        with self._cond:
+            self._requested += 1
+            target = self._requested
+            self._cond.notify()
+            done = self._cond.wait_for(
+                lambda: self._completed >= target or not self._thread.is_alive(),
+                timeout=self.flush_timeout if timeout is None else timeout,
+            )
+            return bool(done) and self._completed >= target and self.last_error is None
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Flush, then stop the thread. Returns whether the flush finished in time."""
+        if not self._thread.is_alive():
+            return True
+        flushed = self.flush(timeout)
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        self._thread.join(timeout=1.0)
+        _LIVE.discard(self)
+        if not flushed:
+            log.warning(
+                "background digest did not finish within %.1fs: the remaining events stay "
+                "pending and are picked up by the next Mind or `pmm dream`",
+                self.flush_timeout if timeout is None else timeout,
+            )
+        return flushed
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        backoff = 0.0
+        while True:
+            with self._cond:
+                if backoff:
+                    self._cond.wait(timeout=backoff)
+                self._cond.wait_for(lambda: self._stopping or self._requested > self._completed)
+                if self._stopping:
+                    return
+                target = self._requested
+            try:
+                while self._work():
+                    if self._stopping:
+                        break
+                self.last_error = None
+                backoff = 0.0
+            except Exception as exc:  # logged below; the events stay pending for a retry
+                self.last_error = exc
+                key = f"{type(exc).__name__}: {exc}"
+                if key not in self._errors_seen:
+                    self._errors_seen.add(key)
+                    log.warning(
+                        "background digest failed (%s); the events stay pending and will "
+                        "be retried",
+                        key,
+                        exc_info=exc,
+                    )
+                backoff = min(max(backoff * 2, 0.5), 30.0)
+            with self._cond:
+                self._completed = max(self._completed, target)
+                self._cond.notify_all()
+
+
+@atexit.register
+def _flush_live_workers() -> None:
+    for worker in list(_LIVE):
+        worker.close()
