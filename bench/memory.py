@@ -1,0 +1,148 @@
+"""save_context / load_memory_variables latency with 100,000 events already in the file.
+
+    python bench/memory.py                 # 100,000 events in 1,000 sessions, 300 rounds
+    python bench/memory.py --events 20000 --rounds 100
+
+Prints p50/p99 per call for PersistentMindMemory (summaries off, the default) and, in the
+same run on the same data, for langchain-classic's ConversationBufferMemory over
+langchain-community's SQLChatMessageHistory. Targets: save_context p50 <= 0.5 ms,
+load_memory_variables p50 <= 2 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import statistics
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+warnings.filterwarnings("ignore")
+
+WORDS = (
+    "travel lisbon coffee project deadline python garden music piano hiking weekend budget "
+    "family dinner recipe movie book meeting client report flight hotel train museum beach "
+    "running yoga doctor appointment birthday gift sister brother friend office laptop"
+).split()
+
+
+def sentence(rng: random.Random, n: int = 18) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def timed(samples: list[float], fn: Callable[[], Any]) -> Any:
+    start = time.perf_counter()
+    result = fn()
+    samples.append(time.perf_counter() - start)
+    return result
+
+
+def fill_pmm(path: Path, events: int, sessions: int, rng: random.Random) -> None:
+    from pmm.records import NewEvent
+    from pmm.store import EventStore
+
+    with EventStore(path) as store:
+        batch: list[NewEvent] = []
+        for i in range(events // 2):
+            session = f"session-{i % sessions}"
+            batch.append(NewEvent("prompt", sentence(rng), session, "user"))
+            batch.append(NewEvent("response", sentence(rng, 30), session, "assistant"))
+            if len(batch) >= 2000:
+                store.append_many(batch)
+                batch = []
+        store.append_many(batch)
+        store.sync_search_index()
+
+
+def fill_sql_history(path: Path, events: int, sessions: int, rng: random.Random) -> str:
+    from langchain_community.chat_message_histories import SQLChatMessageHistory
+    from langchain_core.messages import AIMessage, HumanMessage, message_to_dict
+
+    url = f"sqlite:///{path}"
+    SQLChatMessageHistory(session_id="setup", connection=url).clear()  # creates the table
+    rows = []
+    for i in range(events // 2):
+        session = f"session-{i % sessions}"
+        rows.append((session, json.dumps(message_to_dict(HumanMessage(sentence(rng))))))
+        rows.append((session, json.dumps(message_to_dict(AIMessage(sentence(rng, 30))))))
+    with sqlite3.connect(path) as conn:
+        conn.executemany("INSERT INTO message_store(session_id, message) VALUES (?, ?)", rows)
+    return url
+
+
+def run_rounds(memory: Any, rounds: int, rng: random.Random) -> dict[str, list[float]]:
+    saves: list[float] = []
+    loads: list[float] = []
+    for _ in range(rounds):
+        user, reply = sentence(rng), sentence(rng, 30)
+        timed(loads, lambda: memory.load_memory_variables({"input": user}))
+        timed(saves, lambda: memory.save_context({"input": user}, {"output": reply}))
+    return {"save_context": saves, "load_memory_variables": loads}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--sessions", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--max-tokens", type=int, default=2000)
+    args = parser.parse_args()
+
+    from langchain_classic.memory import ConversationBufferMemory
+    from langchain_community.chat_message_histories import SQLChatMessageHistory
+
+    from pmm import PersistentMindMemory
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        started = time.perf_counter()
+        fill_pmm(folder / "pmm.db", args.events, args.sessions, random.Random(1))
+        url = fill_sql_history(folder / "baseline.db", args.events, args.sessions, random.Random(1))
+        print(f"filled {args.events:,} events in {args.sessions:,} sessions per store "
+              f"({time.perf_counter() - started:.1f}s)")
+        session = "session-7"
+
+        pmm_memory = PersistentMindMemory(db_path=str(folder / "pmm.db"), session_id=session,
+                                          max_token_limit=args.max_tokens)
+        pmm_memory.load_memory_variables({"input": "warm up"})
+        pmm = run_rounds(pmm_memory, args.rounds, random.Random(2))
+        counter = pmm_memory.token_counter
+        pmm_memory.close()
+
+        baseline_memory = ConversationBufferMemory(
+            chat_memory=SQLChatMessageHistory(session_id=session, connection=url)
+        )
+        baseline_memory.load_memory_variables({"input": "warm up"})
+        base = run_rounds(baseline_memory, args.rounds, random.Random(2))
+
+    print(f"\n{args.rounds} rounds on one session of ~{args.events // args.sessions} events; "
+          f"PMM budget {args.max_tokens} tokens ({counter})\n")
+    print(f"{'call':<24}{'PMM p50':>10}{'PMM p99':>10}{'buffer p50':>12}{'buffer p99':>12}"
+          f"{'speed-up':>10}")
+    targets = {"save_context": 0.5, "load_memory_variables": 2.0}
+    verdicts = []
+    for call in ("save_context", "load_memory_variables"):
+        p50, p99 = percentile(pmm[call], 0.5) * 1e3, percentile(pmm[call], 0.99) * 1e3
+        b50, b99 = percentile(base[call], 0.5) * 1e3, percentile(base[call], 0.99) * 1e3
+        print(f"{call:<24}{p50:>8.3f}ms{p99:>8.3f}ms{b50:>10.3f}ms{b99:>10.3f}ms"
+              f"{b50 / p50:>9.1f}x")
+        verdicts.append(f"{call} p50 {p50:.3f} ms <= {targets[call]} ms: "
+                        f"{'PASS' if p50 <= targets[call] else 'MISS'}")
+    print("\ntargets:\n  " + "\n  ".join(verdicts))
+    mean = statistics.mean(pmm["load_memory_variables"]) * 1e3
+    print(f"  (PMM load mean {mean:.3f} ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create .venv and install PMM with every extra and the dev tools.
+# torch is installed first from its CPU wheel, so that nothing pulls a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+. .venv/bin/activate
+python -m pip install --quiet --upgrade pip
+if ! python -c "import torch" 2>/dev/null; then
+  python -m pip install --quiet "torch==2.13.0"
+fi
+python -m pip install --quiet -e ".[dev]"
