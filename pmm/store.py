@@ -343,6 +343,18 @@ class EventStore:
         row = self._read(f"SELECT max(id) FROM events{where}", params)[0]
         return int(row[0] or 0)
 
+    def event_ids(
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        after_id: int | None = None,
+    ) -> list[int]:
+        """Ids of the matching events, oldest first (read from an index, without the rows:
+        the cheap filter vector search uses)."""
+        where, params = self._filters(session_id, kinds, after_id, None)
+        return [r[0] for r in self._read(f"SELECT id FROM events{where} ORDER BY id", params)]
+
     @staticmethod
     def _filters(
         session_id: str | None,
@@ -458,6 +470,37 @@ class EventStore:
         """Drop every vector of ``model``; returns how many."""
         with self._lock, self._write() as conn:
             return conn.execute("DELETE FROM embeddings WHERE model = ?", (model,)).rowcount
+
+    def count_unembedded(self, model: str, *, kinds: Iterable[str]) -> int:
+        """How many events :meth:`unembedded` would return."""
+        kind_list = list(kinds)
+        sql = (
+            "SELECT count(*) FROM events e WHERE content IS NOT NULL"
+            f" AND kind IN ({','.join('?' * len(kind_list))}) AND NOT EXISTS"
+            " (SELECT 1 FROM embeddings m WHERE m.event_id = e.id AND m.model = ?)"
+        )
+        return int(self._read(sql, [*kind_list, model])[0][0])
+
+    def embedding_stats(self, model: str) -> tuple[int, int, int]:
+        """``(count, sum of event ids, largest event id)`` of ``model``'s vectors: a
+        fingerprint that shows a vector cache when vectors were deleted or added out of
+        id order."""
+        row = self._read(
+            "SELECT count(*), total(event_id), max(event_id) FROM embeddings WHERE model = ?",
+            (model,),
+        )[0]
+        return int(row[0]), int(row[1]), int(row[2] or 0)
+
+    def data_version(self) -> tuple[int, int]:
+        """A value that changes whenever the file is written, by this store or by another
+        connection (``PRAGMA data_version`` and ``total_changes``): caches compare it to
+        know, for a few microseconds, whether to look again."""
+        with self._lock:
+            try:
+                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.path) from exc
+            return int(version), self._conn.total_changes
 
     # -- derived data: edges ---------------------------------------------------------
 

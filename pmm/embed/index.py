@@ -1,0 +1,337 @@
+"""Exact cosine search over one model's vectors, cached in memory as a float32 matrix.
+
+    from pmm.embed.index import VectorIndex
+
+    index = VectorIndex(store, embedder.model_name, embedder.dim)
+    [query] = embedder.embed(["where do I live?"])
+    index.search(query, 5, session_id="alice", kinds=("prompt", "response"))
+    # -> [(event_id, cosine), ...] best first
+
+The cache follows the store without being told: before each search it asks the store
+whether the file changed at all (:meth:`EventStore.data_version`, microseconds); only when
+it did, it reads the vectors added above the newest one it holds, drops the vectors of
+events redacted since (the ``redaction`` events name them), and compares a fingerprint of
+the model's vectors (count and sum of event ids) with its own. Any other difference (a
+vector deleted some other way, or an older event embedded after newer ones) makes it
+reload the model's vectors in full. Only vectors stored under ``model_name`` are ever
+read, so a search never mixes two models.
+
+A vector replaced in place (same event, same model, new value) is not noticed: call
+:meth:`VectorIndex.invalidate` after re-embedding events that already had a vector.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ..store import EventStore
+
+log = logging.getLogger(__name__)
+
+REDACTION_KIND = "redaction"
+"""Kind of the event :meth:`EventStore.redact` appends; its ``meta["target"]`` is the id."""
+
+_CHUNK = 4096
+
+FloatArray = npt.NDArray[np.float32]
+IdArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _kinds_key(kinds: Iterable[str] | str | None) -> tuple[str, ...] | None:
+    if kinds is None:
+        return None
+    if isinstance(kinds, str):
+        return (kinds,)
+    return tuple(sorted(set(kinds)))
+
+
+class VectorIndex:
+    """The vectors of ``model_name`` (each ``dim`` float32 values) in one matrix, searched
+    exactly by cosine similarity. Safe to share between threads.
+
+    Vectors whose size does not match ``dim`` (stored by another model that used the same
+    name) are left out, with one warning per refresh that finds any.
+    """
+
+    def __init__(self, store: EventStore, model_name: str, dim: int) -> None:
+        if not isinstance(dim, int) or dim <= 0:
+            raise InvalidInputError(f"dim must be a positive int, got {dim!r}")
+        self.store = store
+        self.model_name = model_name
+        self.dim = dim
+        self.reloads = 0
+        """How many times the cache was rebuilt from scratch (the first load included)."""
+        self._lock = threading.RLock()
+        self._matrix: FloatArray = np.zeros((0, dim), dtype=np.float32)
+        self._ids: IdArray = np.zeros(0, dtype=np.int64)
+        self._n = 0
+        self._id_sum = 0
+        self._max_id = 0
+        self._skipped: dict[int, int] = {}
+        self._events_seen = 0
+        self._token: tuple[int, int] | None = None
+        self._loaded = False
+        self._masks: dict[tuple[str, ...], BoolArray] = {}
+
+    def __len__(self) -> int:
+        """Vectors held now (as of the last refresh)."""
+        return self._n
+
+    def __repr__(self) -> str:
+        return f"VectorIndex({self.model_name!r}, dim={self.dim}, vectors={self._n})"
+
+    @property
+    def ids(self) -> IdArray:
+        """Event ids of the vectors held, ascending (a copy)."""
+        with self._lock:
+            return self._ids[: self._n].copy()
+
+    def stats(self) -> dict[str, Any]:
+        """Vectors held, vectors left out for a wrong size, full reloads so far."""
+        with self._lock:
+            return {
+                "model": self.model_name,
+                "dim": self.dim,
+                "vectors": self._n,
+                "wrong_size": len(self._skipped),
+                "reloads": self.reloads,
+                "bytes": int(self._n * self.dim * 4),
+            }
+
+    def invalidate(self) -> None:
+        """Forget the cache; the next search reloads every vector of the model."""
+        with self._lock:
+            self._loaded = False
+            self._token = None
+
+    # -- keeping in step with the store -----------------------------------------------
+
+    def refresh(self) -> None:
+        """Bring the cache in step with the store (see the module docstring)."""
+        with self._lock:
+            token = self.store.data_version()
+            if self._loaded and token == self._token:
+                return
+            if not self._loaded:
+                self._reload()
+            else:
+                self._append(self.store.embeddings(self.model_name, after_id=self._max_id))
+                self._drop_redacted()
+                count, id_sum, _ = self.store.embedding_stats(self.model_name)
+                held = self._n + len(self._skipped)
+                held_sum = self._id_sum + sum(self._skipped)
+                if (count, id_sum) != (held, held_sum):
+                    log.debug(
+                        "vectors of %s changed out of order (%d stored, %d held): reloading",
+                        self.model_name,
+                        count,
+                        held,
+                    )
+                    self._reload()
+            self._token = token
+
+    def _reload(self) -> None:
+        self._events_seen = self.store.last_id()
+        rows = self.store.embeddings(self.model_name)
+        self._matrix = np.zeros((max(len(rows), 1), self.dim), dtype=np.float32)
+        self._ids = np.zeros(max(len(rows), 1), dtype=np.int64)
+        self._n = 0
+        self._id_sum = 0
+        self._max_id = 0
+        self._skipped = {}
+        self._masks = {}
+        self._append(rows)
+        self._loaded = True
+        self.reloads += 1
+
+    def _append(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Add vectors of event ids above every id held (the store returns them sorted)."""
+        if not rows:
+            return
+        size = self.dim * 4
+        good = [(i, b) for i, b in rows if len(b) == size]
+        wrong = {i: len(b) for i, b in rows if len(b) != size}
+        if wrong:
+            self._skipped.update(wrong)
+            log.warning(
+                "%d vectors stored under %r are %s bytes, not %d (dim %d): they are left out "
+                "of semantic search; drop them with store.delete_embeddings(%r) and embed "
+                "again",
+                len(wrong),
+                self.model_name,
+                sorted(set(wrong.values())),
+                size,
+                self.dim,
+                self.model_name,
+            )
+        self._max_id = max(self._max_id, rows[-1][0], *wrong)
+        if not good:
+            return
+        need = self._n + len(good)
+        if need > len(self._ids):
+            capacity = max(need, 2 * len(self._ids), 1024)
+            matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+            matrix[: self._n] = self._matrix[: self._n]
+            ids = np.zeros(capacity, dtype=np.int64)
+            ids[: self._n] = self._ids[: self._n]
+            self._matrix, self._ids = matrix, ids
+        start = self._n
+        for offset in range(0, len(good), _CHUNK):
+            chunk = good[offset : offset + _CHUNK]
+            block = np.frombuffer(b"".join(b for _, b in chunk), dtype=np.float32)
+            block = block.reshape(len(chunk), self.dim)
+            norms = np.linalg.norm(block, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            lo = start + offset
+            self._matrix[lo : lo + len(chunk)] = block / norms
+            self._ids[lo : lo + len(chunk)] = [i for i, _ in chunk]
+        self._n = need
+        self._id_sum += sum(i for i, _ in good)
+
+    def _drop_redacted(self) -> None:
+        """Drop the vectors of events redacted since the last look."""
+        newest = self.store.last_id()
+        if newest <= self._events_seen:
+            return
+        marker_ids = self.store.event_ids(kinds=(REDACTION_KIND,), after_id=self._events_seen)
+        self._events_seen = newest
+        if not marker_ids:
+            return
+        targets: set[int] = set()
+        for marker in self.store.get_many(marker_ids).values():
+            target = marker.meta.get("target")
+            if isinstance(target, int):
+                targets.add(target)
+        self._remove(targets)
+
+    def _remove(self, event_ids: Iterable[int]) -> None:
+        wanted = np.fromiter(event_ids, dtype=np.int64)
+        for event_id in wanted.tolist():
+            self._skipped.pop(event_id, None)
+        if not wanted.size or not self._n:
+            return
+        held = self._ids[: self._n]
+        rows = self._rows_of(wanted)
+        if not rows.size:
+            return
+        keep = np.ones(self._n, dtype=np.bool_)
+        keep[rows] = False
+        kept = int(keep.sum())
+        self._id_sum -= int(held[rows].sum())
+        self._matrix[:kept] = self._matrix[: self._n][keep]
+        self._ids[:kept] = held[keep]
+        self._n = kept
+        self._masks = {key: mask[keep] for key, mask in self._masks.items()}
+
+    # -- search --------------------------------------------------------------------------
+
+    def _rows_of(self, event_ids: IdArray) -> IdArray:
+        """Row numbers of those ``event_ids`` that have a vector here."""
+        held = self._ids[: self._n]
+        if not event_ids.size or not self._n:
+            return np.zeros(0, dtype=np.int64)
+        pos = np.searchsorted(held, event_ids)
+        pos = np.minimum(pos, self._n - 1)
+        return np.unique(pos[held[pos] == event_ids]).astype(np.int64)
+
+    def _kind_mask(self, key: tuple[str, ...]) -> BoolArray:
+        """Which rows hold events of these kinds (kinds never change: extended as rows
+        are appended, never recomputed)."""
+        mask = self._masks.get(key)
+        have = 0 if mask is None else len(mask)
+        if mask is None or have < self._n:
+            new_ids = self._ids[have : self._n]
+            of_kind = np.asarray(
+                self.store.event_ids(kinds=key, after_id=int(new_ids[0]) - 1), dtype=np.int64
+            )
+            extra = np.isin(new_ids, of_kind, assume_unique=True)
+            mask = extra if mask is None else np.concatenate([mask, extra])
+            if len(self._masks) >= 16:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = mask
+        return mask
+
+    def _candidates(
+        self,
+        session_id: str | None,
+        key: tuple[str, ...] | None,
+        allowed_ids: Iterable[int] | None,
+    ) -> IdArray:
+        """Event ids allowed by the session (and kinds) and by ``allowed_ids``."""
+        allowed = None
+        if allowed_ids is not None:
+            allowed = np.unique(np.fromiter(allowed_ids, dtype=np.int64))
+        if session_id is None:
+            return allowed if allowed is not None else np.zeros(0, dtype=np.int64)
+        in_session = np.asarray(
+            self.store.event_ids(session_id=session_id, kinds=key), dtype=np.int64
+        )
+        return in_session if allowed is None else np.intersect1d(in_session, allowed)
+
+    def search(
+        self,
+        query_vec: npt.ArrayLike,
+        k: int,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | str | None = None,
+        allowed_ids: Iterable[int] | None = None,
+        exclude_ids: Iterable[int] = (),
+    ) -> list[tuple[int, float]]:
+        """The ``k`` events most similar to ``query_vec``: ``(event_id, cosine)``, best
+        first. ``session_id``, ``kinds`` and ``allowed_ids`` restrict the candidates (all
+        given ones apply); ``exclude_ids`` are never returned."""
+        query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dim:
+            raise InvalidInputError(
+                f"query vector has {query.shape[0]} dimensions, this index holds {self.dim}"
+            )
+        norm = float(np.linalg.norm(query))
+        if not np.isfinite(norm) or norm == 0.0:
+            raise InvalidInputError("query vector must be finite and non-zero")
+        query = query / norm
+        if k <= 0:
+            return []
+        key = _kinds_key(kinds)
+        with self._lock:
+            self.refresh()
+            if not self._n:
+                return []
+            held = self._ids[: self._n]
+            excluded = self._rows_of(np.fromiter(exclude_ids, dtype=np.int64))
+            rows: IdArray | None = None
+            if session_id is not None or allowed_ids is not None:
+                rows = self._rows_of(self._candidates(session_id, key, allowed_ids))
+                if key is not None and session_id is None:
+                    rows = rows[self._kind_mask(key)[rows]]
+                if excluded.size:
+                    rows = np.setdiff1d(rows, excluded)
+                if not rows.size:
+                    return []
+                scores = self._matrix[rows] @ query
+            else:
+                scores = self._matrix[: self._n] @ query
+                if key is not None:
+                    scores[~self._kind_mask(key)] = -np.inf
+                if excluded.size:
+                    scores[excluded] = -np.inf
+            count = min(k, scores.shape[0])
+            if count < scores.shape[0]:
+                top = np.argpartition(-scores, count - 1)[:count]
+            else:
+                top = np.arange(scores.shape[0])
+            top = top[np.isfinite(scores[top])]
+            event_rows = top if rows is None else rows[top]
+            event_ids = held[event_rows]
+            order = np.lexsort((event_ids, -scores[top]))
+            return [(int(event_ids[i]), float(scores[top][i])) for i in order.tolist()]

@@ -1,0 +1,196 @@
+"""VectorIndex: exact cosine search over a cached matrix that follows the store."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from pmm.embed.index import VectorIndex
+from pmm.errors import InvalidInputError
+from pmm.records import NewEvent
+from pmm.store import EventStore
+
+MODEL = "test/unit"
+DIM = 8
+
+
+def unit(*hot: float) -> npt.NDArray[np.float32]:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[: len(hot)] = hot
+    return v / np.linalg.norm(v)
+
+
+def add(
+    store: EventStore,
+    vectors: Sequence[npt.NDArray[np.float32]],
+    *,
+    kind: str = "prompt",
+    session: str = "s1",
+    model: str = MODEL,
+) -> list[int]:
+    events = store.append_many(
+        [NewEvent(kind, f"text {i}", session, "user") for i in range(len(vectors))]
+    )
+    store.put_embeddings(
+        model,
+        DIM,
+        [(e.id, v.astype(np.float32).tobytes()) for e, v in zip(events, vectors, strict=True)],
+    )
+    return [e.id for e in events]
+
+
+def test_exact_search_matches_brute_force(store: EventStore) -> None:
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((300, DIM)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    ids = add(store, list(data))
+    index = VectorIndex(store, MODEL, DIM)
+    for query in rng.standard_normal((5, DIM)).astype(np.float32):
+        found = index.search(query, 10)
+        expected = np.argsort(-(data @ (query / np.linalg.norm(query))))[:10]
+        assert [i for i, _ in found] == [ids[j] for j in expected]
+        scores = [s for _, s in found]
+        assert scores == sorted(scores, reverse=True)
+        assert -1.0 - 1e-5 <= scores[-1] <= scores[0] <= 1.0 + 1e-5
+
+
+def test_new_vectors_are_picked_up_incrementally(store: EventStore) -> None:
+    [a] = add(store, [unit(1, 0)])
+    index = VectorIndex(store, MODEL, DIM)
+    assert [i for i, _ in index.search(unit(0, 1), 5)] == [a]
+    [b] = add(store, [unit(0, 1)])
+    found = index.search(unit(0, 1), 5)
+    assert [i for i, _ in found] == [b, a]
+    assert found[0][1] == pytest.approx(1.0, abs=1e-6)
+    assert index.reloads == 1 and len(index) == 2
+
+
+def test_vectors_written_by_another_connection_are_seen(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    with EventStore(path) as reader, EventStore(path) as writer:
+        [a] = add(writer, [unit(1, 0)])
+        index = VectorIndex(reader, MODEL, DIM)
+        assert [i for i, _ in index.search(unit(1, 0), 3)] == [a]
+        [b] = add(writer, [unit(0, 0, 1)])
+        assert [i for i, _ in index.search(unit(0, 0, 1), 1)] == [b]
+        writer.redact(b, reason="test")
+        assert [i for i, _ in index.search(unit(0, 0, 1), 3)] == [a]
+
+
+def test_unchanged_store_is_not_read_again(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [a, _] = add(store, [unit(1, 0), unit(0, 1)])
+    index = VectorIndex(store, MODEL, DIM)
+    index.search(unit(1, 0), 1, kinds=("prompt",))  # loads the vectors and the kind mask
+
+    def must_not_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the store was read although nothing changed")
+
+    for name in ("embeddings", "embedding_stats", "last_id", "event_ids"):
+        monkeypatch.setattr(store, name, must_not_run)
+    for _ in range(3):
+        assert [i for i, _ in index.search(unit(1, 0), 1, kinds=("prompt",))] == [a]
+
+
+def test_filters_by_session_kinds_ids_and_exclusions(store: EventStore) -> None:
+    [p1, p2] = add(store, [unit(1, 0), unit(1, 0.1)], session="alice")
+    [r1] = add(store, [unit(1, 0.2)], kind="response", session="alice")
+    [b1] = add(store, [unit(1, 0.05)], session="bob")
+    [n1] = add(store, [unit(1, 0)], kind="event", session="bob")
+    index = VectorIndex(store, MODEL, DIM)
+    q = unit(1, 0)
+
+    def ids(**kw: object) -> list[int]:
+        return [i for i, _ in index.search(q, 10, **kw)]  # type: ignore[arg-type]
+
+    assert set(ids()) == {p1, p2, r1, b1, n1}
+    assert ids(session_id="alice") == [p1, p2, r1]
+    assert ids(session_id="bob", kinds=("prompt",)) == [b1]
+    assert ids(kinds=("prompt", "response")) == [p1, b1, p2, r1]
+    assert ids(kinds="event") == [n1]
+    assert ids(allowed_ids=[r1, b1, 999]) == [b1, r1]
+    assert ids(allowed_ids=[r1, b1], session_id="alice") == [r1]
+    assert ids(kinds=("prompt",), exclude_ids=[p1]) == [b1, p2]
+    assert ids(session_id="alice", exclude_ids=[p1, p2]) == [r1]
+    assert ids(session_id="nobody") == []
+    assert ids(allowed_ids=[]) == []
+    # the kind masks follow appended rows
+    [p3] = add(store, [unit(1, 0.01)], session="carol")
+    assert ids(kinds=("prompt", "response"))[:2] == [p1, p3]
+
+
+def test_redacted_events_drop_out_without_a_reload(store: EventStore) -> None:
+    [a, b, c] = add(store, [unit(1, 0), unit(1, 0.1), unit(1, 0.2)])
+    index = VectorIndex(store, MODEL, DIM)
+    assert len(index.search(unit(1, 0), 5, kinds=("prompt",))) == 3
+    store.redact(a, reason="user asked")
+    found = index.search(unit(1, 0), 5, kinds=("prompt",))
+    assert [i for i, _ in found] == [b, c]
+    assert index.reloads == 1
+    assert a not in index.ids.tolist()
+
+
+def test_deleted_and_out_of_order_vectors_trigger_a_reload(store: EventStore) -> None:
+    events = store.append_many([NewEvent("prompt", f"t{i}", "s", "user") for i in range(3)])
+    first, second, third = (e.id for e in events)
+    store.put_embeddings(MODEL, DIM, [(third, unit(0, 1).tobytes())])
+    index = VectorIndex(store, MODEL, DIM)
+    assert [i for i, _ in index.search(unit(1, 0), 5)] == [third]
+    # an older event embedded after a newer one: not above the newest id the index holds
+    store.put_embeddings(MODEL, DIM, [(first, unit(1, 0).tobytes())])
+    assert [i for i, _ in index.search(unit(1, 0), 5)] == [first, third]
+    assert index.reloads == 2
+    store.delete_embeddings(MODEL)
+    assert index.search(unit(1, 0), 5) == []
+    assert len(index) == 0
+    store.put_embeddings(MODEL, DIM, [(second, unit(1, 0).tobytes())])
+    assert [i for i, _ in index.search(unit(1, 0), 5)] == [second]
+
+
+def test_other_models_and_wrong_sizes_are_left_out(
+    store: EventStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    [a] = add(store, [unit(1, 0)])
+    add(store, [unit(1, 0)], model="test/other")
+    [bad] = store.append_many([NewEvent("prompt", "bad", "s", "user")])
+    store.put_embeddings(MODEL, 4, [(bad.id, np.ones(4, dtype=np.float32).tobytes())])
+    index = VectorIndex(store, MODEL, DIM)
+    with caplog.at_level(logging.WARNING, logger="pmm.embed.index"):
+        found = index.search(unit(1, 0), 10)
+    assert [i for i, _ in found] == [a]
+    assert "left out of semantic search" in caplog.text
+    assert index.stats()["wrong_size"] == 1
+    # the wrong-size vector is counted as held: no reload on every search
+    [c] = add(store, [unit(0, 1)])
+    assert [i for i, _ in index.search(unit(0, 1), 1)] == [c]
+    assert index.reloads == 1
+
+
+def test_invalid_queries_are_refused(store: EventStore) -> None:
+    add(store, [unit(1, 0)])
+    index = VectorIndex(store, MODEL, DIM)
+    with pytest.raises(InvalidInputError, match="dimensions"):
+        index.search(np.ones(DIM + 1, dtype=np.float32), 3)
+    with pytest.raises(InvalidInputError, match="non-zero"):
+        index.search(np.zeros(DIM, dtype=np.float32), 3)
+    assert index.search(unit(1, 0), 0) == []
+    with pytest.raises(InvalidInputError, match="dim"):
+        VectorIndex(store, MODEL, 0)
+
+
+def test_empty_store_and_growth_past_capacity(store: EventStore) -> None:
+    index = VectorIndex(store, MODEL, DIM)
+    assert index.search(unit(1, 0), 3) == []
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        add(store, list(rng.standard_normal((700, DIM)).astype(np.float32)))
+        index.search(unit(1, 0), 3)
+    assert len(index) == 2100
+    assert index.reloads == 1
+    assert index.ids.tolist() == list(range(1, 2101))
