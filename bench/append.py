@@ -1,0 +1,261 @@
+"""Append and verify speed of PMM's event log, against LangChain's SQLChatMessageHistory.
+
+    python bench/append.py                    # 20,000 events
+    python bench/append.py --events 5000 --out-json bench/results/append.json
+
+Appends N events, one transaction each, to a fresh temporary file with ``EventStore`` and
+reports the per-event latency (p50/p99, microseconds) and events per second. Then makes the
+same number of ``SQLChatMessageHistory.add_message`` calls on another fresh SQLite file (for
+at most ``--baseline-seconds``: that baseline commits with SQLite's default rollback journal
+and can be slow on some disks, so it may stop early, and says so), prints the ratio of the two
+throughputs, and times ``verify()`` over the PMM file (rows per second).
+
+Targets: append p50 <= 100 us; >= 2x SQLChatMessageHistory's throughput; verify >= 100,000
+rows/s. This is a report: it always exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+
+from pmm.store import EventStore
+
+TARGET_P50_US = 100.0
+TARGET_RATIO = 2.0
+TARGET_VERIFY_ROWS_S = 100_000.0
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) by nearest rank."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values)) - 1))
+    return sorted_values[rank]
+
+
+def message(i: int) -> str:
+    return f"message {i}: I moved to Lisbon last spring and the trams are lovely " + "x" * (i % 64)
+
+
+def bench_pmm(folder: Path, n: int) -> dict[str, Any]:
+    path = folder / "pmm.db"
+    latencies: list[float] = []
+    clock = time.perf_counter_ns
+    with EventStore(path) as store:
+        started = time.perf_counter()
+        for i in range(n):
+            t0 = clock()
+            store.append(
+                "prompt" if i % 2 == 0 else "response",
+                message(i),
+                session_id="bench",
+                role="user" if i % 2 == 0 else "assistant",
+            )
+            latencies.append((clock() - t0) / 1000)
+        seconds = time.perf_counter() - started
+        verify_runs = []
+        report = None
+        for _ in range(3):
+            report = store.verify()
+            verify_runs.append(report.seconds)
+    latencies.sort()
+    assert report is not None
+    verify_s = statistics.median(verify_runs)
+    return {
+        "events": n,
+        "seconds": seconds,
+        "events_per_s": n / seconds,
+        "p50_us": percentile(latencies, 50),
+        "p99_us": percentile(latencies, 99),
+        "max_us": latencies[-1] if latencies else float("nan"),
+        "verify_ok": report.ok,
+        "verify_rows": report.rows,
+        "verify_s": verify_s,
+        "verify_rows_per_s": report.rows / verify_s if verify_s else float("inf"),
+        "bytes": sum(os.path.getsize(f) for f in (str(path), f"{path}-wal") if os.path.exists(f)),
+    }
+
+
+def bench_langchain(folder: Path, n: int, budget_s: float) -> dict[str, Any]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from langchain_community.chat_message_histories import SQLChatMessageHistory
+            from langchain_core.messages import HumanMessage
+    except ImportError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    path = folder / "langchain.db"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            history = SQLChatMessageHistory(session_id="bench", connection=f"sqlite:///{path}")
+            history.add_message(HumanMessage(content="warm-up"))  # creates the table
+    except Exception as exc:  # e.g. a missing optional dependency of SQLAlchemy
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    latencies: list[float] = []
+    clock = time.perf_counter_ns
+    started = time.perf_counter()
+    deadline = started + budget_s
+    done = 0
+    for i in range(n):
+        t0 = clock()
+        history.add_message(HumanMessage(content=message(i)))
+        latencies.append((clock() - t0) / 1000)
+        done += 1
+        if time.perf_counter() > deadline:
+            break
+    seconds = time.perf_counter() - started
+    conn = sqlite3.connect(path)
+    journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    conn.close()
+    latencies.sort()
+    return {
+        "events": done,
+        "requested": n,
+        "stopped_early": done < n,
+        "seconds": seconds,
+        "events_per_s": done / seconds,
+        "p50_us": percentile(latencies, 50),
+        "p99_us": percentile(latencies, 99),
+        "journal_mode": journal,
+    }
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=20_000, help="events to append (20000)")
+    parser.add_argument(
+        "--baseline-seconds",
+        type=float,
+        default=40.0,
+        help="time budget for the SQLChatMessageHistory baseline (40 s)",
+    )
+    parser.add_argument("--out-json", type=Path, help="also write the numbers here as JSON")
+    args = parser.parse_args(argv)
+    n = max(1, args.events)
+
+    with tempfile.TemporaryDirectory(prefix="pmm-bench-") as tmp:
+        folder = Path(tmp)
+        print(f"PMM EventStore: appending {n:,} events, one transaction each ...", flush=True)
+        pmm = bench_pmm(folder, n)
+        print(f"SQLChatMessageHistory: up to {n:,} add_message calls ...", flush=True)
+        base = bench_langchain(folder, n, args.baseline_seconds)
+
+    ratio = pmm["events_per_s"] / base["events_per_s"] if base.get("events_per_s") else None
+    rows: list[tuple[str, str, str, str]] = [
+        ("metric", "value", "target", "result"),
+        (
+            "PMM append p50",
+            f"{pmm['p50_us']:,.1f} us",
+            f"<= {TARGET_P50_US:.0f} us",
+            verdict(pmm["p50_us"] <= TARGET_P50_US),
+        ),
+        ("PMM append p99", f"{pmm['p99_us']:,.1f} us", "", ""),
+        ("PMM append throughput", f"{pmm['events_per_s']:,.0f} events/s", "", ""),
+    ]
+    if "error" in base:
+        rows.append(("SQLChatMessageHistory", "unavailable", "", ""))
+        rows.append(("throughput ratio", "n/a", f">= {TARGET_RATIO:.0f}x", "MISS"))
+    else:
+        rows += [
+            ("SQLChatMessageHistory p50", f"{base['p50_us']:,.1f} us", "", ""),
+            ("SQLChatMessageHistory p99", f"{base['p99_us']:,.1f} us", "", ""),
+            (
+                "SQLChatMessageHistory throughput",
+                f"{base['events_per_s']:,.0f} events/s",
+                "",
+                "",
+            ),
+            (
+                "throughput ratio (PMM / LC)",
+                f"{ratio:,.1f}x",
+                f">= {TARGET_RATIO:.0f}x",
+                verdict(ratio is not None and ratio >= TARGET_RATIO),
+            ),
+        ]
+    rows.append(
+        (
+            f"verify() over {pmm['verify_rows']:,} rows",
+            f"{pmm['verify_rows_per_s']:,.0f} rows/s",
+            f">= {TARGET_VERIFY_ROWS_S:,.0f} rows/s",
+            verdict(pmm["verify_ok"] and pmm["verify_rows_per_s"] >= TARGET_VERIFY_ROWS_S),
+        )
+    )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    print()
+    for index, row in enumerate(rows):
+        print(
+            "  ".join(
+                cell.rjust(w) if 0 < i < 3 else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            ).rstrip()
+        )
+        if index == 0:
+            print("  ".join("-" * w for w in widths))
+    print()
+    print(
+        f"PMM: {pmm['events']:,} events in {pmm['seconds']:.2f} s, {pmm['bytes']:,} bytes on "
+        f"disk; verify ok={pmm['verify_ok']} in {pmm['verify_s'] * 1000:.1f} ms (median of 3)"
+    )
+    if "error" in base:
+        print(f"SQLChatMessageHistory could not run: {base['error']}")
+    else:
+        note = (
+            f" (stopped at the {args.baseline_seconds:.0f} s budget: fewer than the "
+            f"{n:,} asked; the rate is per message, so the ratio still holds)"
+            if base["stopped_early"]
+            else ""
+        )
+        print(
+            f"SQLChatMessageHistory: {base['events']:,} messages in {base['seconds']:.2f} s, "
+            f"journal_mode={base['journal_mode']}{note}"
+        )
+    print(
+        f"machine: {platform.platform()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
+    )
+
+    if args.out_json:
+        args.out_json.parent.mkdir(parents=True, exist_ok=True)
+        args.out_json.write_text(
+            json.dumps(
+                {
+                    "pmm": pmm,
+                    "sql_chat_message_history": base,
+                    "ratio": ratio,
+                    "targets": {
+                        "append_p50_us": TARGET_P50_US,
+                        "ratio": TARGET_RATIO,
+                        "verify_rows_per_s": TARGET_VERIFY_ROWS_S,
+                    },
+                    "sqlite": sqlite3.sqlite_version,
+                    "python": platform.python_version(),
+                    "cpus": os.cpu_count(),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        print(f"wrote {args.out_json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Shared helpers for the event-log tests (test_store*.py, test_schema.py, test_hashing.py).
+
+Not a conftest: the test files put this folder on ``sys.path`` and import it by name, so
+that processes started with the ``spawn`` context can import the worker functions too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pmm.store import EventStore
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MIGRATIONS = sorted(REPO_ROOT.glob("migrations/[0-9][0-9][0-9][0-9]_*.sql"))
+N_MIGRATIONS = len(MIGRATIONS)
+
+# -- raw access (for tampering and inspection) ----------------------------------------
+
+
+@contextlib.contextmanager
+def raw(path: Path | str) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection to the file, committed on success."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        yield conn
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def raw_rows(path: Path | str, table: str = "events") -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+    finally:
+        conn.close()
+
+
+def snapshot(path: Path | str) -> tuple[int, str | None, int]:
+    """(row count, head hash, head id) read straight from the file."""
+    conn = sqlite3.connect(path)
+    try:
+        count = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+        head = conn.execute("SELECT hash, id FROM events ORDER BY id DESC LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    return (count, head[0], head[1]) if head else (count, None, 0)
+
+
+def filled_store(path: Path | str, n: int = 5) -> EventStore:
+    """A store holding ``n`` chat events in two sessions."""
+    store = EventStore(path)
+    for i in range(1, n + 1):
+        store.append(
+            "prompt" if i % 2 else "response",
+            f"message number {i}",
+            session_id="alice" if i % 3 else "bob",
+            role="user" if i % 2 else "assistant",
+            meta={"i": i},
+        )
+    return store
+
+
+# -- the earlier PMM's database -------------------------------------------------------
+
+LEGACY_SCHEMA = (
+    "CREATE TABLE events(id INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT, kind TEXT,"
+    " content TEXT, meta TEXT, prev_hash TEXT, hash TEXT)"
+)
+
+LEGACY_ENTRIES: list[tuple[str, str, str, str]] = [
+    # (ts, kind, content, meta_json) as the earlier PMM wrote them
+    ("2024-03-01T09:00:00.000001", "event", "Session started", "{}"),
+    ("2024-03-01T09:00:05.120000", "prompt", "User said: I moved to Lisbon", '{"source": "cli"}'),
+    ("2024-03-01T09:00:06.500000", "response", "I responded: Lisbon is lovely.", "{}"),
+    ("2024-03-01T09:01:00.000000", "prompt", "User said: café ☕ and 日本語", '{"source": "cli"}'),
+    ("2024-03-01T09:01:02.000000", "response", "I responded: Noted | with a pipe", "{}"),
+    ("2024-03-01T09:02:00.000000", "reflection", "I notice the user travels", '{"n": 2}'),
+]
+
+
+def legacy_row_hash(prev_hash: str | None, kind: str, content: str, meta_json: str) -> str:
+    """Written out here on purpose, independently of pmm.hashing."""
+    text = (prev_hash or "") + "|" + kind + "|" + content + "|" + meta_json
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def make_legacy_db(path: Path | str) -> list[tuple[object, ...]]:
+    """Write a database exactly as the earlier PMM did; returns its rows."""
+    conn = sqlite3.connect(path)
+    conn.execute(LEGACY_SCHEMA)
+    prev: str | None = None
+    for ts, kind, content, meta in LEGACY_ENTRIES:
+        digest = legacy_row_hash(prev, kind, content, meta)
+        conn.execute(
+            "INSERT INTO events(ts, kind, content, meta, prev_hash, hash) VALUES (?,?,?,?,?,?)",
+            (ts, kind, content, meta, prev, digest),
+        )
+        prev = digest
+    conn.commit()
+    rows = conn.execute("SELECT * FROM events ORDER BY id").fetchall()
+    conn.close()
+    return rows
+
+
+# -- workers for other processes (must be importable by name) --------------------------
+
+
+def append_worker(path: str, worker: int, n: int) -> list[int]:
+    """Append ``n`` events from a separate process; returns their ids."""
+    with EventStore(path) as store:
+        return [
+            store.append("event", f"w{worker}-{i}", session_id=f"w{worker}", meta={"i": i}).id
+            for i in range(n)
+        ]
+
+
+def open_worker(paths: list[str], barrier: Any, results: Any) -> None:
+    """Open each new file in turn, in step with the other openers (a barrier per file);
+    reports, per file, the migrations it applied or the error it met, on ``results``."""
+    outcome: list[list[int] | str] = []
+    for path in paths:
+        barrier.wait()
+        try:
+            with EventStore(path) as store:
+                outcome.append([m.version for m in store.applied_migrations])
+        except Exception as exc:
+            outcome.append(f"{type(exc).__name__}: {exc}")
+    results.put(outcome)
+
+
+WRITER_SCRIPT = """
+import sys
+from pmm.store import EventStore
+store = EventStore(sys.argv[1])
+i = 0
+while True:
+    i += 1
+    ev = store.append("prompt", f"payload {i} " + "x" * (i % 50), session_id="kill")
+    sys.stdout.write(f"{ev.id}\\n")
+    sys.stdout.flush()
+"""
