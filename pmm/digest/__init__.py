@@ -6,11 +6,65 @@
     d.summary, d.keywords, d.method
 
 Every backend has one batched interface, ``digest_many(texts, roles=None)``; none of them
-touches the database.
+touches the database. Backends: :class:`LLMDigester` (any LangChain chat model),
+:class:`LocalDigester` (a transformers seq2seq model + spaCy keywords),
+:class:`HeuristicDigester` (no model); :func:`build_digester` chains them per
+``PMM_SUMMARIZER`` and :func:`backend_status` tells ``doctor`` which can run here.
+
+Importing this package loads no heavy library (torch, transformers, spaCy, langchain-openai):
+each backend imports what it needs when it is built.
 """
 
 from __future__ import annotations
 
-from .base import Digest, Digester
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Digest", "Digester"]
+from .base import Digest, Digester
+from .heuristic import HeuristicDigester
+from .keywords import SpacyKeywords, heuristic_keywords
+from .roles import speaker_label, with_speaker
+from .select import (
+    BackendFactory,
+    BackendStatus,
+    FallbackDigester,
+    backend_status,
+    build_digester,
+    chain_names,
+)
+
+if TYPE_CHECKING:
+    from .llm import LLMDigester
+    from .local import LocalDigester, load_seq2seq
+
+__all__ = [
+    "BackendFactory",
+    "BackendStatus",
+    "Digest",
+    "Digester",
+    "FallbackDigester",
+    "HeuristicDigester",
+    "LLMDigester",
+    "LocalDigester",
+    "SpacyKeywords",
+    "backend_status",
+    "build_digester",
+    "chain_names",
+    "heuristic_keywords",
+    "load_seq2seq",
+    "speaker_label",
+    "with_speaker",
+]
+
+_LAZY = {"LLMDigester": ".llm", "LocalDigester": ".local", "load_seq2seq": ".local"}
+
+
+def __getattr__(name: str) -> Any:
+    """``LLMDigester``, ``LocalDigester`` and ``load_seq2seq`` import their module on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pmm.digest' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value

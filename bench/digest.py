@@ -1,0 +1,190 @@
+"""Digest throughput: how many turns per second each backend digests.
+
+    python bench/digest.py                    # heuristic + local with a tiny test BART
+    python bench/digest.py --model PATH       # local with a real model folder (or hub id)
+    python bench/digest.py --skip-local --turns 5000
+
+The heuristic runs on realistic ~600-character chat turns in this one process (its target is
+>= 2,000 turns/s on one core, to run inline on every turn). Without ``--model``, the local
+figure comes from a tiny, randomly initialised BART built on the spot (1 layer, d_model 32):
+it measures PMM's batching and tokenisation overhead, NOT the speed of DistilBART.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PEOPLE = ["Ana", "Maria", "Jonas", "Priya", "Tomás", "Elena", "Henrik", "Okafor", "Wei", "Sam"]
+PLACES = ["Lisbon", "Porto", "Oslo", "Berlin", "Munich", "Buenos Aires", "Nairobi", "Kyoto"]
+THINGS = ["Kafka migration", "quarterly report", "marathon plan", "flat lease", "job offer"]
+FILLER = [
+    "Thanks so much for getting back to me so quickly, I really appreciate it.",
+    "Anyway, I hope the weather is nice where you are, it has been raining here all week.",
+    "Let me know what you think when you have a moment, there is no rush at all.",
+    "Sorry for the long message, I just wanted to get all of this written down somewhere.",
+]
+
+
+@dataclass(frozen=True)
+class Result:
+    name: str
+    turns: int
+    seconds: float
+    note: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.turns / self.seconds if self.seconds else float("inf")
+
+    def line(self) -> str:
+        note = f"  ({self.note})" if self.note else ""
+        timing = f"[{self.turns} turns in {self.seconds:.3f} s]"
+        return f"{self.name:<28} {self.rate:>10,.0f} turns/s  {timing}{note}"
+
+
+def realistic_turns(count: int, *, seed: int = 0) -> tuple[list[str], list[str]]:
+    """``count`` chat turns of about 600 characters (small talk around names, places,
+    numbers, dates and preferences), and their roles, alternating user / assistant."""
+    rng = random.Random(seed)
+    texts: list[str] = []
+    roles: list[str] = []
+    for i in range(count):
+        person, other = rng.sample(PEOPLE, 2)
+        place = rng.choice(PLACES)
+        thing = rng.choice(THINGS)
+        day, hour, amount = rng.randint(1, 28), rng.randint(6, 21), rng.randint(20, 3000)
+        if i % 2 == 0:
+            body = (
+                f"So, about the trip: my sister {person} lands in {place} at {hour}:15 on "
+                f"Friday, and we booked a hotel for {amount} euros a night. She prefers window "
+                "seats and vegetarian food, and she is allergic to shellfish, which matters for "
+                f"dinner on Saturday. I also need to finish the {thing} before {day} May, "
+                f"because my manager {other} wants {rng.randint(2, 9)} charts in it."
+            )
+        else:
+            body = (
+                f"Based on what you told me, the best option is to leave {place} at {hour}:40 "
+                f"on the {day}th, which costs about {amount} euros in total. {person} could "
+                f"meet you at the station, and I would ask {other} to review the {thing} "
+                "before you go, since the deadline is close. Vegetarian places near the hotel "
+                "are easy to find, and most of them mark shellfish clearly on the menu."
+            )
+        turn = f"{rng.choice(FILLER)} {body} {rng.choice(FILLER)}"
+        while len(turn) < 560:
+            turn += " " + rng.choice(FILLER)
+        texts.append(turn)
+        roles.append("user" if i % 2 == 0 else "assistant")
+    return texts, roles
+
+
+def timed(name: str, run: Callable[[], object], turns: int, note: str = "") -> Result:
+    start = time.perf_counter()
+    run()
+    return Result(name, turns, time.perf_counter() - start, note)
+
+
+def bench_heuristic(texts: Sequence[str], roles: Sequence[str], repeat: int = 3) -> Result:
+    """The best of ``repeat`` runs of HeuristicDigester over ``texts`` (one process)."""
+    from pmm.digest import HeuristicDigester
+
+    digester = HeuristicDigester()
+    digester.digest_many(texts[:50], roles[:50])  # warm up
+    runs = [
+        timed("heuristic", lambda: digester.digest_many(texts, roles), len(texts))
+        for _ in range(repeat)
+    ]
+    best = min(runs, key=lambda r: r.seconds)
+    size = sum(len(t) for t in texts) / max(1, len(texts))
+    return Result(
+        best.name, best.turns, best.seconds, f"avg {size:.0f} chars/turn, best of {repeat}"
+    )
+
+
+def build_tiny_model(folder: Path) -> Path:
+    """The tiny random BART of the tests (tests/digest/tiny_bart.py), saved to ``folder``."""
+    sys.path.insert(0, str(ROOT / "tests" / "digest"))
+    from tiny_bart import build_tiny_bart
+
+    return build_tiny_bart(folder)
+
+
+def bench_local(
+    model: str,
+    texts: Sequence[str],
+    roles: Sequence[str],
+    *,
+    device: str = "auto",
+    batch_size: int = 8,
+    note: str = "",
+) -> list[Result]:
+    """Load time and throughput of LocalDigester(model) over ``texts``."""
+    from pmm.digest.local import LocalDigester
+
+    start = time.perf_counter()
+    digester = LocalDigester(model, device=device, batch_size=batch_size)
+    load = Result("local: load (once/process)", 1, time.perf_counter() - start, note)
+    digester.digest_many(texts[:batch_size], roles[:batch_size])  # warm up
+    run = timed(
+        f"local ({digester.device}, batch {batch_size})",
+        lambda: digester.digest_many(texts, roles),
+        len(texts),
+        note,
+    )
+    return [load, run]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=2000, help="turns for the heuristic")
+    parser.add_argument("--local-turns", type=int, default=64, help="turns for the local model")
+    parser.add_argument("--model", help="local seq2seq model folder or hub id (default: tiny)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--skip-local", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    texts, roles = realistic_turns(args.turns)
+    print(f"pmm digest bench: python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(bench_heuristic(texts, roles).line())
+    if args.skip_local:
+        return 0
+
+    local_texts, local_roles = texts[: args.local_turns], roles[: args.local_turns]
+    if args.model:
+        results = bench_local(
+            args.model,
+            local_texts,
+            local_roles,
+            device=args.device,
+            batch_size=args.batch_size,
+            note=args.model,
+        )
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            path = build_tiny_model(Path(folder) / "tiny-bart")
+            results = bench_local(
+                str(path),
+                local_texts,
+                local_roles,
+                device=args.device,
+                batch_size=args.batch_size,
+                note="TINY RANDOM TEST MODEL: plumbing overhead, not DistilBART speed",
+            )
+    for result in results:
+        print(result.line())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
