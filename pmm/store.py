@@ -32,6 +32,7 @@ from . import schema
 from .errors import (
     DatabaseError,
     EventNotFoundError,
+    IntegrityError,
     InvalidInputError,
     NotADatabaseError,
     ReadOnlyDatabaseError,
@@ -229,6 +230,60 @@ class EventStore:
                 raise EventNotFoundError(f"no event with id {event_id} holding text to redact")
             conn.execute("DELETE FROM embeddings WHERE event_id = ?", (event_id,))
             return self._append_locked(conn, [marker])[0]
+
+    def import_events(self, events: Iterable[Event]) -> VerifyReport:
+        """Insert exported events verbatim (same ids, timestamps, hashes and digests) into
+        an empty log, in one transaction; returns the verify report of the result.
+
+        Raises :class:`InvalidInputError` when the log already holds events and
+        :class:`IntegrityError` when the events do not form a chain that verifies; either
+        way nothing is written. Embeddings are not imported: recompute them afterwards.
+        """
+        rows = []
+        for e in events:
+            meta_json = canonical_json(e.meta)
+            if e.hash_version == LEGACY_HASH_VERSION and e.content is not None:
+                # The earlier PMM hashed its own meta text: find the spelling that verifies.
+                for spelling in (json.dumps(e.meta), json.dumps(e.meta, ensure_ascii=False)):
+                    if legacy_hash(e.prev_hash, e.kind, e.content, spelling) == e.hash:
+                        meta_json = spelling
+            keywords = json.dumps(list(e.keywords), ensure_ascii=False) if e.keywords else None
+            rows.append(
+                (
+                    e.id,
+                    e.ts,
+                    e.kind,
+                    e.session_id,
+                    e.role,
+                    e.content,
+                    e.content_sha256,
+                    meta_json,
+                    e.prev_hash,
+                    e.hash,
+                    e.hash_version,
+                    e.summary,
+                    keywords,
+                    e.digest_method,
+                )
+            )
+        with self._lock, self._write() as conn:
+            if conn.execute("SELECT 1 FROM events LIMIT 1").fetchone():
+                raise InvalidInputError(
+                    f"{self.path} already holds events: import only into a new, empty database"
+                )
+            marks = ",".join("?" * 14)
+            try:
+                conn.executemany(f"INSERT INTO events({_COLUMNS}) VALUES ({marks})", rows)
+            except sqlite3.IntegrityError as exc:
+                raise IntegrityError(f"the events cannot be imported as given: {exc}") from None
+            report = self.verify()
+            if not report.ok:
+                raise IntegrityError(
+                    f"the imported chain does not verify at event {report.first_bad_id}: "
+                    f"{report.reason}; nothing was imported"
+                )
+        self.sync_search_index()
+        return report
 
     def _check(self, entry: NewEvent) -> tuple[NewEvent, str, str]:
         """Validate one entry; returns it with its content hash and canonical meta."""

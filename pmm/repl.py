@@ -1,0 +1,369 @@
+"""``pmm-chat`` (or ``python chat.py``): an interactive chat whose memory survives restarts.
+
+    OPENAI_API_KEY=sk-... pmm-chat --session alice            # OpenAI
+    OPENAI_API_KEY=x OPENAI_BASE_URL=http://localhost:11434/v1 pmm-chat --model llama3.2
+    pmm-chat --db demo.db                                      # no key: offline mode
+
+With ``OPENAI_API_KEY`` (environment or ``.env``) each message goes through an LCEL chain,
+``ChatPromptTemplate(system, MessagesPlaceholder("history"), human) | ChatOpenAI``, whose
+history is PMM's compact, budgeted context for the session. ``OPENAI_BASE_URL`` points it at
+any OpenAI-compatible server (Ollama, vLLM, llama.cpp). Without a key the chat runs OFFLINE
+and answers from memory alone (key facts and the best recalled turns), so the memory can be
+tried anywhere. Either way every exchange is saved as two chained events before the reply
+is shown: what you have seen answered is in the log.
+
+Commands: /help, /memory, /stats, /verify, /search TEXT, /session NAME, /quit.
+Ctrl-D or Ctrl-C at the prompt leaves; Ctrl-C while a reply is coming cancels that turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .errors import PMMError
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+    from .mind import Mind
+    from .records import Hit
+
+SYSTEM_PROMPT = (
+    "You are a helpful assistant with a persistent memory of earlier conversations. "
+    "What you remember about the user and the conversation so far follow; use them when "
+    "they help, and never invent memories you do not have."
+)
+HELP = """\
+commands:
+  /help           this list
+  /memory         the memory the model sees for this session
+  /stats          what the event log holds
+  /verify         check the log's hash chain
+  /search TEXT    recall the events most relevant to TEXT (all sessions)
+  /session NAME   switch to another conversation
+  /quit           leave (Ctrl-D and Ctrl-C at the prompt leave too)
+anything else is a message."""
+PROMPT = "you> "
+REPLY_PREFIX = "pmm> "
+OFFLINE_PREFIX = "I'm offline (no OPENAI_API_KEY)."
+
+Write = Callable[[str], None]
+
+
+class Responder(Protocol):
+    """Produces the reply to one message, given the session's memory."""
+
+    banner: str
+
+    def reply(self, mind: Mind, session: str, text: str) -> str: ...
+
+
+# -- the two modes -------------------------------------------------------------------
+
+
+class OnlineResponder:
+    """Replies through ``prompt | ChatOpenAI | StrOutputParser`` with PMM's context."""
+
+    def __init__(self, model: str, api_key: str, base_url: str | None) -> None:
+        from langchain_core.output_parsers import StrOutputParser
+        from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+        from langchain_openai import ChatOpenAI
+        from pydantic import SecretStr
+
+        llm = ChatOpenAI(
+            model=model,
+            api_key=SecretStr(api_key),
+            base_url=base_url or None,
+            max_retries=1,
+            timeout=120,
+        )
+        prompt = ChatPromptTemplate.from_messages(
+            [("system", SYSTEM_PROMPT), MessagesPlaceholder("history"), ("human", "{input}")]
+        )
+        self.chain = prompt | llm | StrOutputParser()
+        where = base_url or "api.openai.com"
+        self.banner = f"online: model {model} at {where}"
+
+    def reply(self, mind: Mind, session: str, text: str) -> str:
+        history: list[BaseMessage] = mind.context(session, query=text, as_messages=True).messages()
+        answer = self.chain.invoke({"input": text, "history": history})
+        return str(answer)
+
+
+class OfflineResponder:
+    """Answers from memory alone: the session's key facts and the best recalled turns."""
+
+    banner = "OFFLINE (no OPENAI_API_KEY): replies come from memory only"
+
+    def reply(self, mind: Mind, session: str, text: str) -> str:
+        facts = mind.context(session, query=None).facts
+        hits = _recall(mind, text, k=3, session=_scope(mind, session))
+        # Its own earlier offline answers are in the log too: they are no news.
+        said = [_said(h) for h in hits if h.event.content and not _is_offline_answer(h)]
+        parts: list[str] = []
+        if facts:
+            parts.append("what I know about you: " + "; ".join(facts) + ".")
+        if said:
+            parts.append("related: " + "; ".join(said) + ".")
+        if not parts:
+            return f"{OFFLINE_PREFIX} From memory: nothing about that yet, but I'll remember it."
+        return f"{OFFLINE_PREFIX} From memory: " + " ".join(parts)
+
+
+def _is_offline_answer(hit: Hit) -> bool:
+    return hit.event.role == "assistant" and hit.event.text.startswith(OFFLINE_PREFIX)
+
+
+def _said(hit: Hit) -> str:
+    who = "you" if hit.event.role == "user" else "I"
+    return f'{who} said "{_snippet(hit.event.text, 100)}" ({hit.event.ts[:10]})'
+
+
+# -- the loop ------------------------------------------------------------------------
+
+
+@dataclass
+class Chat:
+    """One chat: a Mind, the current session and a responder. :meth:`handle` runs a line."""
+
+    mind: Mind
+    session: str
+    responder: Responder
+    write: Write = print
+
+    def handle(self, line: str) -> bool:
+        """Run one line (a message or a /command); False when the chat should end."""
+        text = line.strip()
+        if not text:
+            return True
+        if text.startswith("/"):
+            return self.command(text)
+        try:
+            answer = self.responder.reply(self.mind, self.session, text)
+        except KeyboardInterrupt:
+            self.write("\n(cancelled: that message was not saved)")
+            return True
+        except PMMError:
+            raise
+        except Exception as exc:  # the model or the network failed: tell, keep chatting
+            self.write(
+                f"(the model call failed: {type(exc).__name__}: {exc}; nothing was saved, "
+                "try again)"
+            )
+            return True
+        # Saved, then shown: a reply on screen is in the log. Ctrl-C cannot split the two.
+        with _interrupts_deferred():
+            self.mind.remember_turn(text, answer, session_id=self.session)
+            self.write(REPLY_PREFIX + answer)
+        return True
+
+    def command(self, text: str) -> bool:
+        name, _, rest = text.partition(" ")
+        rest = rest.strip()
+        name = name.lower()
+        if name in ("/quit", "/exit", "/q"):
+            return False
+        if name in ("/help", "/?"):
+            self.write(HELP)
+        elif name == "/memory":
+            self.show_memory()
+        elif name == "/stats":
+            self.show_stats()
+        elif name == "/verify":
+            self.show_verify()
+        elif name == "/search":
+            if not rest:
+                self.write("usage: /search TEXT")
+            else:
+                self.show_search(rest)
+        elif name == "/session":
+            if not rest:
+                self.write(f"session: {self.session} (switch with /session NAME)")
+            else:
+                self.switch(rest)
+        else:
+            self.write(f"unknown command {name}: /help lists the commands")
+        return True
+
+    def show_memory(self) -> None:
+        context = self.mind.context(self.session, query=None)
+        body = context.text()
+        if not body:
+            self.write(f"(nothing remembered in session {self.session!r} yet)")
+            return
+        self.write(
+            f"memory of session {self.session!r} ({context.tokens} of "
+            f"{context.budget_tokens} tokens):\n{body}"
+        )
+
+    def show_stats(self) -> None:
+        stats = self.mind.stats()
+        sessions = stats["by_session"]
+        here = self.mind.store.count(session_id=self.session)
+        pending = (
+            f"; {stats['pending_digests']:,} turns wait for a digest"
+            if self.mind.settings.enable_summary
+            else ""
+        )
+        self.write(
+            f"{stats['events']:,} events ({stats['turns']:,} turns) in {len(sessions):,} "
+            f"session(s), {here:,} of them in {self.session!r}{pending}; "
+            f"{stats['bytes_on_disk']:,} bytes in {stats['path']}"
+        )
+
+    def show_verify(self) -> None:
+        report = self.mind.verify()
+        if report.ok:
+            self.write(
+                f"chain OK: {report.rows:,} rows verified; head id {report.head_id}, "
+                f"hash {report.head}"
+            )
+        else:
+            self.write(f"chain FAILED at event {report.first_bad_id}: {report.reason}")
+
+    def show_search(self, query: str) -> None:
+        hits = _recall(self.mind, query, k=5, session=None)
+        if not hits:
+            self.write(f"nothing found for {query!r}")
+            return
+        for hit in hits:
+            event = hit.event
+            text = event.content if event.content is not None else "(redacted)"
+            self.write(
+                f"#{event.id} [{event.session_id}] {event.role or event.kind}: "
+                f"{_snippet(text, 90)}  (score {hit.score:.3f})"
+            )
+
+    def switch(self, name: str) -> None:
+        turns = len(self.mind.history(name))  # validates the name
+        self.session = name
+        self.write(f"switched to session {name!r} ({turns} turns remembered)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the chat until /quit, Ctrl-D or Ctrl-C; returns the exit code."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="pmm: %(levelname)s: %(message)s")
+    try:
+        settings = Settings.load(db_path=args.db, session_id=args.session)
+        api_key, base_url = _openai_env()
+        responder: Responder
+        if api_key:
+            responder = OnlineResponder(args.model or settings.llm_model, api_key, base_url)
+        else:
+            responder = OfflineResponder()
+        from .mind import Mind
+
+        mind = Mind(settings=settings)
+    except PMMError as exc:
+        print(f"pmm-chat: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        print(
+            f"PMM chat - {responder.banner} - session {settings.session_id!r}, "
+            f"memory in {settings.db_path}"
+        )
+        print("Type a message, or /help for commands; Ctrl-D leaves.")
+        _enable_line_editing()
+        chat = Chat(mind, settings.session_id, responder)
+        return _loop(chat)
+    finally:
+        mind.close()
+
+
+def _loop(chat: Chat) -> int:
+    while True:
+        try:
+            line = input(PROMPT)
+        except (EOFError, KeyboardInterrupt):
+            print("\nGoodbye.")
+            return 0
+        try:
+            if not chat.handle(line):
+                print("Goodbye.")
+                return 0
+        except KeyboardInterrupt:
+            print("\n(interrupted)")
+        except PMMError as exc:
+            print(f"error: {exc}")
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pmm-chat",
+        description="Chat with persistent memory (PMM). Uses OPENAI_API_KEY and "
+        "OPENAI_BASE_URL (environment or .env) when set; otherwise runs offline and "
+        "answers from memory.",
+        epilog=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--db", help="the event log (default: PMM_DB_PATH, else pmm.db)")
+    parser.add_argument(
+        "--session", help="the conversation to continue (default: PMM_SESSION_ID, else default)"
+    )
+    parser.add_argument("--model", help="chat model name (default: PMM_LLM_MODEL)")
+    return parser
+
+
+def _openai_env() -> tuple[str | None, str | None]:
+    """``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` from the environment, else ``.env``."""
+    from dotenv import dotenv_values, find_dotenv
+
+    path = find_dotenv(usecwd=True)
+    dotenv: dict[str, Any] = dict(dotenv_values(path)) if path else {}
+
+    def get(name: str) -> str | None:
+        value = os.environ.get(name, dotenv.get(name))
+        return value.strip() if isinstance(value, str) and value.strip() else None
+
+    return get("OPENAI_API_KEY"), get("OPENAI_BASE_URL")
+
+
+def _enable_line_editing() -> None:
+    """Arrow keys and history through readline, where Python has it."""
+    try:
+        import readline
+    except ImportError:  # e.g. Windows without pyreadline: plain input() still works
+        return
+    readline.parse_and_bind("set enable-bracketed-paste off")
+
+
+@contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C inside the block is held back and ignored: the block always completes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+
+def _scope(mind: Mind, session: str) -> str | None:
+    return None if mind.settings.recall_scope == "all" else session
+
+
+def _recall(mind: Mind, query: str, *, k: int, session: str | None) -> list[Hit]:
+    mode = "hybrid" if mind.settings.enable_embeddings else "keyword"
+    return mind.recall(query, k, session_id=session, mode=mode)
+
+
+def _snippet(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

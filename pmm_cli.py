@@ -1,0 +1,5 @@
+"""``python pmm_cli.py COMMAND``: the ``pmm`` admin command from a checkout (see pmm/cli.py)."""
+
+from pmm.cli import main
+
+raise SystemExit(main())

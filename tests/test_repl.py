@@ -1,0 +1,206 @@
+"""The chat REPL, driven as a real program (``python chat.py``) through a pseudo-terminal."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_openai import FakeOpenAI
+
+from pmm.store import EventStore
+
+CHAT = Path(__file__).resolve().parent.parent / "chat.py"
+PROMPT = "you> "
+ZED = "Hi, my name is Zed and I live in Oslo"
+
+
+class Chat:
+    """``python chat.py ...`` in a pty, with everything it printed kept in :attr:`log`."""
+
+    def __init__(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> None:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("PMM_", "OPENAI_"))}
+        full_env.update({"TERM": "dumb", "PYTHONUNBUFFERED": "1", **(env or {})})
+        self.log = io.StringIO()
+        self.child = pexpect.spawn(
+            sys.executable,
+            [str(CHAT), *args],
+            cwd=str(cwd),
+            env=full_env,
+            encoding="utf-8",
+            timeout=30,
+            dimensions=(40, 200),
+        )
+        self.child.logfile_read = self.log
+        self.child.expect("\r\n")
+        self.first_line = self.child.before
+        self.child.expect_exact(PROMPT)
+
+    def say(self, line: str) -> str:
+        """Send one line; returns what the program printed before its next prompt."""
+        self.child.sendline(line)
+        self.child.expect_exact(PROMPT)
+        out = self.child.before
+        assert isinstance(out, str)
+        echo, _, rest = out.partition("\r\n")  # the terminal echoes the line typed
+        assert echo.strip() == line
+        return rest.replace("\r\n", "\n")
+
+    def finish(self) -> str:
+        """Wait for the program to end; returns its last output. It must exit 0."""
+        self.child.expect(pexpect.EOF)
+        tail = self.child.before
+        self.child.close()
+        assert self.child.exitstatus == 0, self.log.getvalue()
+        assert "Traceback" not in self.log.getvalue()
+        return str(tail)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "chat.db"
+
+
+def turns(db: Path, session: str) -> list[tuple[str | None, str | None]]:
+    with EventStore(db) as store:
+        assert store.verify().ok
+        return [(e.role, e.content) for e in store.events(session_id=session)]
+
+
+def test_offline_chat_remembers_across_restarts(db: Path, tmp_path: Path) -> None:
+    chat = Chat("--db", str(db), "--session", "s1", cwd=tmp_path)
+    assert "OFFLINE" in chat.first_line and "OPENAI_API_KEY" in chat.first_line
+
+    reply = chat.say(ZED)
+    assert reply.startswith("pmm> I'm offline (no OPENAI_API_KEY). From memory:")
+
+    memory = chat.say("/memory")
+    assert "Name: Zed" in memory and "Lives in: Oslo" in memory
+    assert f"Human: {ZED}" in memory
+
+    found = chat.say("/search Oslo")
+    assert f"#1 [s1] user: {ZED}" in found
+
+    stats = chat.say("/stats")
+    assert "2 events (2 turns) in 1 session(s), 2 of them in 's1'" in stats
+
+    verified = chat.say("/verify")
+    assert "chain OK: 2 rows verified" in verified
+
+    assert "/memory" in chat.say("/help")
+    assert "unknown command /nope" in chat.say("/nope")
+
+    assert "switched to session 'other' (0 turns remembered)" in chat.say("/session other")
+    other = chat.say("/memory")
+    assert "Zed" not in other and "nothing remembered in session 'other'" in other
+    chat.say("I like sailing")
+
+    chat.child.sendeof()  # Ctrl-D
+    assert "Goodbye." in chat.finish()
+    assert turns(db, "s1")[0] == ("user", ZED)
+    assert [role for role, _ in turns(db, "other")] == ["user", "assistant"]
+
+    # a new process on the same file still knows Zed in s1
+    chat = Chat("--db", str(db), "--session", "s1", cwd=tmp_path)
+    assert "Name: Zed" in chat.say("/memory")
+    answer = chat.say("What is my name?")
+    assert "Name: Zed" in answer and ZED in answer
+    chat.child.sendintr()  # Ctrl-C at the prompt
+    assert "Goodbye." in chat.finish()
+    assert turns(db, "s1") == [
+        ("user", ZED),
+        ("assistant", turns(db, "s1")[1][1]),
+        ("user", "What is my name?"),
+        ("assistant", answer.removeprefix("pmm> ").strip()),
+    ]
+
+
+def test_quit_command_and_bad_database(tmp_path: Path) -> None:
+    chat = Chat("--db", str(tmp_path / "q.db"), cwd=tmp_path)
+    assert "session 'default'" in chat.first_line
+    chat.child.sendline("/quit")
+    assert "Goodbye." in chat.finish()
+
+    bad = pexpect.spawn(
+        sys.executable,
+        [str(CHAT), "--db", str(tmp_path / "missing" / "x.db")],
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=30,
+    )
+    bad.expect(pexpect.EOF)
+    output = str(bad.before)
+    bad.close()
+    assert bad.exitstatus == 2
+    assert "pmm-chat: error: folder" in output and "Traceback" not in output
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(default_text="(unscripted)") as fake:
+        yield fake
+
+
+def chat_requests(server: FakeOpenAI) -> list[dict[str, object]]:
+    return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+def test_online_chat_sends_memory_to_the_model(
+    db: Path, tmp_path: Path, server: FakeOpenAI
+) -> None:
+    env = {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.api_base}
+    server.reply_text("Nice to meet you, Zed!")
+    chat = Chat("--db", str(db), "--session", "s1", "--model", "fake-model", cwd=tmp_path, env=env)
+    assert "online: model fake-model" in chat.first_line and server.api_base in chat.first_line
+    assert chat.say(ZED).strip() == "pmm> Nice to meet you, Zed!"
+    chat.child.sendeof()
+    chat.finish()
+
+    # a restart: the earlier turn comes from the log, not from the process
+    server.reply_text("Your name is Zed and you live in Oslo.")
+    chat = Chat("--db", str(db), "--session", "s1", cwd=tmp_path, env=env)
+    reply = chat.say("What is my name?")
+    assert reply.strip() == "pmm> Your name is Zed and you live in Oslo."
+
+    # a failing model call: reported, nothing saved, the chat goes on
+    server.reply_status(500, "model overloaded")
+    failed = chat.say("Are you there?")
+    assert "the model call failed" in failed and "nothing was saved" in failed
+
+    # Ctrl-C while the reply is coming cancels that turn only
+    server.reply_text("too late", delay=5)
+    chat.child.sendline("This one is cancelled")
+    deadline = time.monotonic() + 20
+    while len(chat_requests(server)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    chat.child.sendintr()
+    chat.child.expect_exact("(cancelled: that message was not saved)")
+    chat.child.expect_exact(PROMPT)
+    chat.child.sendline("/quit")
+    chat.finish()
+
+    requests = chat_requests(server)
+    assert len(requests) == 4
+    assert requests[0]["model"] == "fake-model"  # --model
+    second = requests[1]
+    assert second["model"] == "gpt-4o-mini"  # PMM_LLM_MODEL's default
+    messages = second["messages"]
+    assert isinstance(messages, list)
+    assert messages[0]["role"] == "system" and "persistent memory" in messages[0]["content"]
+    contents = [(m["role"], m["content"]) for m in messages]
+    assert ("user", ZED) in contents  # the earlier turn, from memory
+    assert ("assistant", "Nice to meet you, Zed!") in contents
+    assert contents[-1] == ("user", "What is my name?")
+    assert turns(db, "s1") == [
+        ("user", ZED),
+        ("assistant", "Nice to meet you, Zed!"),
+        ("user", "What is my name?"),
+        ("assistant", "Your name is Zed and you live in Oslo."),
+    ]
