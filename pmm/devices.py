@@ -1,6 +1,6 @@
 """Where local models run: CUDA when available, else Apple MPS, else CPU.
 
-    pick_device("auto")   # 'cuda' on a GPU machine, 'cpu' here
+pick_device("auto")   # 'cuda' on a GPU machine, 'cpu' here
 """
 
 from __future__ import annotations

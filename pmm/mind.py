@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .context import Context, Turn, assemble
 from .errors import InvalidInputError
 from .facts import FactBook
-from .records import DreamReport, Event, Hit, NewEvent, VerifyReport
+from .records import DreamReport, Event, Hit, NewEvent, TurnRow, VerifyReport
 from .settings import Settings
 from .store import EventStore
 from .tokens import TokenCounter, get_token_counter
@@ -48,7 +48,7 @@ ROLE_KINDS = {"user": "prompt", "assistant": "response", "system": "event", "too
 LEGACY_PREFIXES = (("User said:", "user"), ("I responded:", "assistant"))
 
 
-def turn_role(event: Event) -> tuple[str, str]:
+def turn_role(event: Event | TurnRow) -> tuple[str, str]:
     """``(role, text)`` of an event: the stored role, or for legacy rows without one, the
     role their ``User said:`` / ``I responded:`` prefix gives (the prefix removed)."""
     text = event.content or ""
@@ -74,8 +74,9 @@ class _SessionState:
 class Mind:
     """Persistent memory over one event log (see the module docstring for an example).
 
-    ``llm`` is a LangChain chat model for the ``llm`` summarizer; ``embedder`` overrides the
-    embedding backend (otherwise built from the settings when embeddings are on).
+    ``llm`` is a LangChain chat model for the ``llm`` summarizer. ``digester`` and
+    ``embedder`` replace the backends the settings would pick (any object with
+    ``digest_many`` / ``embed``).
     """
 
     def __init__(
@@ -83,6 +84,7 @@ class Mind:
         db_path: str | None = None,
         *,
         llm: BaseChatModel | None = None,
+        digester: Digester | None = None,
         embedder: Embedder | None = None,
         settings: Settings | None = None,
         **overrides: Any,
@@ -96,7 +98,7 @@ class Mind:
         self.counter: TokenCounter = get_token_counter()
         self._llm = llm
         self._embedder = embedder
-        self._digester: Digester | None = None
+        self._digester: Digester | None = digester
         self._recaller: Recaller | None = None
         self._sessions: dict[str, _SessionState] = {}
         self._lock = threading.RLock()
@@ -397,31 +399,32 @@ class Mind:
         before: int | None = None
         use_summaries = self.settings.enable_summary
         raw_turns = self.settings.raw_turns
-        page = 32
+        page = 64
         while spent < budget:
-            events = self.store.events(
+            rows = self.store.turn_rows(
                 session_id=session,
                 kinds=TURN_KINDS,
                 after_id=clear_after,
                 before_id=before,
-                newest_first=True,
                 limit=page,
             )
-            for event in events:
-                role, text = turn_role(event)
+            for row in rows:
+                role, text = turn_role(row)
                 summarized = False
                 if (
                     use_summaries
                     and len(turns) >= raw_turns
-                    and event.summary
-                    and len(event.summary) < len(text)
+                    and row.summary
+                    and len(row.summary) < len(text)
                 ):
-                    text, summarized = event.summary, True
-                turns.append(Turn(role, text, event.id, event.ts, event.session_id, summarized))
+                    text, summarized = row.summary, True
+                turns.append(Turn(role, text, row.id, row.ts, row.session_id, summarized))
                 spent += self.counter.count(text) + 4
-            if len(events) < page:
+                if spent >= budget:
+                    return turns, False
+            if len(rows) < page:
                 return turns, True
-            before = events[-1].id
+            before = rows[-1].id
         return turns, False
 
     def _topic_lines(self, session: str, clear_after: int) -> list[str]:
@@ -447,9 +450,10 @@ class Mind:
         scope_all = self.settings.recall_scope == "all"
         hits = self._get_recaller().recall(
             query,
-            self.settings.recall_k + len(seen),
+            self.settings.recall_k * 2,  # some may predate this session's clear marker
             session_id=None if scope_all else session,
-            mode="hybrid",
+            mode="keyword" if self.embedder is None else "hybrid",
+            exclude_ids=seen,
         )
         memories: list[Turn] = []
         for hit in hits:
@@ -495,16 +499,29 @@ class Mind:
             return done, methods, vectors
 
     def _process_events(self, events: Sequence[Event]) -> None:
-        """Inline mode: digest and embed these new events before returning."""
-        turns = [e for e in events if e.kind in TURN_KINDS]
-        with self._process_lock:
-            if self.settings.enable_summary and turns:
-                self._digest(turns)
-        embedder = self.embedder
-        if embedder is not None:
-            from .embed.backfill import embed_pending
+        """Inline mode: digest and embed these new events before returning.
 
-            embed_pending(self.store, embedder, kinds=TURN_KINDS, limit=len(turns) or None)
+        The events are already stored: if every backend fails, they stay pending (for
+        ``dream()`` or the next process) and the failure is logged, not raised.
+        """
+        turns = [e for e in events if e.kind in TURN_KINDS]
+        try:
+            with self._process_lock:
+                if self.settings.enable_summary and turns:
+                    self._digest(turns)
+                embedder = self.embedder
+                if embedder is not None and turns:
+                    from .embed.backfill import embed_pending
+
+                    embed_pending(self.store, embedder, kinds=TURN_KINDS, limit=len(turns))
+        except Exception as exc:  # the turns are stored; they stay pending
+            log.warning(
+                "inline digest/embedding failed (%s: %s); events %s stay pending for "
+                "`pmm dream` or the next process",
+                type(exc).__name__,
+                exc,
+                [e.id for e in turns],
+            )
 
     def _digest(self, events: Sequence[Event]) -> Counter[str]:
         texts = [turn_role(e)[1] for e in events]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,18 @@ class Event:
             "keywords": list(self.keywords),
             "digest_method": self.digest_method,
         }
+
+
+class TurnRow(NamedTuple):
+    """The few columns that context assembly reads, for speed (see ``EventStore.turn_rows``)."""
+
+    id: int
+    ts: str
+    kind: str
+    session_id: str | None
+    role: str | None
+    content: str | None
+    summary: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,7 +91,9 @@ def applied_versions(conn: sqlite3.Connection) -> set[int]:
 def is_legacy(conn: sqlite3.Connection) -> bool:
     """True for a database written by the earlier PMM (no ``content_sha256`` column)."""
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "events" not in tables or "schema_migrations" in tables:
+    # Not keyed on schema_migrations: migrate() creates that table (under its write lock)
+    # just before it asks this again, and the legacy events table must still be seen then.
+    if "events" not in tables:
         return False
     columns = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
     return "content_sha256" not in columns

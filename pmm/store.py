@@ -45,7 +45,7 @@ from .hashing import (
     legacy_hash,
     sha256_hex,
 )
-from .records import Event, NewEvent, VerifyReport
+from .records import Event, NewEvent, TurnRow, VerifyReport
 from .text import search_terms
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
@@ -59,6 +59,16 @@ _INSERT = (
     "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
     " prev_hash, hash, hash_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+def _fts_phrase(text: str) -> str:
+    """``text`` as an FTS5 string: searched as plain words, never as query syntax."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _session_tag(session_id: str) -> str:
+    """The token the FTS ``tags`` column holds for a session (see migrations/0003)."""
+    return "s" + session_id.encode("utf-8").hex() + "0"
 
 
 def utc_now() -> str:
@@ -75,7 +85,7 @@ def _row_to_event(row: Sequence[Any]) -> Event:
         role=row[4],
         content=row[5],
         content_sha256=row[6],
-        meta=json.loads(row[7]) if row[7] else {},
+        meta=json.loads(row[7]) if row[7] and row[7] != "{}" else {},
         prev_hash=row[8],
         hash=row[9],
         hash_version=row[10],
@@ -296,6 +306,10 @@ class EventStore:
                 raise InvalidInputError(
                     f"{name} must be a non-empty string without NUL, got {value!r}"
                 )
+            if value is not None and not _encodable(value):
+                raise InvalidInputError(
+                    f"{name} is not valid Unicode (it holds a lone surrogate), got {value!r}"
+                )
         if not isinstance(entry.kind, str):
             raise InvalidInputError("kind is required")
         content = entry.content
@@ -372,6 +386,26 @@ class EventStore:
             sql += " LIMIT ?"
             params.append(int(limit))
         return [_row_to_event(r) for r in self._read(sql, params)]
+
+    def turn_rows(
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        after_id: int | None = None,
+        before_id: int | None = None,
+        limit: int | None = None,
+    ) -> list[TurnRow]:
+        """Like :meth:`events` newest first, but only the columns a prompt needs (fast)."""
+        where, params = self._filters(session_id, kinds, after_id, before_id)
+        sql = (
+            "SELECT id, ts, kind, session_id, role, content, summary FROM events"
+            f"{where} ORDER BY id DESC"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [TurnRow._make(r) for r in self._read(sql, params)]
 
     def iter_events(self, *, batch: int = 1000, after_id: int = 0) -> Iterator[Event]:
         """Every event in id order, read in batches (for export and backfills)."""
@@ -587,8 +621,9 @@ class EventStore:
             upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]
             newest = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
             conn.execute(
-                "INSERT INTO events_fts(rowid, summary, keywords, content)"
-                " SELECT id, summary, keywords, content FROM events WHERE id > ? AND id <= ?",
+                "INSERT INTO events_fts(rowid, summary, keywords, content, tags)"
+                " SELECT id, summary, keywords, content, tags FROM events_fts_source"
+                " WHERE id > ? AND id <= ?",
                 (upto, newest),
             )
             conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
@@ -611,11 +646,17 @@ class EventStore:
         if not terms:
             return []
         self.sync_search_index()
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        where, params = self._filters(session_id, kinds, None, None)
+        match = "{summary keywords content} : (" + " OR ".join(_fts_phrase(t) for t in terms) + ")"
+        # Tag filters let FTS read only the postings of this session / these kinds.
+        if session_id is not None:
+            match += " AND tags : " + _fts_phrase(_session_tag(session_id))
+        kind_list = None if kinds is None else ([kinds] if isinstance(kinds, str) else list(kinds))
+        if kind_list:
+            match += " AND tags : (" + " OR ".join(_fts_phrase(f"k{k}0") for k in kind_list) + ")"
+        where, params = self._filters(session_id, kind_list, None, None)
         where = where.replace(" WHERE ", " AND ")
         sql = (
-            "SELECT e.id, bm25(events_fts, 2.0, 3.0, 1.0) AS rank FROM events_fts"
+            "SELECT e.id, bm25(events_fts, 2.0, 3.0, 1.0, 0.0) AS rank FROM events_fts"
             " JOIN events e ON e.id = events_fts.rowid"
             f" WHERE events_fts MATCH ?{where} ORDER BY rank LIMIT ?"
         )
@@ -815,7 +856,7 @@ def _open(path: str, timeout: float) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise _translate(exc, path) from exc
     try:
-        conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        _enable_wal(conn, timeout)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
@@ -823,6 +864,28 @@ def _open(path: str, timeout: float) -> sqlite3.Connection:
         conn.close()
         raise _translate(exc, path) from exc
     return conn
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """``PRAGMA journal_mode=WAL``, retried: while another process creates the same new file
+    or switches it to WAL, SQLite answers "database is locked" at once, without waiting."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _translate(exc: sqlite3.Error, path: str) -> DatabaseError:

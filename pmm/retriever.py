@@ -1,0 +1,83 @@
+"""PMMRetriever: a LangChain retriever over PMM's recall (keyword + vector, fused).
+
+    from pmm import Mind, PMMRetriever
+
+    retriever = PMMRetriever(mind=Mind("pmm.db", enable_embeddings=True), k=5)
+    docs = retriever.invoke("where does Alice live?")
+    docs[0].page_content, docs[0].metadata["session_id"], docs[0].metadata["event_id"]
+
+Each ``Document`` holds the turn's text (its summary when ``use_summaries`` and one exists);
+metadata carries ``event_id``, ``session_id``, ``role``, ``kind``, ``ts``, ``keywords``,
+``summary``, ``score`` and ``rankers`` (which rankers found it, at which rank).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from .mind import Mind, turn_role
+
+
+class PMMRetriever(BaseRetriever):
+    """Retrieves remembered turns relevant to a query (see the module docstring)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    mind: Mind | None = Field(default=None, exclude=True)
+    """An open Mind to search; if None, ``db_path`` (or PMM_DB_PATH) is opened."""
+    db_path: str | None = None
+    k: int = 10
+    session_id: str | None = None
+    """Search one session; None searches every session."""
+    mode: str = "hybrid"
+    """``hybrid``, ``keyword`` or ``semantic``."""
+    kinds: list[str] | None = None
+    use_summaries: bool = False
+    """Put the turn's summary (when it has one) in ``page_content`` instead of its text."""
+
+    _own_mind: Mind | None = PrivateAttr(default=None)
+
+    @property
+    def pmm(self) -> Mind:
+        if self.mind is not None:
+            return self.mind
+        if self._own_mind is None:
+            self._own_mind = Mind(self.db_path)
+        return self._own_mind
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        hits = self.pmm.recall(
+            query, self.k, session_id=self.session_id, mode=self.mode, kinds=self.kinds
+        )
+        documents = []
+        for hit in hits:
+            event = hit.event
+            role, text = turn_role(event)
+            if self.use_summaries and event.summary:
+                text = event.summary
+            metadata: dict[str, Any] = {
+                "event_id": event.id,
+                "session_id": event.session_id,
+                "role": role,
+                "kind": event.kind,
+                "ts": event.ts,
+                "keywords": list(event.keywords),
+                "summary": event.summary,
+                "score": hit.score,
+                "rankers": dict(hit.rankers),
+            }
+            documents.append(Document(page_content=text, metadata=metadata, id=str(event.id)))
+        return documents
+
+    def close(self) -> None:
+        """Close the Mind this retriever opened (not one passed in)."""
+        if self._own_mind is not None:
+            self._own_mind.close()
+            self._own_mind = None
