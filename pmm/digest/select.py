@@ -157,13 +157,14 @@ class FallbackDigester:
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}"
                 problems.append(f"{backend.name}: {reason}")
-                self._warn_run_failure(backend.name, index, type(exc).__name__, reason)
+                self._warn_run_failure(backend.name, index, reason)
                 continue
             self._last_failure.pop(backend.name, None)
             return digests
         raise BackendError("every digest backend failed: " + "; ".join(problems))
 
-    def _warn_run_failure(self, name: str, index: int, kind: str, reason: str) -> None:
+    def _warn_run_failure(self, name: str, index: int, reason: str) -> None:
+        kind = reason[:48]  # the same failure again (details such as ids may differ)
         with self._lock:
             repeated = self._last_failure.get(name) == kind
             self._last_failure[name] = kind

@@ -122,7 +122,12 @@ def test_missing_default_model_fails_fast_and_clearly() -> None:
 def test_offline_hub_is_not_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     asked: list[bool] = []
-    monkeypatch.setattr("pmm.digest.local.hub_reachable", lambda: asked.append(True) or True)
+
+    def reachable() -> bool:
+        asked.append(True)
+        return True
+
+    monkeypatch.setattr("pmm.digest.local.hub_reachable", reachable)
     with pytest.raises(BackendError, match="HF_HUB_OFFLINE"):
         load_seq2seq("pmm-tests/no-such-model", "cpu")
     assert asked == []

@@ -72,7 +72,6 @@ def build_tiny_bart(folder: Path, *, seed: int = 0) -> Path:
         pad_token_id=1,
         eos_token_id=2,
         decoder_start_token_id=2,
-        forced_bos_token_id=0,
         forced_eos_token_id=2,
     )
     torch.manual_seed(seed)
