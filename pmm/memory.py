@@ -108,6 +108,10 @@ class PersistentMindMemory(BaseMemory):
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Append the user's input and the AI's output as two chained events."""
         user_text = self._input_text(inputs)
+        if user_text is None:
+            raise InvalidInputError(
+                f"save_context got no user input among {sorted(inputs)}: pass the chain inputs"
+            )
         ai_text = message_text(outputs[self._output_key(outputs)])
         self.pmm.remember_turn(user_text, ai_text, session_id=self.session)
 

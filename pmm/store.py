@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import schema
 from .errors import (
@@ -59,6 +59,21 @@ _INSERT = (
     "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
     " prev_hash, hash, hash_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+MAX_QUERY_TERMS = 6
+"""Most words of a query that a keyword search uses (the rarest ones)."""
+COMMON_TERM_SHARE = 0.05
+"""In a log of COMMON_TERM_MIN_DOCS+ events, a word found in more than this share of them
+ranks nothing (it is in most candidates) and costs the most (BM25 reads its whole posting
+list): it is treated as a stopword."""
+COMMON_TERM_MIN_DOCS = 1000
+
+
+class _QueryTerms(NamedTuple):
+    words: list[str]
+    common: bool
+    """Every word of the query was very common: rank by recency, not BM25."""
 
 
 def _fts_phrase(text: str) -> str:
@@ -112,6 +127,7 @@ class EventStore:
         self.path = str(path)
         self.max_content_bytes = max_content_bytes
         self._lock = threading.RLock()
+        self._doc_freq: dict[str, tuple[int, int]] = {}  # term -> (docs, indexed rows then)
         self._conn = _open(self.path, timeout)
         try:
             self.applied_migrations = schema.migrate(
@@ -636,31 +652,74 @@ class EventStore:
         limit: int = 10,
         session_id: str | None = None,
         kinds: Iterable[str] | None = None,
+        sync: bool = True,
     ) -> list[tuple[int, float]]:
         """``(event_id, score)`` by BM25 over summary, keywords and content, best first.
 
         The query is taken as plain words (any of them may match): quotes, ``AND``, ``*``,
-        ``-``, parentheses or ``NEAR`` in it are searched as text, never as syntax.
+        ``-``, parentheses or ``NEAR`` in it are searched as text, never as syntax. In a
+        log of 1,000+ events, words found in over 5% of it count as stopwords, and at most
+        the :data:`MAX_QUERY_TERMS` rarest words are used: ranking cost grows with how
+        common the words are. When every word is that common, the newest events holding the
+        rarest word come first (score 0), since BM25 could not tell them apart anyway.
+        ``sync=False`` skips indexing events appended since the last search (for callers
+        that already hold the newest events).
         """
-        terms = search_terms(query)
-        if not terms:
+        words = search_terms(query)
+        if not words:
             return []
-        self.sync_search_index()
-        match = "{summary keywords content} : (" + " OR ".join(_fts_phrase(t) for t in terms) + ")"
-        # Tag filters let FTS read only the postings of this session / these kinds.
+        if sync:
+            self.sync_search_index()
+        terms = self._informative_terms(words)
+        match = (
+            "{summary keywords content} : ("
+            + " OR ".join(_fts_phrase(t) for t in terms.words)
+            + ")"
+        )
+        # The session tag lets FTS read only this session's postings. Kinds are filtered
+        # in SQL: as a tag they would match most rows, and BM25 would read them all.
         if session_id is not None:
             match += " AND tags : " + _fts_phrase(_session_tag(session_id))
         kind_list = None if kinds is None else ([kinds] if isinstance(kinds, str) else list(kinds))
-        if kind_list:
-            match += " AND tags : (" + " OR ".join(_fts_phrase(f"k{k}0") for k in kind_list) + ")"
         where, params = self._filters(session_id, kind_list, None, None)
         where = where.replace(" WHERE ", " AND ")
+        rank, order = "bm25(events_fts, 2.0, 3.0, 1.0, 0.0)", "rank"
+        if terms.common:
+            rank, order = "0.0", "e.id DESC"
         sql = (
-            "SELECT e.id, bm25(events_fts, 2.0, 3.0, 1.0, 0.0) AS rank FROM events_fts"
+            f"SELECT e.id, {rank} AS rank FROM events_fts"
             " JOIN events e ON e.id = events_fts.rowid"
-            f" WHERE events_fts MATCH ?{where} ORDER BY rank LIMIT ?"
+            f" WHERE events_fts MATCH ?{where} ORDER BY {order} LIMIT ?"
         )
         return [(r[0], -r[1]) for r in self._read(sql, [match, *params, int(limit)])]
+
+    def _informative_terms(self, words: list[str]) -> _QueryTerms:
+        """The rarest (at most MAX_QUERY_TERMS) words, without very common ones."""
+        indexed = int(self._read("SELECT indexed_upto FROM fts_state")[0][0])
+        if indexed < COMMON_TERM_MIN_DOCS:
+            return _QueryTerms(words[:MAX_QUERY_TERMS], common=False)
+        freq = {w: self._document_frequency(w, indexed) for w in words}
+        ranked = sorted(words, key=lambda w: freq[w])
+        informative = [w for w in ranked if freq[w] <= COMMON_TERM_SHARE * indexed]
+        if informative:
+            return _QueryTerms(informative[:MAX_QUERY_TERMS], common=False)
+        return _QueryTerms(ranked[:1], common=True)
+
+    def _document_frequency(self, word: str, indexed: int) -> int:
+        """How many indexed events hold ``word`` (cached until the index grows by 10%)."""
+        cached = self._doc_freq.get(word)
+        if cached is not None and indexed <= cached[1] * 1.1:
+            return cached[0]
+        docs = int(
+            self._read(
+                "SELECT count(*) FROM events_fts WHERE events_fts MATCH ?",
+                ("{summary keywords content} : " + _fts_phrase(word),),
+            )[0][0]
+        )
+        if len(self._doc_freq) > 50_000:
+            self._doc_freq.clear()
+        self._doc_freq[word] = (docs, indexed)
+        return docs
 
     # -- statistics ------------------------------------------------------------------
 
