@@ -27,6 +27,7 @@ from .context import Context, Turn, assemble
 from .errors import InvalidInputError
 from .facts import FactBook
 from .records import DreamReport, Event, Hit, NewEvent, TurnRow, VerifyReport
+from .roles import without_speaker
 from .settings import Settings
 from .store import EventStore
 from .tokens import TokenCounter, get_token_counter
@@ -411,13 +412,10 @@ class Mind:
             for row in rows:
                 role, text = turn_role(row)
                 summarized = False
-                if (
-                    use_summaries
-                    and len(turns) >= raw_turns
-                    and row.summary
-                    and len(row.summary) < len(text)
-                ):
-                    text, summarized = row.summary, True
+                if use_summaries and len(turns) >= raw_turns and row.summary:
+                    summary = without_speaker(role, row.summary)
+                    if len(summary) < len(text):
+                        text, summarized = summary, True
                 turns.append(Turn(role, text, row.id, row.ts, row.session_id, summarized))
                 spent += self.counter.count(text) + 4
                 if spent >= budget:
@@ -462,7 +460,7 @@ class Mind:
                 continue
             role, text = turn_role(event)
             if self.settings.enable_summary and event.summary:
-                text = event.summary
+                text = without_speaker(role, event.summary)
             memories.append(
                 Turn(role, text, event.id, event.ts, event.session_id, bool(event.summary))
             )

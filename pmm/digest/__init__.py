@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..roles import speaker_label, with_speaker
 from .base import Digest, Digester
 from .heuristic import HeuristicDigester
 from .keywords import SpacyKeywords, heuristic_keywords
-from .roles import speaker_label, with_speaker
 from .select import (
     BackendFactory,
     BackendStatus,

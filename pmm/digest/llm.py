@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import BackendError, MissingDependencyError
+from ..roles import normalize_role, roles_for
 from .base import Digest
-from .roles import normalize_role, roles_for
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

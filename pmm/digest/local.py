@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 
 from ..devices import pick_device
 from ..errors import BackendError, MissingDependencyError
+from ..roles import roles_for, with_speaker
 from .base import Digest
 from .keywords import SpacyKeywords, heuristic_keywords
-from .roles import roles_for, with_speaker
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import BackendError
+from ..roles import roles_for, with_speaker
 from ..settings import Settings
 from .base import Digest, Digester
 from .heuristic import HeuristicDigester
 from .keywords import heuristic_keywords, spacy_pipeline_status
-from .roles import roles_for, with_speaker
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

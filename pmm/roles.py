@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import InvalidInputError
+from .errors import InvalidInputError
 
 _ALIASES = {
     "user": "user",
@@ -54,3 +54,11 @@ def roles_for(texts: Sequence[str], roles: Sequence[str | None] | None) -> list[
     if len(roles) != len(texts):
         raise InvalidInputError(f"digest_many got {len(texts)} texts but {len(roles)} roles")
     return list(roles)
+
+
+def without_speaker(role: str | None, summary: str) -> str:
+    """``summary`` without the ``User: `` / ``Assistant: `` label :func:`with_speaker` added
+    (for displays that label turns themselves); other text is returned unchanged."""
+    label = speaker_label(role)
+    prefix = f"{label}: "
+    return summary[len(prefix) :] if label and summary.startswith(prefix) else summary
