@@ -4,6 +4,11 @@
     python bench/digest.py --model PATH       # local with a real model folder (or hub id)
     python bench/digest.py --skip-local --turns 5000
 
+It also prints save_context p50/p99 per summary mode with the llm summarizer (ChatOpenAI
+against a local fake OpenAI server that answers after --llm-delay seconds) beside
+ConversationSummaryMemory with the same model, and the prompt tokens load_memory_variables
+returns for a --conversation-turn chat beside ConversationBufferMemory.
+
 The heuristic runs on realistic ~600-character chat turns in this one process (its target is
 >= 2,000 turns/s on one core, to run inline on every turn). Without ``--model``, the local
 figure comes from a tiny, randomly initialised BART built on the spot (1 layer, d_model 32):
@@ -21,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -155,6 +161,142 @@ def bench_local(
     return [load, run]
 
 
+# -- save_context per mode, beside ConversationSummaryMemory ------------------------------
+
+
+def _digest_reply(delay: float) -> Callable[[Any], Any]:
+    """A fake OpenAI responder: a valid digest batch for as many turns as the prompt holds
+    (or a one-line summary for ConversationSummaryMemory), after ``delay`` seconds."""
+    import json
+    import re
+
+    from tests.fake_openai import Reply
+
+    def respond(request: Any) -> Any:
+        numbers = [int(n) for n in re.findall(r'"turn": (\d+)', request.text)]
+        if numbers:
+            digests = [
+                {"turn": n, "summary": f"The user said thing {n}.", "keywords": ["thing"]}
+                for n in range(1, max(numbers) + 1)
+            ]
+            return Reply(text=json.dumps({"digests": digests}), delay=delay)
+        return Reply(text="The human and the AI talked about trips.", delay=delay)
+
+    return respond
+
+
+def bench_save_context(rounds: int, delay: float) -> list[str]:
+    """save_context p50/p99 per PMM mode with the llm summarizer (ChatOpenAI against a local
+    fake server that answers after ``delay`` s), beside ConversationSummaryMemory."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from langchain_classic.memory import ConversationSummaryMemory
+    from langchain_openai import ChatOpenAI
+
+    from pmm import PersistentMindMemory
+    from tests.fake_openai import FakeOpenAI
+
+    texts, _ = realistic_turns(rounds * 2, seed=3)
+    lines = [f"save_context with a {delay * 1000:.0f} ms LLM, {rounds} calls each:"]
+    with FakeOpenAI(timeout=600) as server, tempfile.TemporaryDirectory() as folder:
+        server.respond_with(_digest_reply(delay))
+        llm = ChatOpenAI(
+            base_url=server.base_url + "/v1", api_key="bench", model="gpt-4o-mini", max_retries=0
+        )
+
+        def run(memory: Any) -> list[float]:
+            samples = []
+            for i in range(rounds):
+                start = time.perf_counter()
+                memory.save_context({"input": texts[2 * i]}, {"output": texts[2 * i + 1]})
+                samples.append(time.perf_counter() - start)
+            return samples
+
+        for mode in ("inline", "background", "deferred"):
+            memory = PersistentMindMemory(
+                db_path=str(Path(folder) / f"{mode}.db"),
+                llm=llm,
+                enable_summary=True,
+                summary_mode=mode,
+                summarizer="llm",
+                flush_timeout=120,
+            )
+            samples = run(memory)
+            memory.close()
+            target = "" if mode == "inline" else "  (target p50 <= 0.5 ms)"
+            lines.append(
+                f"  PMM {mode:<11}{_p(samples, 0.5):>10.3f} ms p50"
+                f"{_p(samples, 0.99):>10.3f} ms p99{target}"
+            )
+        baseline = run(ConversationSummaryMemory(llm=llm))
+        lines.append(
+            f"  ConversationSummaryMemory{_p(baseline, 0.5):>7.3f} ms p50"
+            f"{_p(baseline, 0.99):>10.3f} ms p99"
+        )
+    return lines
+
+
+def _p(samples: Sequence[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+# -- prompt size: PMM with summaries vs ConversationBufferMemory -----------------------
+
+
+def bench_prompt_tokens(turns: int) -> list[str]:
+    """Tokens that load_memory_variables returns for a ``turns``-turn conversation with long
+    assistant turns: PMM with heuristic summaries (budget large enough to hold every turn,
+    and the default 2,000) vs ConversationBufferMemory holding the same turns."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from langchain_classic.memory import ConversationBufferMemory
+
+    from pmm import PersistentMindMemory
+    from pmm.tokens import get_token_counter
+
+    count = get_token_counter().count
+    texts, _ = realistic_turns(turns * 3 // 2, seed=5)
+    users = texts[0:turns:2]
+    answers = [f"{texts[i]} {texts[i + 1]}" for i in range(1, turns, 2)]
+    buffer = ConversationBufferMemory()
+    lines = [
+        f"prompt tokens for {turns} turns (assistant turns ~1,200 chars), tokens by "
+        f"{get_token_counter().name}:"
+    ]
+    with tempfile.TemporaryDirectory() as folder:
+        results = {}
+        for budget in (1_000_000, 2000):
+            memory = PersistentMindMemory(
+                db_path=str(Path(folder) / f"{budget}.db"),
+                enable_summary=True,
+                summary_mode="deferred",
+                summarizer="heuristic",
+                max_token_limit=budget,
+            )
+            for user, answer in zip(users, answers, strict=True):
+                memory.save_context({"input": user}, {"output": answer})
+            memory.pmm.dream()
+            results[budget] = count(memory.load_memory_variables({})["history"])
+            memory.close()
+        for user, answer in zip(users, answers, strict=True):
+            buffer.save_context({"input": user}, {"output": answer})
+        full = count(buffer.load_memory_variables({})["history"])
+    ratio = results[1_000_000] / full
+    lines.append(f"  ConversationBufferMemory        {full:>8,} tokens")
+    lines.append(
+        f"  PMM, every turn (summaries)     {results[1_000_000]:>8,} tokens  "
+        f"{ratio:.0%} of the buffer (target <= 35%: {'PASS' if ratio <= 0.35 else 'MISS'})"
+    )
+    lines.append(
+        f"  PMM, default 2,000-token budget {results[2000]:>8,} tokens  "
+        f"{results[2000] / full:.0%} of the buffer"
+    )
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=2000, help="turns for the heuristic")
@@ -163,6 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--rounds", type=int, default=30, help="save_context calls per mode")
+    parser.add_argument("--llm-delay", type=float, default=0.2, help="fake LLM latency, s")
+    parser.add_argument("--conversation", type=int, default=200, help="turns for prompt size")
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -170,8 +315,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"pmm digest bench: python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     for result in bench_heuristic(texts, roles):
         print(result.line())
+    print()
+    print("\n".join(bench_prompt_tokens(args.conversation)))
+    print()
+    print("\n".join(bench_save_context(args.rounds, args.llm_delay)))
     if args.skip_local:
         return 0
+    print()
 
     local_texts, local_roles = texts[: args.local_turns], roles[: args.local_turns]
     if args.model:
