@@ -99,14 +99,26 @@ class Settings:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+EXPORTED_FROM_DOTENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+"""Read by langchain-openai from the environment: copied there from ``.env`` when unset."""
+
+
 def _dotenv() -> dict[str, str]:
-    """The ``PMM_*`` / ``OPENAI_*`` values of the nearest ``.env``, without touching os.environ."""
+    """The values of the nearest ``.env`` (searched from the working directory up).
+
+    Only :data:`EXPORTED_FROM_DOTENV` reach ``os.environ`` (and only when not set there), so
+    that ChatOpenAI finds a key kept in ``.env``; ``PMM_*`` values stay in the settings.
+    """
     from dotenv import dotenv_values, find_dotenv
 
     path = find_dotenv(usecwd=True)
     if not path:
         return {}
-    return {k: v for k, v in dotenv_values(Path(path)).items() if v is not None}
+    values = {k: v for k, v in dotenv_values(Path(path)).items() if v is not None}
+    for name in EXPORTED_FROM_DOTENV:
+        if values.get(name):
+            os.environ.setdefault(name, values[name])
+    return values
 
 
 def _coerce(source: str, raw: Any, annotation: Any, default: Any) -> Any:

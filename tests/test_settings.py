@@ -116,6 +116,20 @@ def test_dotenv_is_found_from_a_subfolder_and_not_exported(
     assert "PMM_ENABLE_SUMMARY" not in os.environ
 
 
+def test_openai_key_in_dotenv_reaches_the_environment_unless_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".env").write_text(
+        "OPENAI_API_KEY=from-dotenv\nOPENAI_BASE_URL=http://127.0.0.1:9/v1\n", "utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://kept/v1")
+    Settings.load()
+    assert os.environ["OPENAI_API_KEY"] == "from-dotenv"
+    assert os.environ["OPENAI_BASE_URL"] == "http://kept/v1"  # the environment wins
+
+
 def test_explicit_env_ignores_os_environ_and_dotenv(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
