@@ -19,8 +19,9 @@ def test_lcel_chain_with_message_history(tmp_path: Path) -> None:
     seen: list[list[Any]] = []
 
     class Recording(FakeListChatModel):
-        def _call(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> str:
+        def _call(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> str:
             seen.append(list(messages))
             return super()._call(messages, stop, run_manager, **kwargs)
 
@@ -53,12 +54,19 @@ def test_messages_round_trip_and_clear(tmp_path: Path) -> None:
     with Mind(str(tmp_path / "pmm.db")) as mind:
         history = PMMChatMessageHistory("s", mind=mind)
         history.add_messages(
-            [SystemMessage("be brief"), HumanMessage("hi"), AIMessage("hello"),
-             ToolMessage("42", tool_call_id="call-1")]
+            [
+                SystemMessage("be brief"),
+                HumanMessage("hi"),
+                AIMessage("hello"),
+                ToolMessage("42", tool_call_id="call-1"),
+            ]
         )
         messages = history.messages
         assert [(m.type, m.text) for m in messages] == [
-            ("system", "be brief"), ("human", "hi"), ("ai", "hello"), ("tool", "42")
+            ("system", "be brief"),
+            ("human", "hi"),
+            ("ai", "hello"),
+            ("tool", "42"),
         ]
         assert isinstance(messages[3], ToolMessage) and messages[3].tool_call_id == "call-1"
         history.clear()

@@ -24,8 +24,12 @@ def test_without_facts_the_text_is_langchains_buffer_format() -> None:
     history = turns("Hi there", "Hello! How can I help?", "Tell me a joke", "Why did ...")
     ctx = assemble(session_id="s", history=history, budget=1000, counter=COUNTER)
     expected = get_buffer_string(
-        [HumanMessage("Hi there"), AIMessage("Hello! How can I help?"),
-         HumanMessage("Tell me a joke"), AIMessage("Why did ...")]
+        [
+            HumanMessage("Hi there"),
+            AIMessage("Hello! How can I help?"),
+            HumanMessage("Tell me a joke"),
+            AIMessage("Why did ..."),
+        ]
     )
     assert ctx.text() == expected
     assert [t.event_id for t in ctx.history] == [1, 2, 3, 4]
@@ -51,8 +55,14 @@ def test_a_huge_newest_turn_is_cut_to_fit() -> None:
 def test_facts_and_memories_render_in_sections() -> None:
     history = turns("What's the weather?", "Sunny.")
     memory = Turn("user", "I moved to Lisbon", 99, "2026-01-02T10:00:00Z", "alice")
-    ctx = assemble(session_id="alice", history=history, budget=400, counter=COUNTER,
-                   facts=["Name: Ana"], memories=[memory])
+    ctx = assemble(
+        session_id="alice",
+        history=history,
+        budget=400,
+        counter=COUNTER,
+        facts=["Name: Ana"],
+        memories=[memory],
+    )
     assert ctx.text() == (
         "Key information:\n- Name: Ana\n\n"
         "Relevant memories:\n- [2026-01-02 (alice)] Human: I moved to Lisbon\n\n"
@@ -65,20 +75,28 @@ def test_facts_and_memories_render_in_sections() -> None:
 
 
 def test_custom_prefixes() -> None:
-    ctx = assemble(session_id="s", history=turns("hi", "yo"), budget=100, counter=COUNTER,
-                   human_prefix="User", ai_prefix="Bot")
+    ctx = assemble(
+        session_id="s",
+        history=turns("hi", "yo"),
+        budget=100,
+        counter=COUNTER,
+        human_prefix="User",
+        ai_prefix="Bot",
+    )
     assert ctx.text() == "User: hi\nBot: yo"
 
 
 def test_zero_budget_gives_nothing() -> None:
-    ctx = assemble(session_id="s", history=turns("hi", "yo"), budget=0, counter=COUNTER,
-                   facts=["Name: Ana"])
+    ctx = assemble(
+        session_id="s", history=turns("hi", "yo"), budget=0, counter=COUNTER, facts=["Name: Ana"]
+    )
     assert ctx.text() == "" and ctx.messages() == []
 
 
 text_strategy = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-    min_size=1, max_size=300,
+    min_size=1,
+    max_size=300,
 )
 
 
@@ -89,12 +107,20 @@ text_strategy = st.text(
     memories=st.lists(text_strategy, max_size=4),
     budget=st.integers(min_value=0, max_value=400),
 )
-def test_never_over_budget(texts: list[str], facts: list[str], memories: list[str],
-                           budget: int) -> None:
+def test_never_over_budget(
+    texts: list[str], facts: list[str], memories: list[str], budget: int
+) -> None:
     mems = [Turn("user", m, 1000 + i, "2026-01-01T00:00:00Z", "s") for i, m in enumerate(memories)]
     for as_messages in (False, True):
-        ctx = assemble(session_id="s", history=turns(*texts), budget=budget, counter=COUNTER,
-                       facts=facts, memories=mems, as_messages=as_messages)
+        ctx = assemble(
+            session_id="s",
+            history=turns(*texts),
+            budget=budget,
+            counter=COUNTER,
+            facts=facts,
+            memories=mems,
+            as_messages=as_messages,
+        )
         if as_messages:
             cost = sum(COUNTER.count(m.text) + MESSAGE_OVERHEAD for m in ctx.messages())
         else:

@@ -10,8 +10,10 @@ from pmm.facts import Fact, FactBook, extract_facts
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Hi, my name is Ana Sousa and I live in Lisbon.",
-         [Fact("name", "Ana Sousa"), Fact("location", "Lisbon")]),
+        (
+            "Hi, my name is Ana Sousa and I live in Lisbon.",
+            [Fact("name", "Ana Sousa"), Fact("location", "Lisbon")],
+        ),
         ("I'm Bob.", [Fact("name", "Bob")]),
         ("Call me Liz.", [Fact("name", "Liz")]),
         ("MY NAME IS Carl", [Fact("name", "Carl")]),

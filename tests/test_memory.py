@@ -40,7 +40,10 @@ def test_conversation_chain_saves_roles_and_loads_history(db: str) -> None:
     assert result["response"] == "You live in Lisbon."
     events = memory.pmm.store.events(session_id="alice")
     assert [(e.kind, e.role) for e in events] == [
-        ("prompt", "user"), ("response", "assistant"), ("prompt", "user"), ("response", "assistant")
+        ("prompt", "user"),
+        ("response", "assistant"),
+        ("prompt", "user"),
+        ("response", "assistant"),
     ]
     assert events[0].content == "Hi, my name is Ana and I live in Lisbon."
     history = memory.load_memory_variables({"input": "next"})["history"]
@@ -58,8 +61,9 @@ def test_the_prompt_the_model_sees_contains_the_memory(db: str) -> None:
     seen: list[str] = []
 
     class Recording(FakeListChatModel):
-        def _call(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> str:
+        def _call(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> str:
             seen.append("\n".join(m.text for m in messages))
             return super()._call(messages, stop, run_manager, **kwargs)
 
@@ -73,8 +77,9 @@ def test_the_prompt_the_model_sees_contains_the_memory(db: str) -> None:
 
 
 def test_return_messages_and_budget(db: str) -> None:
-    memory = PersistentMindMemory(db_path=db, session_id="s", return_messages=True,
-                                  max_token_limit=60)
+    memory = PersistentMindMemory(
+        db_path=db, session_id="s", return_messages=True, max_token_limit=60
+    )
     for i in range(20):
         memory.save_context({"input": f"message {i} " + "x " * 10}, {"output": f"reply {i}"})
     messages = memory.load_memory_variables({"input": "hi"})["history"]
@@ -122,10 +127,14 @@ def test_input_and_output_key_detection(db: str) -> None:
 
 
 def test_settings_pass_through_as_keywords(db: str) -> None:
-    memory = PersistentMindMemory(db_path=db, enable_summary=True, summary_mode="deferred",
-                                  summarizer="heuristic")
-    assert memory.settings == {"enable_summary": True, "summary_mode": "deferred",
-                               "summarizer": "heuristic"}
+    memory = PersistentMindMemory(
+        db_path=db, enable_summary=True, summary_mode="deferred", summarizer="heuristic"
+    )
+    assert memory.settings == {
+        "enable_summary": True,
+        "summary_mode": "deferred",
+        "summarizer": "heuristic",
+    }
     assert memory.pmm.settings.summary_mode == "deferred"
     memory.close()
 
@@ -160,11 +169,21 @@ def test_restart_in_a_new_process_recalls_the_name(db: str) -> None:
         memory.close()
         """
     )
-    first = subprocess.run([sys.executable, "-c", script, db, "Hi, my name is Priya.", "Hello!"],
-                           capture_output=True, text=True, timeout=120, check=True)
+    first = subprocess.run(
+        [sys.executable, "-c", script, db, "Hi, my name is Priya.", "Hello!"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert "Priya" in first.stdout
-    second = subprocess.run([sys.executable, "-c", script, db, "What's my name?", "Priya."],
-                            capture_output=True, text=True, timeout=120, check=True)
+    second = subprocess.run(
+        [sys.executable, "-c", script, db, "What's my name?", "Priya."],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert "Name: Priya" in second.stdout
     assert "Human: Hi, my name is Priya." in second.stdout
 
@@ -177,8 +196,9 @@ def test_chat_openai_against_a_local_server(db: str) -> None:
 
     with FakeOpenAI() as server:
         server.reply_text("Nice to meet you, Mei.").reply_text("You are Mei.")
-        llm = ChatOpenAI(base_url=server.base_url + "/v1", api_key="test",
-                         model="gpt-4o-mini", max_retries=0)
+        llm = ChatOpenAI(
+            base_url=server.base_url + "/v1", api_key="test", model="gpt-4o-mini", max_retries=0
+        )
         memory = PersistentMindMemory(db_path=db, session_id="mei")
         chain = ConversationChain(llm=llm, memory=memory)
         chain.invoke({"input": "Hi, my name is Mei."})

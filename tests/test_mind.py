@@ -76,8 +76,9 @@ def test_clear_from_another_process_is_seen(tmp_path: Path) -> None:
 
 def test_budget_is_respected_and_newest_kept(mind: Mind) -> None:
     for i in range(50):
-        mind.remember_turn(f"question {i} " + "blah " * 30, f"answer {i} " + "meh " * 30,
-                           session_id="s")
+        mind.remember_turn(
+            f"question {i} " + "blah " * 30, f"answer {i} " + "meh " * 30, session_id="s"
+        )
     ctx = mind.context("s", budget_tokens=300)
     assert ctx.tokens <= 300
     assert mind.counter.count(ctx.text()) <= 300

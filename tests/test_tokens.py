@@ -28,7 +28,9 @@ def test_counting_never_opens_a_socket(monkeypatch: pytest.MonkeyPatch) -> None:
         get_token_counter.cache_clear()
 
 
-def test_estimator_without_tiktoken(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_estimator_without_tiktoken(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     import builtins
 
     real_import = builtins.__import__
