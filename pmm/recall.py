@@ -23,6 +23,9 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, get_args
 
+import numpy as np
+import numpy.typing as npt
+
 from .embed.backfill import DEFAULT_KINDS
 from .errors import ConfigurationError, InvalidInputError
 from .records import Hit
@@ -149,13 +152,11 @@ class Recaller:
         excluded = set(exclude_ids)
         depth = max(self.depth, k) + len(excluded)
         rankings: dict[str, list[int]] = {}
-        if mode in ("keyword", "hybrid"):
-            found = self.store.search_text(
-                query, limit=depth, session_id=session_id, kinds=kind_list
-            )
-            rankings["keyword"] = [i for i, _ in found if i not in excluded]
-        if mode in ("semantic", "hybrid"):
-            rankings["semantic"] = self._semantic(query, depth, session_id, kind_list, excluded)
+        vector = self._query_vector(query) if mode != "keyword" else None
+        if mode != "semantic":
+            rankings["keyword"] = self._keyword(query, depth, session_id, kind_list, excluded)
+        if vector is not None:
+            rankings["semantic"] = self._semantic(vector, depth, session_id, kind_list, excluded)
         fused = rrf_fuse(rankings)
         hits: list[Hit] = []
         start = 0
@@ -170,7 +171,7 @@ class Recaller:
                 hits.append(Hit(event, score, ranks))
         return hits
 
-    def _semantic(
+    def _keyword(
         self,
         query: str,
         depth: int,
@@ -178,11 +179,28 @@ class Recaller:
         kinds: tuple[str, ...],
         excluded: set[int],
     ) -> list[int]:
-        embedder = self.embedder
-        index = self.index
-        if embedder is None or index is None:  # checked by recall(); keeps mypy sure
+        found = self.store.search_text(query, limit=depth, session_id=session_id, kinds=kinds)
+        return [i for i, _ in found if i not in excluded]
+
+    def _query_vector(self, query: str) -> npt.NDArray[np.float32]:
+        """The query's embedding. In hybrid mode it is computed before the BM25 search, so
+        that torch's worker threads have gone idle when the vector search starts."""
+        if self.embedder is None:  # checked by recall(); keeps mypy sure
             raise ConfigurationError("semantic recall needs an embedder")
-        [vector] = embedder.embed([query])
+        vectors = self.embedder.embed([query])
+        return np.asarray(vectors[0], dtype=np.float32)
+
+    def _semantic(
+        self,
+        vector: npt.NDArray[np.float32],
+        depth: int,
+        session_id: str | None,
+        kinds: tuple[str, ...],
+        excluded: set[int],
+    ) -> list[int]:
+        index = self.index
+        if index is None:  # checked by recall(); keeps mypy sure
+            raise ConfigurationError("semantic recall needs an embedder")
         found = index.search(
             vector, depth, session_id=session_id, kinds=kinds, exclude_ids=excluded
         )

@@ -80,9 +80,7 @@ def embed_pending(
             break
         vectors = embedder.embed([text_to_embed(e) for e in events])
         if vectors.ndim != 2 or vectors.shape[0] != len(events):
-            raise BackendError(
-                f"{model} returned {vectors.shape} vectors for {len(events)} texts"
-            )
+            raise BackendError(f"{model} returned {vectors.shape} vectors for {len(events)} texts")
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         store.put_embeddings(
             model,

@@ -23,8 +23,10 @@ A vector replaced in place (same event, same model, new value) is not noticed: c
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +47,35 @@ _CHUNK = 4096
 FloatArray = npt.NDArray[np.float32]
 IdArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+
+_PARALLEL_MIN = 1 << 22
+"""Matrices of at least this many floats (about 11,000 vectors of 384) are scored in
+several threads."""
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _similarities(
+    matrix: FloatArray, query: FloatArray, pool: ThreadPoolExecutor | None
+) -> FloatArray:
+    """``matrix @ query``, computed by numpy's einsum in the calling thread (and, for a big
+    matrix, in ``pool``'s threads, on slices), not by OpenBLAS: OpenBLAS's worker threads
+    keep spinning after each call and, measured on a 2-core machine, made the next query
+    embedding by torch twice as slow. einsum releases the GIL, so the slices run in
+    parallel; the work is memory-bound, so a few threads are enough."""
+    rows = matrix.shape[0]
+    out = np.empty(rows, dtype=np.float32)
+    if pool is None or matrix.size < _PARALLEL_MIN:
+        np.einsum("ij,j->i", matrix, query, out=out)
+        return out
+    step = -(-rows // _WORKERS)
+    parts = [
+        pool.submit(np.einsum, "ij,j->i", matrix[lo : lo + step], query, out=out[lo : lo + step])
+        for lo in range(0, rows, step)
+    ]
+    for part in parts:
+        part.result()
+    return out
 
 
 def _kinds_key(kinds: Iterable[str] | str | None) -> tuple[str, ...] | None:
@@ -82,6 +113,7 @@ class VectorIndex:
         self._token: tuple[int, int] | None = None
         self._loaded = False
         self._masks: dict[tuple[str, ...], BoolArray] = {}
+        self._pool: ThreadPoolExecutor | None = None
 
     def __len__(self) -> int:
         """Vectors held now (as of the last refresh)."""
@@ -261,6 +293,12 @@ class VectorIndex:
             self._masks[key] = mask
         return mask
 
+    def _scoring_pool(self) -> ThreadPoolExecutor | None:
+        """Threads for scoring a big matrix in slices (made once the index is big)."""
+        if self._pool is None and _WORKERS > 1 and self._n * self.dim >= _PARALLEL_MIN:
+            self._pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="pmm-vectors")
+        return self._pool
+
     def _candidates(
         self,
         session_id: str | None,
@@ -318,9 +356,9 @@ class VectorIndex:
                     rows = np.setdiff1d(rows, excluded)
                 if not rows.size:
                     return []
-                scores = self._matrix[rows] @ query
+                scores = _similarities(self._matrix[rows], query, self._scoring_pool())
             else:
-                scores = self._matrix[: self._n] @ query
+                scores = _similarities(self._matrix[: self._n], query, self._scoring_pool())
                 if key is not None:
                     scores[~self._kind_mask(key)] = -np.inf
                 if excluded.size:

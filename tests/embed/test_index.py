@@ -194,3 +194,24 @@ def test_empty_store_and_growth_past_capacity(store: EventStore) -> None:
     assert len(index) == 2100
     assert index.reloads == 1
     assert index.ids.tolist() == list(range(1, 2101))
+
+
+def test_big_indexes_are_scored_in_slices_with_the_same_result(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pmm.embed.index as index_module
+
+    monkeypatch.setattr(index_module, "_PARALLEL_MIN", 64)
+    monkeypatch.setattr(index_module, "_WORKERS", 3)
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal((1000, DIM)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    ids = add(store, list(data))
+    index = VectorIndex(store, MODEL, DIM)
+    query = unit(1, 2, 3)
+    found = index.search(query, 1000)
+    assert index._pool is not None
+    expected = data @ query
+    assert [i for i, _ in found[:20]] == [ids[j] for j in np.argsort(-expected)[:20]]
+    got = dict(found)
+    np.testing.assert_allclose([got[i] for i in ids], expected, atol=1e-6)
