@@ -446,12 +446,16 @@ class Mind:
         """Older turns relevant to ``query`` that are not in the recent window."""
         seen = {t.event_id for t in window}
         scope_all = self.settings.recall_scope == "all"
+        # Indexing new turns costs a write; within one session it can wait while every turn
+        # not yet indexed is in the window anyway (the background worker and dream index).
+        sync = scope_all or not seen or self.store.search_index_upto() < min(seen) - 1
         hits = self._get_recaller().recall(
             query,
             self.settings.recall_k * 2,  # some may predate this session's clear marker
             session_id=None if scope_all else session,
             mode="keyword" if self.embedder is None else "hybrid",
             exclude_ids=seen,
+            sync_index=sync,
         )
         memories: list[Turn] = []
         for hit in hits:
@@ -477,8 +481,10 @@ class Mind:
             return self._recaller
 
     def _process_batch(self, batch: int) -> tuple[int, Counter[str], int]:
-        """Digest up to ``batch`` pending turns, then embed what lacks a vector."""
+        """Digest up to ``batch`` pending turns, embed what lacks a vector, and index new
+        events for keyword search."""
         with self._process_lock:
+            self.store.sync_search_index()
             done = 0
             methods: Counter[str] = Counter()
             if self.settings.enable_summary:

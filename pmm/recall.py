@@ -118,6 +118,7 @@ class Recaller:
         mode: str = "hybrid",
         kinds: Iterable[str] | str | None = None,
         exclude_ids: Iterable[int] = (),
+        sync_index: bool = True,
     ) -> list[Hit]:
         """The ``k`` events most relevant to ``query``, best first.
 
@@ -126,6 +127,8 @@ class Recaller:
         turn kinds (``prompt``, ``response``). ``exclude_ids`` (e.g. the turns already in
         the prompt) are left out before ranking. Text is searched as plain words: FTS5
         syntax in ``query`` never raises. An empty query recalls nothing.
+        ``sync_index=False`` lets the keyword ranker skip events appended since the last
+        search (for a caller that already holds them, like the context's recent window).
         """
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a str, got {type(query).__name__}")
@@ -154,7 +157,9 @@ class Recaller:
         rankings: dict[str, list[int]] = {}
         vector = self._query_vector(query) if mode != "keyword" else None
         if mode != "semantic":
-            rankings["keyword"] = self._keyword(query, depth, session_id, kind_list, excluded)
+            rankings["keyword"] = self._keyword(
+                query, depth, session_id, kind_list, excluded, sync_index
+            )
         if vector is not None:
             rankings["semantic"] = self._semantic(vector, depth, session_id, kind_list, excluded)
         fused = rrf_fuse(rankings)
@@ -178,8 +183,11 @@ class Recaller:
         session_id: str | None,
         kinds: tuple[str, ...],
         excluded: set[int],
+        sync_index: bool,
     ) -> list[int]:
-        found = self.store.search_text(query, limit=depth, session_id=session_id, kinds=kinds)
+        found = self.store.search_text(
+            query, limit=depth, session_id=session_id, kinds=kinds, sync=sync_index
+        )
         return [i for i, _ in found if i not in excluded]
 
     def _query_vector(self, query: str) -> npt.NDArray[np.float32]:

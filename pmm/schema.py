@@ -130,7 +130,8 @@ def migrate(conn: sqlite3.Connection, db_path: Path | None) -> list[Migration]:
                 "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
                 (migration.version, migration.name, _utc_now()),
             )
-            conn.execute(f"PRAGMA user_version = {migration.version}")
+            newest = max(applied_versions(conn))
+            conn.execute(f"PRAGMA user_version = {newest}")
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             conn.execute("ROLLBACK")

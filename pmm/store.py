@@ -526,14 +526,25 @@ class EventStore:
 
     # -- derived data: embeddings ----------------------------------------------------
 
-    def put_embeddings(self, model: str, dim: int, vectors: Iterable[tuple[int, bytes]]) -> None:
-        """Store float32 vectors (as bytes) of ``model`` for events, replacing old ones."""
-        rows = [(event_id, model, dim, blob) for event_id, blob in vectors]
+    def put_embeddings(self, model: str, dim: int, vectors: Iterable[tuple[int, bytes]]) -> int:
+        """Store float32 vectors (as bytes) of ``model`` for events, replacing old ones.
+
+        Events whose text was redacted meanwhile get no vector (the vector would keep what
+        the redaction erased). Returns how many vectors were stored.
+        """
+        rows = [(event_id, model, dim, blob, event_id) for event_id, blob in vectors]
         with self._lock, self._write() as conn:
+            before = conn.total_changes
             conn.executemany(
-                "INSERT OR REPLACE INTO embeddings(event_id, model, dim, vector) VALUES (?,?,?,?)",
+                "INSERT INTO embeddings(event_id, model, dim, vector)"
+                " SELECT ?, ?, ?, ? WHERE EXISTS"
+                " (SELECT 1 FROM events WHERE id = ? AND content IS NOT NULL)"
+                " ON CONFLICT(event_id, model) DO UPDATE"
+                " SET dim = excluded.dim, vector = excluded.vector",
                 rows,
             )
+            # total_changes also counts the embedding_stats rows the triggers touch.
+            return (conn.total_changes - before) // 2
 
     def embeddings(self, model: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
         """``(event_id, vector bytes)`` of ``model`` for events with ids above ``after_id``."""
@@ -587,14 +598,13 @@ class EventStore:
         return int(self._read(sql, [*kind_list, model])[0][0])
 
     def embedding_stats(self, model: str) -> tuple[int, int, int]:
-        """``(count, sum of event ids, largest event id)`` of ``model``'s vectors: a
-        fingerprint that shows a vector cache when vectors were deleted or added out of
-        id order."""
+        """``(count, sum of event ids, vectors replaced in place)`` of ``model``'s vectors,
+        kept by triggers (constant time): a fingerprint that tells a vector cache when
+        vectors were deleted, added out of id order or overwritten."""
         row = self._read(
-            "SELECT count(*), total(event_id), max(event_id) FROM embeddings WHERE model = ?",
-            (model,),
-        )[0]
-        return int(row[0]), int(row[1]), int(row[2] or 0)
+            "SELECT vectors, id_sum, replaced FROM embedding_stats WHERE model = ?", (model,)
+        )
+        return (int(row[0][0]), int(row[0][1]), int(row[0][2])) if row else (0, 0, 0)
 
     def data_version(self) -> tuple[int, int]:
         """A value that changes whenever the file is written, by this store or by another
@@ -644,6 +654,11 @@ class EventStore:
             )
             conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
             return int(newest - upto)
+
+    def search_index_upto(self) -> int:
+        """The newest event id the full-text index holds (later ones are indexed by the
+        next :meth:`sync_search_index`)."""
+        return int(self._read("SELECT indexed_upto FROM fts_state")[0][0])
 
     def search_text(
         self,
@@ -695,7 +710,7 @@ class EventStore:
 
     def _informative_terms(self, words: list[str]) -> _QueryTerms:
         """The rarest (at most MAX_QUERY_TERMS) words, without very common ones."""
-        indexed = int(self._read("SELECT indexed_upto FROM fts_state")[0][0])
+        indexed = self.search_index_upto()
         if indexed < COMMON_TERM_MIN_DOCS:
             return _QueryTerms(words[:MAX_QUERY_TERMS], common=False)
         freq = {w: self._document_frequency(w, indexed) for w in words}

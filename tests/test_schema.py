@@ -88,10 +88,10 @@ def test_new_file_gets_every_migration_once(tmp_path: Path):
 
 
 def test_a_partly_migrated_file_gets_only_the_rest(tmp_path: Path):
-    last = schema.load_migrations()[-1]
+    # Undo 0004 (index-only, so it can be undone by hand) on a file migrated to the end.
+    last = next(m for m in schema.load_migrations() if m.name == "undigested_index")
     statements = schema.split_statements(last.sql)
-    if not all(st.upper().startswith("CREATE INDEX") for st in statements):
-        pytest.skip(f"{last.name}: this test undoes index-only migrations")
+    assert all(st.upper().startswith("CREATE INDEX") for st in statements)
     db = tmp_path / "pmm.db"
     with EventStore(db) as store:
         store.append("event", "kept")
@@ -99,7 +99,7 @@ def test_a_partly_migrated_file_gets_only_the_rest(tmp_path: Path):
         conn.execute("DELETE FROM schema_migrations WHERE version = ?", (last.version,))
         for statement in statements:
             conn.execute(f"DROP INDEX {statement.split()[2]}")
-        conn.execute(f"PRAGMA user_version = {last.version - 1}")
+        conn.execute(f"PRAGMA user_version = {N_MIGRATIONS - 1}")
     with EventStore(db) as store:
         assert [m.version for m in store.applied_migrations] == [last.version]
         assert store.get(1).content == "kept"

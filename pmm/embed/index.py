@@ -11,13 +11,11 @@ The cache follows the store without being told: before each search it asks the s
 whether the file changed at all (:meth:`EventStore.data_version`, microseconds); only when
 it did, it reads the vectors added above the newest one it holds, drops the vectors of
 events redacted since (the ``redaction`` events name them), and compares a fingerprint of
-the model's vectors (count and sum of event ids) with its own. Any other difference (a
-vector deleted some other way, or an older event embedded after newer ones) makes it
-reload the model's vectors in full. Only vectors stored under ``model_name`` are ever
-read, so a search never mixes two models.
-
-A vector replaced in place (same event, same model, new value) is not noticed: call
-:meth:`VectorIndex.invalidate` after re-embedding events that already had a vector.
+the model's vectors (count, sum of event ids and in-place replacements, kept by triggers
+in constant time) with its own. Any other difference (a vector deleted some other way, an
+older event embedded after newer ones, a vector overwritten) makes it reload the model's
+vectors in full. Only vectors stored under ``model_name`` are ever read, so a search never
+mixes two models.
 """
 
 from __future__ import annotations
@@ -107,6 +105,7 @@ class VectorIndex:
         self._ids: IdArray = np.zeros(0, dtype=np.int64)
         self._n = 0
         self._id_sum = 0
+        self._replaced = 0
         self._max_id = 0
         self._skipped: dict[int, int] = {}
         self._events_seen = 0
@@ -159,10 +158,10 @@ class VectorIndex:
             else:
                 self._append(self.store.embeddings(self.model_name, after_id=self._max_id))
                 self._drop_redacted()
-                count, id_sum, _ = self.store.embedding_stats(self.model_name)
+                count, id_sum, replaced = self.store.embedding_stats(self.model_name)
                 held = self._n + len(self._skipped)
                 held_sum = self._id_sum + sum(self._skipped)
-                if (count, id_sum) != (held, held_sum):
+                if (count, id_sum, replaced) != (held, held_sum, self._replaced):
                     log.debug(
                         "vectors of %s changed out of order (%d stored, %d held): reloading",
                         self.model_name,
@@ -174,6 +173,7 @@ class VectorIndex:
 
     def _reload(self) -> None:
         self._events_seen = self.store.last_id()
+        self._replaced = self.store.embedding_stats(self.model_name)[2]
         rows = self.store.embeddings(self.model_name)
         self._matrix = np.zeros((max(len(rows), 1), self.dim), dtype=np.float32)
         self._ids = np.zeros(max(len(rows), 1), dtype=np.int64)
