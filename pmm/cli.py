@@ -30,10 +30,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from . import __version__
-from .errors import DatabaseError, IntegrityError, InvalidInputError, PMMError
+from .errors import BackendError, DatabaseError, IntegrityError, InvalidInputError, PMMError
+from .mind import TURN_KINDS
 from .records import Event
 from .settings import Settings
 from .store import EventStore
+from .text import snippet
 
 if TYPE_CHECKING:
     from .mind import Mind
@@ -44,7 +46,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
-TURN_KINDS = ("prompt", "response")
 _EVENT_FIELDS = {
     # name: (required, accepted types)
     "id": (True, (int,)),
@@ -113,7 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.func
     try:
         return handler(args)
-    except PMMError as exc:
+    except (DatabaseError, BackendError) as exc:  # the file or a backend failed
+        _error(str(exc))
+        return EXIT_FAILED
+    except PMMError as exc:  # bad input, settings or arguments
         _error(str(exc))
         return EXIT_USAGE
     except BrokenPipeError:
@@ -416,7 +420,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
         where = f" in session {args.session!r}" if args.session else ""
         return _emit(args, [], f"no events{where}")
     rows = [
-        [str(e.id), e.ts, e.session_id or "", e.role or "", e.kind, _snippet(_shown_text(e))]
+        [str(e.id), e.ts, e.session_id or "", e.role or "", e.kind, snippet(_shown_text(e))]
         for e in events
     ]
     return _emit(args, [], _table(["id", "ts", "session", "role", "kind", "text"], rows))
@@ -554,7 +558,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise InvalidInputError("search needs some text to look for")
     overrides: dict[str, Any] = {"enable_embeddings": True} if args.mode == "semantic" else {}
     with _mind(path, **overrides) as mind:
-        mode = args.mode or ("hybrid" if mind.settings.enable_embeddings else "keyword")
+        mode = args.mode
         hits = mind.recall(args.text, args.k, session_id=args.session, mode=mode)
     data = [{"score": h.score, "rankers": h.rankers, "event": h.event.to_dict()} for h in hits]
     if args.json:
@@ -568,7 +572,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             h.event.role or "",
             f"{h.score:.4f}",
             ", ".join(f"{name}#{rank}" for name, rank in h.rankers.items()),
-            _snippet(_shown_text(h.event)),
+            snippet(_shown_text(h.event)),
         ]
         for h in hits
     ]
@@ -648,7 +652,7 @@ def _db_path(args: argparse.Namespace) -> str:
 def _existing_db(args: argparse.Namespace) -> str:
     path = _db_path(args)
     if path != ":memory:" and not Path(path).exists():
-        raise DatabaseError(
+        raise InvalidInputError(
             f"no database at {path}: check --db / PMM_DB_PATH, or create one with "
             f"`pmm init --db {path}`"
         )
@@ -785,11 +789,6 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def _shown_text(event: Event) -> str:
     return event.content if event.content is not None else "(redacted)"
-
-
-def _snippet(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _bytes(n: int) -> str:

@@ -177,7 +177,9 @@ def assemble(
                 newest.role, text, newest.event_id, newest.ts, newest.session_id, newest.summarized
             )
             cost = turn_cost(newest)
-        if newest.text and cost <= remaining:
+        if not newest.text or cost > remaining:
+            history = ()  # never show older turns without the newest one
+        else:
             shown.append(newest)
             remaining -= cost
 

@@ -23,14 +23,14 @@ from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_classic.memory.utils import get_prompt_input_key
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from .errors import InvalidInputError
 from .messages import message_text
 from .mind import Mind
-from .settings import Settings
+from .settings import gather_setting_keywords
 
-_SETTING_NAMES = frozenset(Settings.__dataclass_fields__) - {"db_path", "session_id"}
+_OWN_FIELDS = frozenset({"db_path", "session_id"})
 
 
 class PersistentMindMemory(BaseMemory):
@@ -60,15 +60,12 @@ class PersistentMindMemory(BaseMemory):
 
     _mind: Mind | None = PrivateAttr(default=None)
 
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
     @model_validator(mode="before")
     @classmethod
     def _collect_settings(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            extra = {k: data[k] for k in list(data) if k in _SETTING_NAMES}
-            if extra:
-                data = {k: v for k, v in data.items() if k not in extra}
-                data["settings"] = {**data.get("settings", {}), **extra}
-        return data
+        return gather_setting_keywords(data, exclude=_OWN_FIELDS)
 
     @property
     def memory_variables(self) -> list[str]:

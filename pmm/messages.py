@@ -7,6 +7,7 @@ from typing import Any
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    ChatMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
@@ -14,17 +15,33 @@ from langchain_core.messages import (
 
 from .errors import InvalidInputError
 
-_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_ROLE_OF_CLASS: tuple[tuple[type[BaseMessage], str], ...] = (
+    (HumanMessage, "user"),
+    (AIMessage, "assistant"),  # AIMessageChunk too: what streaming chains hand over
+    (SystemMessage, "system"),
+    (ToolMessage, "tool"),
+)
+_CHAT_ROLES = {
+    "human": "user",
+    "user": "user",
+    "ai": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+    "tool": "tool",
+}
 
 
 def message_role(message: BaseMessage) -> str:
-    """``user``, ``assistant``, ``system`` or ``tool`` for a LangChain message."""
-    role = _ROLE_OF_TYPE.get(message.type)
-    if role is None:
-        raise InvalidInputError(
-            f"PMM stores human, ai, system and tool messages, not {message.type!r} ones"
-        )
-    return role
+    """``user``, ``assistant``, ``system`` or ``tool`` for a LangChain message (chunks
+    included; a ``ChatMessage`` by its ``role``)."""
+    for cls, role in _ROLE_OF_CLASS:
+        if isinstance(message, cls):
+            return role
+    if isinstance(message, ChatMessage) and message.role.lower() in _CHAT_ROLES:
+        return _CHAT_ROLES[message.role.lower()]
+    raise InvalidInputError(
+        f"PMM stores human, ai, system and tool messages, not {message.type!r} ones"
+    )
 
 
 def message_text(value: Any) -> str:

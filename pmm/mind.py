@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 TURN_KINDS = ("prompt", "response")
 """Kinds that hold conversation turns (and are digested, embedded and recalled)."""
 CLEAR_KIND = "clear"
+REDACTION_KIND = "redaction"
 ROLE_KINDS = {"user": "prompt", "assistant": "response", "system": "event", "tool": "event"}
 LEGACY_PREFIXES = (("User said:", "user"), ("I responded:", "assistant"))
 
@@ -113,6 +115,10 @@ class Mind:
                 self.process_pending, name="pmm-digest", flush_timeout=settings.flush_timeout
             )
             self._worker.wake()  # events left pending by an earlier process
+        # A Mind dropped without close() still releases its thread and file when collected
+        # (at interpreter exit the worker's own hook flushes instead).
+        self._finalizer = weakref.finalize(self, _release, self.store, self._worker)
+        self._finalizer.atexit = False
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -123,7 +129,7 @@ class Mind:
         self._closed = True
         if self._worker is not None:
             self._worker.close()
-        self.store.close()
+        self._finalizer()
 
     def __enter__(self) -> Mind:
         return self
@@ -204,11 +210,11 @@ class Mind:
     ) -> list[Event]:
         """This session's turns since its last clear, oldest first (``limit`` = newest N)."""
         session = self._session(session_id)
-        state = self._state(session)
+        clear_after, _ = self._state(session)
         events = self.store.events(
             session_id=session,
             kinds=kinds,
-            after_id=state.clear_after,
+            after_id=clear_after,
             newest_first=True,
             limit=limit,
         )
@@ -235,16 +241,15 @@ class Mind:
         budget = self.settings.max_tokens if budget_tokens is None else budget_tokens
         if budget < 0:
             raise InvalidInputError(f"budget_tokens must be >= 0, got {budget}")
-        state = self._state(session)
-        window, complete = self._history_window(session, state.clear_after, budget)
-        facts = state.facts.lines()
+        clear_after, facts = self._state(session)
+        window, complete = self._history_window(session, clear_after, budget)
         if self.settings.enable_summary:
-            facts += self._topic_lines(session, state.clear_after)
+            facts += self._topic_lines(session, clear_after)
         # Recall runs only when there is something older than the window to find.
         look_back = not complete or self.settings.recall_scope == "all"
         memories: list[Turn] = []
         if query and query.strip() and self.settings.recall_k and look_back:
-            memories = self._memories(query, session, state.clear_after, window)
+            memories = self._memories(query, session, clear_after, window)
         return assemble(
             session_id=session,
             history=window,
@@ -263,12 +268,20 @@ class Mind:
         k: int = 10,
         *,
         session_id: str | None = None,
-        mode: str = "hybrid",
+        mode: str | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """Events relevant to ``query``, best first (BM25 and, with embeddings on, vector
-        similarity, fused by reciprocal rank). ``session_id=None`` searches every session."""
-        return self._get_recaller().recall(query, k, session_id=session_id, mode=mode, kinds=kinds)
+        """Events relevant to ``query``, best first: ``mode`` ``keyword`` (BM25),
+        ``semantic`` (embeddings) or ``hybrid`` (both, fused by reciprocal rank); None =
+        hybrid when embeddings are on, else keyword. ``session_id=None`` searches every
+        session."""
+        return self._get_recaller().recall(
+            query, k, session_id=session_id, mode=mode or self._default_mode, kinds=kinds
+        )
+
+    @property
+    def _default_mode(self) -> str:
+        return "hybrid" if self.settings.enable_embeddings else "keyword"
 
     # -- derived data ----------------------------------------------------------------
 
@@ -372,23 +385,35 @@ class Mind:
             raise InvalidInputError(f"session_id must be a non-empty string, got {session!r}")
         return session
 
-    def _state(self, session: str) -> _SessionState:
-        """This session's clear marker and facts, brought up to date with new events."""
+    def _state(self, session: str) -> tuple[int, list[str]]:
+        """This session's clear marker and key facts, brought up to date with new events.
+
+        Facts are rebuilt from scratch when a turn of the session was redacted, so erased
+        text does not live on in the prompt.
+        """
         with self._lock:
             state = self._sessions.setdefault(session, _SessionState())
             new = self.store.events(
-                session_id=session, kinds=("prompt", CLEAR_KIND), after_id=state.scanned_upto
+                session_id=session,
+                kinds=("prompt", CLEAR_KIND, REDACTION_KIND),
+                after_id=state.scanned_upto,
             )
+            seen_upto = max((e.id for e in new), default=state.scanned_upto)
+            if any(e.kind == REDACTION_KIND for e in new):
+                state = self._sessions[session] = _SessionState()
+                new = self.store.events(
+                    session_id=session, kinds=("prompt", CLEAR_KIND), before_id=seen_upto + 1
+                )
             for event in new:
                 if event.kind == CLEAR_KIND:
                     state.clear_after = event.id
                     state.facts.clear()
-                else:
+                elif event.kind == "prompt":
                     role, text = turn_role(event)
                     if role == "user":
                         state.facts.add(text)
-                state.scanned_upto = event.id
-            return state
+            state.scanned_upto = seen_upto
+            return state.clear_after, state.facts.lines()
 
     def _history_window(
         self, session: str, clear_after: int, budget: int
@@ -453,7 +478,7 @@ class Mind:
             query,
             self.settings.recall_k * 2,  # some may predate this session's clear marker
             session_id=None if scope_all else session,
-            mode="keyword" if self.embedder is None else "hybrid",
+            mode=self._default_mode,
             exclude_ids=seen,
             sync_index=sync,
         )
@@ -535,6 +560,12 @@ class Mind:
             (e.id, d.summary, d.keywords, d.method) for e, d in zip(events, digests, strict=True)
         )
         return Counter(d.method for d in digests)
+
+
+def _release(store: EventStore, worker: BackgroundWorker | None) -> None:
+    if worker is not None:
+        worker.stop()
+    store.close()
 
 
 def _kind_for(role: str) -> str:

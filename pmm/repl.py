@@ -29,8 +29,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import PMMError
+from .errors import MissingDependencyError, PMMError
 from .settings import Settings
+from .text import snippet
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -77,7 +78,13 @@ class OnlineResponder:
     def __init__(self, model: str, api_key: str, base_url: str | None) -> None:
         from langchain_core.output_parsers import StrOutputParser
         from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-        from langchain_openai import ChatOpenAI
+
+        try:
+            from langchain_openai import ChatOpenAI
+        except ImportError:
+            raise MissingDependencyError(
+                "chatting through an OpenAI-compatible model", "langchain-openai", "llm"
+            ) from None
         from pydantic import SecretStr
 
         llm = ChatOpenAI(
@@ -126,7 +133,7 @@ def _is_offline_answer(hit: Hit) -> bool:
 
 def _said(hit: Hit) -> str:
     who = "you" if hit.event.role == "user" else "I"
-    return f'{who} said "{_snippet(hit.event.text, 100)}" ({hit.event.ts[:10]})'
+    return f'{who} said "{snippet(hit.event.text, 100)}" ({hit.event.ts[:10]})'
 
 
 # -- the loop ------------------------------------------------------------------------
@@ -241,7 +248,7 @@ class Chat:
             text = event.content if event.content is not None else "(redacted)"
             self.write(
                 f"#{event.id} [{event.session_id}] {event.role or event.kind}: "
-                f"{_snippet(text, 90)}  (score {hit.score:.3f})"
+                f"{snippet(text, 90)}  (score {hit.score:.3f})"
             )
 
     def switch(self, name: str) -> None:
@@ -360,10 +367,4 @@ def _scope(mind: Mind, session: str) -> str | None:
 
 
 def _recall(mind: Mind, query: str, *, k: int, session: str | None) -> list[Hit]:
-    mode = "hybrid" if mind.settings.enable_embeddings else "keyword"
-    return mind.recall(query, k, session_id=session, mode=mode)
-
-
-def _snippet(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return mind.recall(query, k, session_id=session)

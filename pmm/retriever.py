@@ -13,20 +13,21 @@ metadata carries ``event_id``, ``session_id``, ``role``, ``kind``, ``ts``, ``key
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from .mind import Mind, turn_role
+from .settings import gather_setting_keywords
 
 
 class PMMRetriever(BaseRetriever):
     """Retrieves remembered turns relevant to a query (see the module docstring)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     mind: Mind | None = Field(default=None, exclude=True)
     """An open Mind to search; if None, ``db_path`` (or PMM_DB_PATH) is opened."""
@@ -34,11 +35,19 @@ class PMMRetriever(BaseRetriever):
     k: int = 10
     session_id: str | None = None
     """Search one session; None searches every session."""
-    mode: str = "hybrid"
-    """``hybrid``, ``keyword`` or ``semantic``."""
+    mode: Literal["hybrid", "keyword", "semantic"] | None = None
+    """``hybrid``, ``keyword`` or ``semantic``; None = hybrid with embeddings, else keyword."""
     kinds: list[str] | None = None
     use_summaries: bool = False
     """Put the turn's summary (when it has one) in ``page_content`` instead of its text."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """PMM settings for the Mind this retriever opens (``enable_embeddings=True`` lands
+    here); ignored when ``mind`` is given."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_settings(cls, data: Any) -> Any:
+        return gather_setting_keywords(data, exclude=frozenset({"db_path"}))
 
     _own_mind: Mind | None = PrivateAttr(default=None)
 
@@ -47,7 +56,7 @@ class PMMRetriever(BaseRetriever):
         if self.mind is not None:
             return self.mind
         if self._own_mind is None:
-            self._own_mind = Mind(self.db_path)
+            self._own_mind = Mind(self.db_path, **self.settings)
         return self._own_mind
 
     def _get_relevant_documents(

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
-from .errors import MigrationError
+from .errors import MigrationError, NotADatabaseError
 from .hashing import LEGACY_HASH_VERSION, sha256_hex
 
 log = logging.getLogger(__name__)
@@ -88,15 +88,36 @@ def applied_versions(conn: sqlite3.Connection) -> set[int]:
     return {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
 
 
+_LEGACY_COLUMNS = frozenset({"id", "ts", "kind", "content", "meta", "prev_hash", "hash"})
+
+
+def _refuse_foreign(conn: sqlite3.Connection, db_path: Path | None) -> None:
+    """Refuse a SQLite file that holds another application's tables (PMM would add its
+    own to it): neither PMM's schema nor the earlier PMM's ``events`` table."""
+    tables = {
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+        )
+    }
+    if not tables or "schema_migrations" in tables or is_legacy(conn):
+        return
+    raise NotADatabaseError(
+        f"{db_path or 'the database'} is a SQLite database of another application (tables: "
+        f"{', '.join(sorted(tables)[:5])}): PMM will not add its tables to it; use a new file"
+    )
+
+
 def is_legacy(conn: sqlite3.Connection) -> bool:
-    """True for a database written by the earlier PMM (no ``content_sha256`` column)."""
+    """True for a database written by the earlier PMM: an ``events`` table with its
+    columns and no ``content_sha256``."""
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     # Not keyed on schema_migrations: migrate() creates that table (under its write lock)
     # just before it asks this again, and the legacy events table must still be seen then.
     if "events" not in tables:
         return False
     columns = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
-    return "content_sha256" not in columns
+    return "content_sha256" not in columns and columns >= _LEGACY_COLUMNS
 
 
 def pending_migrations(conn: sqlite3.Connection) -> list[Migration]:
@@ -109,13 +130,20 @@ def migrate(conn: sqlite3.Connection, db_path: Path | None) -> list[Migration]:
 
     ``conn`` must be in autocommit mode (``isolation_level=None``).
     """
+    _refuse_foreign(conn, db_path)
     if is_legacy(conn):
         if db_path is None:
             raise MigrationError("an in-memory legacy database cannot be backed up")
         _backup(conn, db_path)
     applied: list[Migration] = []
     for migration in load_migrations():
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise MigrationError(
+                f"cannot start migration {migration.version:04d}_{migration.name}: {exc}. "
+                "Another process may hold the database: retry."
+            ) from exc
         try:
             # Re-checked under the write lock: another process may have just applied it.
             if migration.version in applied_versions(conn):

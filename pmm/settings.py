@@ -92,8 +92,10 @@ class Settings:
         return cls(**values)
 
     def with_(self, **changes: Any) -> Settings:
-        """A copy with some fields changed (validated like :meth:`load`)."""
-        return replace(self, **Settings.load(env={}, **{**self.as_dict(), **changes}).as_dict())
+        """A copy with some fields changed (validated like :meth:`load`); a change to None
+        keeps the current value."""
+        given = {k: v for k, v in changes.items() if v is not None}
+        return replace(self, **Settings.load(env={}, **{**self.as_dict(), **given}).as_dict())
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -164,3 +166,18 @@ def _literal_choices(annotation: Any) -> tuple[str, ...]:
         else annotation
     )
     return tuple(get_args(target)) if target is not None else ()
+
+
+def gather_setting_keywords(data: Any, exclude: frozenset[str] = frozenset()) -> Any:
+    """For pydantic ``mode="before"`` validators of the LangChain classes: move keyword
+    arguments that are PMM settings (``enable_summary=True``) into ``data["settings"]``,
+    and check them now, so a bad value fails at construction, not on first use."""
+    if not isinstance(data, dict):
+        return data
+    names = set(Settings.__dataclass_fields__) - exclude
+    given = {k: data[k] for k in data if k in names}
+    if given or data.get("settings"):
+        data = {k: v for k, v in data.items() if k not in given}
+        data["settings"] = {**(data.get("settings") or {}), **given}
+        Settings.load(env={}, **data["settings"])  # raises ConfigurationError
+    return data

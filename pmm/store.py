@@ -18,6 +18,7 @@ process being killed; a power cut may lose the last transactions but never break
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -231,29 +232,39 @@ class EventStore:
         conn.executemany(_INSERT, rows)
         return events
 
-    def redact(self, event_id: int, *, reason: str, session_id: str | None = None) -> Event:
-        """Erase one event's raw text (and its digest) and record that as a chained
-        ``redaction`` event, which is returned. The redacted row keeps verifying: its hash
-        covers ``content_sha256``, not the text."""
+    def redact(self, event_id: int, *, reason: str) -> Event:
+        """Erase one event's raw text (and its digest and vectors) and record that as a
+        chained ``redaction`` event in the same session, which is returned. The redacted
+        row keeps verifying: its hash covers ``content_sha256``, not the text. Rows of the
+        earlier PMM (``hash_version`` 0) hash the text itself and cannot be redacted."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInputError("redact() needs a reason, e.g. reason='user asked'")
-        marker = self._check(
-            NewEvent(
-                "redaction",
-                f"redacted event {event_id}",
-                session_id,
-                "system",
-                {"target": event_id, "reason": reason},
-            )
-        )
         with self._lock, self._write() as conn:
-            changed = conn.execute(
-                "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
-                " digest_method = 'redacted' WHERE id = ? AND content IS NOT NULL",
+            target = conn.execute(
+                "SELECT session_id, hash_version, content IS NOT NULL FROM events WHERE id = ?",
                 (event_id,),
-            ).rowcount
-            if not changed:
+            ).fetchone()
+            if target is None or not target[2]:
                 raise EventNotFoundError(f"no event with id {event_id} holding text to redact")
+            if target[1] == LEGACY_HASH_VERSION:
+                raise InvalidInputError(
+                    f"event {event_id} was written by the earlier PMM, whose hash covers the "
+                    "text itself: redacting it would break the chain for good"
+                )
+            marker = self._check(
+                NewEvent(
+                    "redaction",
+                    f"redacted event {event_id}",
+                    target[0],
+                    "system",
+                    {"target": event_id, "reason": reason},
+                )
+            )
+            conn.execute(
+                "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
+                " digest_method = 'redacted' WHERE id = ?",
+                (event_id,),
+            )
             conn.execute("DELETE FROM embeddings WHERE event_id = ?", (event_id,))
             return self._append_locked(conn, [marker])[0]
 
@@ -520,8 +531,11 @@ class EventStore:
         if not rows:
             return 0
         with self._lock, self._write() as conn:
+            # A row redacted after its text was read for digesting keeps no digest of it.
             return conn.executemany(
-                "UPDATE events SET summary = ?, keywords = ?, digest_method = ? WHERE id = ?", rows
+                "UPDATE events SET summary = ?, keywords = ?, digest_method = ?"
+                " WHERE id = ? AND content IS NOT NULL",
+                rows,
             ).rowcount
 
     # -- derived data: embeddings ----------------------------------------------------
@@ -784,7 +798,7 @@ class EventStore:
         seen_v1 = False
         found_expected = expect_head is None
         bad: tuple[int, str] | None = None
-        with self._lock:
+        with self._lock, _translated(self.path):
             cursor = self._conn.execute(
                 "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
                 " prev_hash, hash, hash_version FROM events ORDER BY id"
@@ -960,6 +974,15 @@ def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def _translated(path: str) -> Iterator[None]:
+    """Raise sqlite3 errors inside the block as PMM's :class:`DatabaseError` subclasses."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _translate(exc, path) from exc
 
 
 def _translate(exc: sqlite3.Error, path: str) -> DatabaseError:

@@ -41,3 +41,13 @@ def search_terms(text: str, *, limit: int = 32) -> list[str]:
         seen.setdefault(word.replace("’", "'"), None)
     terms = [w for w in seen if w not in STOPWORDS] or list(seen)
     return terms[:limit]
+
+
+def snippet(text: str, width: int = 60) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis.
+
+    >>> snippet("a  long\nline", 8)
+    'a long …'
+    """
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

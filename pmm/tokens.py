@@ -23,12 +23,23 @@ log = logging.getLogger(__name__)
 _WORDS = re.compile(r"\S+")
 
 
+CACHED_TEXT_CHARS = 2_000
+"""Texts up to this length have their counts cached (bounding the cache's memory)."""
+
+
 class TokenCounter:
-    """Counts tokens of a text; results are cached per text."""
+    """Counts tokens of a text; counts of short texts are cached."""
 
     def __init__(self, name: str, count: Callable[[str], int]) -> None:
         self.name = name
-        self.count: Callable[[str], int] = lru_cache(maxsize=65_536)(count)
+        self._uncached = count
+        self._cached: Callable[[str], int] = lru_cache(maxsize=65_536)(count)
+
+    def count(self, text: str) -> int:
+        """How many tokens ``text`` is."""
+        if len(text) <= CACHED_TEXT_CHARS:
+            return self._cached(text)
+        return self._uncached(text)
 
     def __repr__(self) -> str:
         return f"TokenCounter({self.name!r})"

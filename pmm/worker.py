@@ -5,14 +5,17 @@
     worker.flush(10.0)       # wait until everything pending now is done
     worker.close(10.0)       # flush, then stop the thread
 
-Work that fails is logged (once per distinct error) and retried later with a growing
-pause; the events stay pending in the database, so nothing is lost, and a later process
-picks them up. Live workers are flushed at interpreter exit within their timeout.
+Work that fails is logged (once per distinct error) and retried after a growing pause
+(0.5 s doubling up to 30 s) without waiting to be woken; the events stay pending in the
+database, so nothing is lost, and a later process picks them up. Live workers are flushed at
+interpreter exit within their timeout. A bound method is held weakly, so a worker never
+keeps its owner (a Mind and its open file) alive.
 """
 
 from __future__ import annotations
 
 import atexit
+import inspect
 import logging
 import threading
 import weakref
@@ -21,6 +24,7 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 _LIVE: weakref.WeakSet[BackgroundWorker] = weakref.WeakSet()
+MAX_BACKOFF = 30.0
 
 
 class BackgroundWorker:
@@ -29,7 +33,9 @@ class BackgroundWorker:
     def __init__(
         self, work: Callable[[], int], *, name: str = "pmm-worker", flush_timeout: float = 10.0
     ) -> None:
-        self._work = work
+        self._work: Callable[[], Callable[[], int] | None] = (
+            weakref.WeakMethod(work) if inspect.ismethod(work) else lambda: work
+        )
         self.flush_timeout = flush_timeout
         self._cond = threading.Condition()
         self._requested = 0
@@ -64,11 +70,7 @@ class BackgroundWorker:
         if not self._thread.is_alive():
             return True
         flushed = self.flush(timeout)
-        with self._cond:
-            self._stopping = True
-            self._cond.notify()
-        self._thread.join(timeout=1.0)
-        _LIVE.discard(self)
+        self.stop()
         if not flushed:
             log.warning(
                 "background digest did not finish within %.1fs: the remaining events stay "
@@ -76,6 +78,15 @@ class BackgroundWorker:
                 self.flush_timeout if timeout is None else timeout,
             )
         return flushed
+
+    def stop(self) -> None:
+        """Stop the thread without flushing (pending events stay pending)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=1.0)
+        _LIVE.discard(self)
 
     @property
     def alive(self) -> bool:
@@ -85,14 +96,19 @@ class BackgroundWorker:
         backoff = 0.0
         while True:
             with self._cond:
-                if backoff:
-                    self._cond.wait(timeout=backoff)
-                self._cond.wait_for(lambda: self._stopping or self._requested > self._completed)
+                # After a failure, retry when the pause is over even if nobody asks.
+                self._cond.wait_for(
+                    lambda: self._stopping or self._requested > self._completed,
+                    timeout=backoff or None,
+                )
                 if self._stopping:
                     return
                 target = self._requested
+            work = self._work()
+            if work is None:  # the owner was garbage-collected
+                return
             try:
-                while self._work():
+                while work():
                     if self._stopping:
                         break
                 self.last_error = None
@@ -108,7 +124,8 @@ class BackgroundWorker:
                         key,
                         exc_info=exc,
                     )
-                backoff = min(max(backoff * 2, 0.5), 30.0)
+                backoff = min(max(backoff * 2, 0.5), MAX_BACKOFF)
+            del work
             with self._cond:
                 self._completed = max(self._completed, target)
                 self._cond.notify_all()

@@ -94,3 +94,25 @@ def test_async_api(tmp_path: Path) -> None:
             return await history.aget_messages()
 
         assert [m.text for m in asyncio.run(run())] == ["async", "yes"]
+
+
+def test_streamed_replies_are_stored(tmp_path: Path) -> None:
+    """Streaming hands the history an AIMessageChunk: it must be stored like an AIMessage."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    db = str(tmp_path / "pmm.db")
+    prompt = ChatPromptTemplate.from_messages(
+        [MessagesPlaceholder("history"), ("human", "{input}")]
+    )
+    model = GenericFakeChatModel(messages=iter([AIMessage("streamed reply")]))
+    with Mind(db) as mind:
+        chain = RunnableWithMessageHistory(
+            prompt | model,
+            lambda session_id: PMMChatMessageHistory(session_id, mind=mind),
+            input_messages_key="input",
+            history_messages_key="history",
+        )
+        chunks = list(chain.stream({"input": "hi"}, config={"configurable": {"session_id": "s"}}))
+        assert "".join(c.text for c in chunks) == "streamed reply"
+        stored = [(e.role, e.content) for e in mind.store.events(session_id="s")]
+        assert stored == [("user", "hi"), ("assistant", "streamed reply")]

@@ -127,3 +127,9 @@ def test_never_over_budget(
             cost = COUNTER.count(ctx.text())
         assert cost <= budget
         assert ctx.tokens <= budget
+
+
+def test_older_turns_never_show_without_the_newest() -> None:
+    history = turns("ok", "x " * 500)  # the newest turn cannot fit, even cut
+    ctx = assemble(session_id="s", history=history, budget=4, counter=COUNTER)
+    assert ctx.history == []

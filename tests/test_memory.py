@@ -210,3 +210,12 @@ def test_chat_openai_against_a_local_server(db: str) -> None:
         assert "AI: Nice to meet you, Mei." in prompt
         assert "Name: Mei" in prompt
         memory.close()
+
+
+def test_misspelt_or_bad_settings_fail_at_construction(db: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="enable_sumary"):
+        PersistentMindMemory(db_path=db, enable_sumary=True)
+    with pytest.raises(ValidationError, match="summary_mode='bogus' is not valid"):
+        PersistentMindMemory(db_path=db, summary_mode="bogus")

@@ -117,3 +117,44 @@ def test_stats_counts(mind: Mind) -> None:
     assert stats["by_session"] == {"a": 2, "b": 2}
     assert stats["by_role"] == {"user": 2, "assistant": 2}
     assert stats["bytes_on_disk"] > 0
+
+
+def test_a_dropped_mind_releases_its_thread_and_file(tmp_path: Path) -> None:
+    import gc
+    import threading
+
+    def digest_threads() -> int:
+        return sum(t.name == "pmm-digest" and t.is_alive() for t in threading.enumerate())
+
+    before = digest_threads()
+    for _ in range(5):
+        mind = Mind(str(tmp_path / "pmm.db"), enable_summary=True, summarizer="heuristic")
+        mind.remember_turn("hello " * 60, "hi", session_id="s")
+        del mind
+    gc.collect()
+    for _ in range(50):
+        if digest_threads() == before:
+            break
+        threading.Event().wait(0.05)
+    assert digest_threads() == before
+
+
+def test_redaction_removes_facts_from_the_context(mind: Mind) -> None:
+    user, _ = mind.remember_turn("My name is Ana Sousa.", "Hi Ana", session_id="s")
+    assert "Name: Ana Sousa" in mind.context("s").text()
+    marker = mind.store.redact(user.id, reason="user asked")
+    assert marker.session_id == "s"
+    text = mind.context("s").text()
+    assert "Ana Sousa" not in text.split("AI:")[0]
+    assert "Key information" not in text
+    mind.remember_turn("I live in Porto.", "ok", session_id="s")
+    assert "Lives in: Porto" in mind.context("s").text()  # facts keep coming after a rebuild
+
+
+def test_settings_with_none_keeps_the_value(tmp_path: Path) -> None:
+    from pmm.settings import Settings
+
+    settings = Settings.load(env={}, session_id="kept", max_tokens=50)
+    assert settings.with_(session_id=None, max_tokens=60).session_id == "kept"
+    with Mind(settings=settings, db_path=str(tmp_path / "a.db"), session_id=None) as mind:
+        assert mind.settings.session_id == "kept"

@@ -279,3 +279,26 @@ def test_keywords_feed_key_information(tmp_path: Path) -> None:
         facts = mind.context("s").facts
         topics = [f for f in facts if f.startswith("Topics: ")]
         assert topics and "Lisbon" in topics[0]
+
+
+class FlakyDigester(RecordingDigester):
+    """Fails its first call, then works: like a summarizer server that was briefly down."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures_left = 1
+
+    def digest_many(self, texts, roles=None):  # type: ignore[no-untyped-def]
+        if self.failures_left:
+            self.failures_left -= 1
+            raise RuntimeError("server restarting")
+        return super().digest_many(texts, roles)
+
+
+def test_background_retries_by_itself_after_a_failure(tmp_path: Path) -> None:
+    with Mind(db(tmp_path), enable_summary=True, digester=FlakyDigester()) as mind:
+        mind.remember_turn(LONG_USER, LONG_AI, session_id="s")
+        deadline = time.monotonic() + 10
+        while mind.pending_count() and time.monotonic() < deadline:
+            time.sleep(0.1)  # nobody wakes the worker: its retry timer must
+        assert mind.pending_count() == 0

@@ -29,7 +29,7 @@ from store_helpers import (
 )
 
 from pmm import schema
-from pmm.errors import MigrationError
+from pmm.errors import InvalidInputError, MigrationError
 from pmm.hashing import sha256_hex
 from pmm.store import EventStore
 
@@ -371,3 +371,12 @@ def test_legacy_in_memory_cannot_be_backed_up():
     assert schema.is_legacy(conn)
     with pytest.raises(MigrationError, match="in-memory"):
         schema.migrate(conn, None)
+
+
+def test_legacy_rows_cannot_be_redacted(legacy_db):
+    db, _rows = legacy_db
+    with EventStore(db) as store:
+        with pytest.raises(InvalidInputError, match="earlier PMM"):
+            store.redact(1, reason="erase")
+        assert store.get(1).content is not None
+        assert store.verify().ok

@@ -355,8 +355,9 @@ def test_redact_removes_text_from_search(search_store: EventStore):
     search_store.sync_search_index()
     search_store.set_digests([(3, "pixel the cat", ["pixel"], "rules")])
     before_count = search_store.count()
-    marker = search_store.redact(3, reason="user asked", session_id="bob")
+    marker = search_store.redact(3, reason="user asked")
     assert marker.kind == "redaction" and marker.id == before_count + 1
+    assert marker.session_id == search_store.get(3).session_id  # recorded in its session
     assert marker.meta == {"target": 3, "reason": "user asked"}
     assert "Pixel" not in marker.content
     assert search_store.search_text("pixel") == []
@@ -376,3 +377,25 @@ def test_redact_removes_text_from_search(search_store: EventStore):
         search_store.redact(3, reason="again")
     with pytest.raises(InvalidInputError):
         search_store.redact(1, reason="  ")
+
+
+def test_a_digest_finished_after_a_redaction_is_dropped(search_store: EventStore):
+    search_store.redact(3, reason="erase")
+    assert search_store.set_digests([(3, "pixel the cat", ["pixel"], "late")]) == 0
+    assert search_store.get(3).summary is None
+    assert search_store.search_text("pixel") == []
+
+
+def test_a_foreign_sqlite_file_is_refused(tmp_path: Path):
+    import sqlite3
+
+    from pmm.errors import NotADatabaseError
+
+    path = tmp_path / "other-app.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT)")
+    with pytest.raises(NotADatabaseError, match="another application"):
+        EventStore(path)
+    with sqlite3.connect(path) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {"customers"}
