@@ -47,7 +47,7 @@ class PMMRetriever(BaseRetriever):
     @model_validator(mode="before")
     @classmethod
     def _collect_settings(cls, data: Any) -> Any:
-        return gather_setting_keywords(data, exclude=frozenset({"db_path"}))
+        return gather_setting_keywords(data, exclude=frozenset({"db_path", "session_id"}))
 
     _own_mind: Mind | None = PrivateAttr(default=None)
 

@@ -38,7 +38,10 @@ def search_terms(text: str, *, limit: int = 32) -> list[str]:
     nothing else is left. Nothing in the result carries search syntax."""
     seen: dict[str, None] = {}
     for word in words(text.lower()):
-        seen.setdefault(word.replace("’", "'"), None)
+        word = word.replace("’", "'")
+        if word.endswith("'s") and len(word) > 2:
+            word = word[:-2]  # "dog's" finds "dog": the index splits it into "dog" + "s"
+        seen.setdefault(word, None)
     terms = [w for w in seen if w not in STOPWORDS] or list(seen)
     return terms[:limit]
 

@@ -1,0 +1,81 @@
+"""Relevant memories in the context: older turns matching the input, in budget, no repeats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pmm import Mind, PersistentMindMemory
+
+FILLER = "We chatted about the weather, the news and what to cook for dinner tonight. " * 3
+
+
+def fill(mind: Mind, session: str, n: int) -> None:
+    for i in range(n):
+        mind.remember_turn(f"Small talk {i}. {FILLER}", f"Sure {i}. {FILLER}", session_id=session)
+
+
+def test_older_relevant_turns_come_back(tmp_path: Path) -> None:
+    with Mind(str(tmp_path / "pmm.db"), max_tokens=600) as mind:
+        mind.remember_turn(
+            "My passport number ends in 4471 and expires in March 2027.", "Noted.", session_id="s"
+        )
+        fill(mind, "s", 30)
+        without = mind.context("s")
+        assert "4471" not in without.text()  # too old for the recent window
+        ctx = mind.context("s", query="when does my passport expire?")
+        assert [m.text for m in ctx.memories][:1] == [
+            "My passport number ends in 4471 and expires in March 2027."
+        ]
+        assert "Relevant memories:\n- [" in ctx.text()
+        assert mind.counter.count(ctx.text()) <= 600
+        shown = {t.event_id for t in ctx.history}
+        assert not shown & {m.event_id for m in ctx.memories}  # no turn twice
+
+
+def test_turns_in_the_window_are_not_repeated(tmp_path: Path) -> None:
+    with Mind(str(tmp_path / "pmm.db")) as mind:
+        mind.remember_turn("I love sailing in Croatia.", "Nice!", session_id="s")
+        ctx = mind.context("s", query="sailing")
+        assert ctx.memories == []
+        assert ctx.text().count("Human: I love sailing in Croatia.") == 1
+
+
+def test_scope_all_brings_other_sessions(tmp_path: Path) -> None:
+    path = str(tmp_path / "pmm.db")
+    with Mind(path, max_tokens=600) as mind:
+        mind.remember_turn(
+            "The wifi password at the cabin is larch-42.", "Saved.", session_id="old-chat"
+        )
+        fill(mind, "s", 3)
+        assert mind.context("s", query="cabin wifi password").memories == []
+    with Mind(path, max_tokens=600, recall_scope="all") as mind:
+        ctx = mind.context("s", query="cabin wifi password")
+        assert ctx.memories[0].session_id == "old-chat"
+        assert "(old-chat)] Human: The wifi password at the cabin is larch-42." in ctx.text()
+
+
+def test_turns_before_a_clear_are_not_recalled(tmp_path: Path) -> None:
+    with Mind(str(tmp_path / "pmm.db"), max_tokens=400) as mind:
+        mind.remember_turn("My locker code is 9912.", "Got it.", session_id="s")
+        mind.clear("s")
+        fill(mind, "s", 20)
+        assert mind.context("s", query="locker code").memories == []
+
+
+def test_memory_variables_include_memories(tmp_path: Path) -> None:
+    memory = PersistentMindMemory(
+        db_path=str(tmp_path / "pmm.db"), session_id="s", max_token_limit=500
+    )
+    memory.save_context({"input": "My sister Joana lives in Porto."}, {"output": "Nice."})
+    for i in range(25):
+        memory.save_context({"input": f"Q{i}. {FILLER}"}, {"output": f"A{i}. {FILLER}"})
+    history = memory.load_memory_variables({"input": "Where does Joana live?"})["history"]
+    assert "Relevant memories:" in history and "Joana lives in Porto" in history
+    memory.close()
+
+
+def test_recall_k_zero_turns_memories_off(tmp_path: Path) -> None:
+    with Mind(str(tmp_path / "pmm.db"), max_tokens=400, recall_k=0) as mind:
+        mind.remember_turn("My locker code is 9912.", "Got it.", session_id="s")
+        fill(mind, "s", 20)
+        assert mind.context("s", query="locker code").memories == []
