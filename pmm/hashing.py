@@ -25,7 +25,7 @@ LEGACY_HASH_VERSION = 0
 _dumps = json.JSONEncoder(
     ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
 ).encode
-_quote = json.JSONEncoder(ensure_ascii=False).encode
+_quote = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False) does for str
 
 
 def canonical_json(value: Any) -> str:

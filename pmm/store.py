@@ -19,6 +19,7 @@ process being killed; a power cut may lose the last transactions but never break
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
@@ -89,7 +90,7 @@ def _session_tag(session_id: str) -> str:
 
 def utc_now() -> str:
     """The current UTC time as ISO-8601 with microseconds and a ``Z``."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"  # drop "+00:00"
 
 
 def _row_to_event(row: Sequence[Any]) -> Event:
@@ -229,7 +230,10 @@ class EventStore:
                 )
             )
             prev_hash = digest
-        conn.executemany(_INSERT, rows)
+        if len(rows) == 1:
+            conn.execute(_INSERT, rows[0])
+        else:
+            conn.executemany(_INSERT, rows)
         return events
 
     def redact(self, event_id: int, *, reason: str) -> Event:
@@ -351,16 +355,16 @@ class EventStore:
                 "remove it, or store binary data base64-encoded"
             )
         try:
-            size = len(content.encode("utf-8"))
+            encoded = content.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise InvalidInputError(
                 f"content is not valid Unicode ({exc.reason} at position {exc.start}): "
                 "decode your input with errors='replace' before storing it"
             ) from None
-        if size > self.max_content_bytes:
+        if len(encoded) > self.max_content_bytes:
             raise InvalidInputError(
-                f"content is {size:,} bytes, over the {self.max_content_bytes:,}-byte limit "
-                "for one event: split it, or raise max_content_bytes"
+                f"content is {len(encoded):,} bytes, over the {self.max_content_bytes:,}-byte "
+                "limit for one event: split it, or raise max_content_bytes"
             )
         meta = entry.meta if entry.meta is not None else {}
         if not isinstance(meta, dict) or not all(isinstance(k, str) for k in meta):
@@ -373,7 +377,7 @@ class EventStore:
                 f"meta is not JSON-serialisable ({exc}): keep to str, int, float, bool, "
                 "None, lists and dicts"
             ) from None
-        return entry, sha256_hex(content), meta_json
+        return entry, hashlib.sha256(encoded).hexdigest(), meta_json
 
     # -- reading ---------------------------------------------------------------------
 
