@@ -12,6 +12,7 @@ rows keeping their ids, hashes and ``hash_version = 0``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import shutil
@@ -36,6 +37,7 @@ class Migration:
     sql: str
 
 
+@functools.cache
 def migrations_dir() -> Path:
     """The folder holding the SQL files: packaged in a wheel, else the checkout's."""
     packaged = resources.files("pmm") / "_migrations"
@@ -50,7 +52,13 @@ def migrations_dir() -> Path:
 
 
 def load_migrations(folder: Path | None = None) -> list[Migration]:
-    folder = folder or migrations_dir()
+    """The migrations in ``folder`` (default: :func:`migrations_dir`), in order; read from
+    disk once per process."""
+    return list(_read_migrations(folder or migrations_dir()))
+
+
+@functools.cache
+def _read_migrations(folder: Path) -> tuple[Migration, ...]:
     found: list[Migration] = []
     for path in sorted(folder.iterdir()):
         match = _NAME.match(path.name)
@@ -61,7 +69,7 @@ def load_migrations(folder: Path | None = None) -> list[Migration]:
         raise MigrationError(
             f"migrations in {folder} must be numbered 1..N without gaps: {versions}"
         )
-    return found
+    return tuple(found)
 
 
 def split_statements(sql: str) -> list[str]:
