@@ -1,10 +1,11 @@
 """PMMChatMessageHistory: LangChain chat message history over PMM's event log.
 
     from langchain_core.runnables.history import RunnableWithMessageHistory
-    from pmm import PMMChatMessageHistory
+    from pmm import Mind, PMMChatMessageHistory
 
+    mind = Mind("pmm.db")   # share one Mind: the factory runs on every call
     chain_with_memory = RunnableWithMessageHistory(
-        chain, lambda session_id: PMMChatMessageHistory(session_id, db_path="pmm.db"),
+        chain, lambda session_id: PMMChatMessageHistory(session_id, mind=mind),
         input_messages_key="input", history_messages_key="history",
     )
 
