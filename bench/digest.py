@@ -231,7 +231,7 @@ def bench_save_context(rounds: int, delay: float) -> list[str]:
             )
         baseline = run(ConversationSummaryMemory(llm=llm))
         lines.append(
-            f"  ConversationSummaryMemory{_p(baseline, 0.5):>7.3f} ms p50"
+            f"  ConversationSummaryMemory {_p(baseline, 0.5):>8.3f} ms p50"
             f"{_p(baseline, 0.99):>10.3f} ms p99"
         )
     return lines

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BackendError, InvalidInputError
+from ..roles import without_speaker
 
 if TYPE_CHECKING:
     from ..records import Event
@@ -32,8 +33,12 @@ DEFAULT_KINDS = ("prompt", "response")
 
 
 def text_to_embed(event: Event) -> str:
-    """The text an event is embedded by: its summary if it has one, else its content."""
-    return event.summary or event.content or ""
+    """The text an event is embedded by: its summary if it has one (without the
+    ``User: `` label, which would pull every user turn towards each other), else its
+    content."""
+    if event.summary:
+        return without_speaker(event.role, event.summary)
+    return event.content or ""
 
 
 def _kind_tuple(kinds: Iterable[str] | str) -> tuple[str, ...]:
