@@ -510,7 +510,6 @@ def cmd_dream(args: argparse.Namespace) -> int:
     result = {
         "digested": report.digested,
         "embedded": report.embedded,
-        "failed": report.failed,
         "methods": report.methods,
         "pending": report.pending,
         "seconds": round(report.seconds, 3),
@@ -520,7 +519,6 @@ def cmd_dream(args: argparse.Namespace) -> int:
         f"digested {report.digested:,} turns"
         + (f" ({methods})" if methods else "")
         + f", embedded {report.embedded:,}"
-        + (f", {report.failed:,} failed" if report.failed else "")
         + f"; {report.pending:,} still pending; {report.seconds:.2f} s"
     )
     return _emit(args, result, text)

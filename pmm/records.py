@@ -121,7 +121,6 @@ class DreamReport:
 
     digested: int = 0
     embedded: int = 0
-    failed: int = 0
     methods: dict[str, int] = field(default_factory=dict)
     pending: int = 0
     seconds: float = 0.0
