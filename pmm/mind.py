@@ -517,15 +517,20 @@ class Mind:
                 if events:
                     methods = self._digest(events)
                     done = len(events)
-            vectors = 0
-            embedder = self.embedder
-            if embedder is not None:
-                from .embed.backfill import embed_pending
+            return done, methods, self._embed_pending(batch)
 
-                vectors = embed_pending(
-                    self.store, embedder, kinds=TURN_KINDS, batch_size=batch, limit=batch
-                )
-            return done, methods, vectors
+    def _embed_pending(self, limit: int) -> int:
+        """Embed up to ``limit`` turns without a vector. With summaries on, a turn is
+        embedded by its summary: nothing is embedded while digests are pending, or a
+        vector would hold the raw text for good."""
+        embedder = self.embedder
+        if embedder is None or (self.settings.enable_summary and self.pending_count()):
+            return 0
+        from .embed.backfill import embed_pending
+
+        return embed_pending(
+            self.store, embedder, kinds=TURN_KINDS, batch_size=max(limit, 1), limit=limit
+        )
 
     def _process_events(self, events: Sequence[Event]) -> None:
         """Inline mode: digest and embed these new events before returning.
@@ -538,11 +543,8 @@ class Mind:
             with self._process_lock:
                 if self.settings.enable_summary and turns:
                     self._digest(turns)
-                embedder = self.embedder
-                if embedder is not None and turns:
-                    from .embed.backfill import embed_pending
-
-                    embed_pending(self.store, embedder, kinds=TURN_KINDS, limit=len(turns))
+                if turns:
+                    self._embed_pending(len(turns))
         except Exception as exc:  # the turns are stored; they stay pending
             log.warning(
                 "inline digest/embedding failed (%s: %s); events %s stay pending for "

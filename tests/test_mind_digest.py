@@ -302,3 +302,66 @@ def test_background_retries_by_itself_after_a_failure(tmp_path: Path) -> None:
         while mind.pending_count() and time.monotonic() < deadline:
             time.sleep(0.1)  # nobody wakes the worker: its retry timer must
         assert mind.pending_count() == 0
+
+
+class RecordingEmbedder:
+    """A deterministic 8-dim embedder that records what it was asked to embed."""
+
+    model_name = "test/recording-8d"
+    dim = 8
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        self.texts.extend(texts)
+        rows = [
+            np.frombuffer(f"{t:<32}"[:32].encode("utf-8", "replace")[:32], dtype=np.uint8)
+            for t in texts
+        ]
+        vectors = np.stack([r[:8].astype(np.float32) + 1 for r in rows])
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_turns_are_embedded_by_their_summary_after_digesting(tmp_path: Path) -> None:
+    embedder = RecordingEmbedder()
+    with Mind(
+        db(tmp_path),
+        enable_summary=True,
+        enable_embeddings=True,
+        summary_mode="background",
+        summarizer="heuristic",
+        embedder=embedder,
+        summary_batch_size=2,
+    ) as mind:
+        for i in range(4):
+            mind.remember_turn(f"Turn {i}. {LONG_USER}", LONG_AI, session_id="s")
+        assert mind.flush(20)
+        assert mind.pending_count() == 0
+        assert mind.store.count_unembedded(embedder.model_name, kinds=("prompt", "response")) == 0
+        summaries = {e.summary for e in mind.store.events()}
+        # every vector was made from a summary (label stripped), never from raw text
+        assert LONG_USER not in embedder.texts
+        assert all(any(t in (s or "") for s in summaries) for t in embedder.texts)
+
+
+def test_a_turn_waiting_for_its_digest_is_not_embedded_raw(tmp_path: Path) -> None:
+    embedder = RecordingEmbedder()
+    with Mind(
+        db(tmp_path),
+        enable_summary=True,
+        enable_embeddings=True,
+        summary_mode="inline",
+        digester=FlakyDigester(),
+        embedder=embedder,
+    ) as mind:
+        mind.remember_turn(f"First. {LONG_USER}", LONG_AI, session_id="s")  # digest fails
+        mind.remember_turn(f"Second. {LONG_USER}", LONG_AI, session_id="s")
+        assert mind.pending_count() == 2
+        assert not any(t.startswith("First.") for t in embedder.texts)  # not embedded raw
+        report = mind.dream()
+        assert report.digested == 2 and mind.pending_count() == 0
+        assert mind.store.count_unembedded(embedder.model_name, kinds=("prompt", "response")) == 0
+        assert all(t.startswith("S(") for t in embedder.texts)  # only summaries were embedded
