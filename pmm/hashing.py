@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 HASH_VERSION = 1
@@ -26,6 +27,11 @@ _dumps = json.JSONEncoder(
     ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
 ).encode
 _quote = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False) does for str
+
+
+def utc_now() -> str:
+    """A row's ``ts``: the current UTC time, ISO-8601 with microseconds and a ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"  # drop "+00:00"
 
 
 def canonical_json(value: Any) -> str:

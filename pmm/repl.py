@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import MissingDependencyError, PMMError
 from .settings import Settings
@@ -326,15 +326,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _openai_env() -> tuple[str | None, str | None]:
-    """``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` from the environment, else ``.env``."""
-    from dotenv import dotenv_values, find_dotenv
-
-    path = find_dotenv(usecwd=True)
-    dotenv: dict[str, Any] = dict(dotenv_values(path)) if path else {}
+    """``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (``Settings.load`` has already copied them
+    from ``.env`` into the environment when they were only there)."""
 
     def get(name: str) -> str | None:
-        value = os.environ.get(name, dotenv.get(name))
-        return value.strip() if isinstance(value, str) and value.strip() else None
+        value = os.environ.get(name, "").strip()
+        return value or None
 
     return get("OPENAI_API_KEY"), get("OPENAI_BASE_URL")
 

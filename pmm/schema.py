@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import MigrationError, NotADatabaseError
-from .hashing import LEGACY_HASH_VERSION, sha256_hex
+from .hashing import LEGACY_HASH_VERSION, sha256_hex, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +128,6 @@ def is_legacy(conn: sqlite3.Connection) -> bool:
     return "content_sha256" not in columns and columns >= _LEGACY_COLUMNS
 
 
-def pending_migrations(conn: sqlite3.Connection) -> list[Migration]:
-    done = applied_versions(conn)
-    return [m for m in load_migrations() if m.version not in done]
-
-
 def migrate(conn: sqlite3.Connection, db_path: Path | None) -> list[Migration]:
     """Bring the database up to date; returns the migrations it applied.
 
@@ -164,7 +159,7 @@ def migrate(conn: sqlite3.Connection, db_path: Path | None) -> list[Migration]:
                     conn.execute(statement)
             conn.execute(
                 "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
-                (migration.version, migration.name, _utc_now()),
+                (migration.version, migration.name, utc_now()),
             )
             newest = max(applied_versions(conn))
             conn.execute(f"PRAGMA user_version = {newest}")
@@ -178,10 +173,6 @@ def migrate(conn: sqlite3.Connection, db_path: Path | None) -> list[Migration]:
         applied.append(migration)
         log.info("applied migration %04d_%s", migration.version, migration.name)
     return applied
-
-
-def _utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _backup(conn: sqlite3.Connection, db_path: Path) -> Path:

@@ -26,7 +26,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -46,6 +45,7 @@ from .hashing import (
     chain_payload,
     legacy_hash,
     sha256_hex,
+    utc_now,
 )
 from .records import Event, NewEvent, TurnRow, VerifyReport
 from .text import search_terms
@@ -86,11 +86,6 @@ def _fts_phrase(text: str) -> str:
 def _session_tag(session_id: str) -> str:
     """The token the FTS ``tags`` column holds for a session (see migrations/0003)."""
     return "s" + session_id.encode("utf-8").hex() + "0"
-
-
-def utc_now() -> str:
-    """The current UTC time as ISO-8601 with microseconds and a ``Z``."""
-    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"  # drop "+00:00"
 
 
 def _row_to_event(row: Sequence[Any]) -> Event:
