@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -469,7 +470,8 @@ def test_dream_progress_without_tqdm(
 
 
 class FakeEmbedder:
-    """A deterministic embedder: one dimension per distinct word seen."""
+    """A deterministic embedder: each word adds to one of 64 dimensions (by CRC-32, not
+    ``hash()``, which Python salts per process)."""
 
     model_name = "test/fake"
     dim = 64
@@ -478,7 +480,7 @@ class FakeEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in text.lower().split():
-                out[row, hash(word.strip(".,!?")) % self.dim] += 1.0
+                out[row, zlib.crc32(word.strip(".,!?").encode()) % self.dim] += 1.0
             out[row] /= max(float(np.linalg.norm(out[row])), 1e-9)
         return out
 
