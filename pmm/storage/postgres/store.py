@@ -20,52 +20,24 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...chain import ChainWalker, CheckedEvent, check_new_event, seal
 from ...errors import EventNotFoundError, IntegrityError, InvalidInputError
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from ...records import Event, NewEvent, TurnRow, VerifyReport
-from ...text import search_terms
 from .connection import APPEND_LOCK, Database
+from .derived import DerivedData
+from .rows import BUMP, COLUMNS, INSERT, filters, row_to_event
 
 if TYPE_CHECKING:
     import psycopg
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
-_COLUMNS = (
-    "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
-    " hash_version, summary, keywords, digest_method"
-)
-_INSERT = (
-    "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
-    " prev_hash, hash, hash_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-)
-_BUMP = "UPDATE data_version SET version = version + 1"
 
-
-def _row_to_event(row: Sequence[Any]) -> Event:
-    return Event(
-        id=int(row[0]),
-        ts=row[1],
-        kind=row[2],
-        session_id=row[3],
-        role=row[4],
-        content=row[5],
-        content_sha256=row[6],
-        meta=json.loads(row[7]) if row[7] and row[7] != "{}" else {},
-        prev_hash=row[8],
-        hash=row[9],
-        hash_version=int(row[10]),
-        summary=row[11],
-        keywords=json.loads(row[12]) if row[12] else [],
-        digest_method=row[13],
-    )
-
-
-class PostgresEventStore:
+class PostgresEventStore(DerivedData):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;
@@ -135,8 +107,8 @@ class PostgresEventStore:
             for e, c in zip(events, checked, strict=True)
         ]  # fmt: skip
         with conn.cursor() as cur:
-            cur.executemany(_INSERT, rows)
-        conn.execute(_BUMP)
+            cur.executemany(INSERT, rows)
+        conn.execute(BUMP)
         return events
 
     def redact(self, event_id: int, *, reason: str) -> Event:
@@ -205,24 +177,24 @@ class PostgresEventStore:
                 )
             marks = ", ".join(["%s"] * 14)
             with conn.cursor() as cur:
-                cur.executemany(f"INSERT INTO events({_COLUMNS}) VALUES ({marks})", rows)
-            conn.execute(_BUMP)
+                cur.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
+            conn.execute(BUMP)
         return self.verify()
 
     # -- reading ---------------------------------------------------------------------
 
     def get(self, event_id: int) -> Event:
         """The event with this id; raises :class:`EventNotFoundError` if there is none."""
-        rows = self._db.read(f"SELECT {_COLUMNS} FROM events WHERE id = %s", (event_id,))
+        rows = self._db.read(f"SELECT {COLUMNS} FROM events WHERE id = %s", (event_id,))
         if not rows:
             raise EventNotFoundError(f"no event with id {event_id} in {self.path}")
-        return _row_to_event(rows[0])
+        return row_to_event(rows[0])
 
     def get_many(self, event_ids: Iterable[int]) -> dict[int, Event]:
         """The events with these ids that exist, by id."""
         ids = list(dict.fromkeys(int(i) for i in event_ids))
-        rows = self._db.read(f"SELECT {_COLUMNS} FROM events WHERE id = ANY(%s)", (ids,))
-        return {int(r[0]): _row_to_event(r) for r in rows}
+        rows = self._db.read(f"SELECT {COLUMNS} FROM events WHERE id = ANY(%s)", (ids,))
+        return {int(r[0]): row_to_event(r) for r in rows}
 
     def events(
         self,
@@ -235,13 +207,13 @@ class PostgresEventStore:
         limit: int | None = None,
     ) -> list[Event]:
         """Events filtered by session, kinds and an id range, oldest first unless asked."""
-        where, params = _filters(session_id, kinds, after_id, before_id)
-        sql = f"SELECT {_COLUMNS} FROM events{where} ORDER BY id"
+        where, params = filters(session_id, kinds, after_id, before_id)
+        sql = f"SELECT {COLUMNS} FROM events{where} ORDER BY id"
         sql += " DESC" if newest_first else ""
         if limit is not None:
             sql += " LIMIT %s"
             params.append(int(limit))
-        return [_row_to_event(r) for r in self._db.read(sql, params)]
+        return [row_to_event(r) for r in self._db.read(sql, params)]
 
     def turn_rows(
         self,
@@ -253,7 +225,7 @@ class PostgresEventStore:
         limit: int | None = None,
     ) -> list[TurnRow]:
         """Like :meth:`events` newest first, but only the columns a prompt needs."""
-        where, params = _filters(session_id, kinds, after_id, before_id)
+        where, params = filters(session_id, kinds, after_id, before_id)
         sql = (
             "SELECT id, ts, kind, session_id, role, content, summary FROM events"
             f"{where} ORDER BY id DESC"
@@ -279,12 +251,12 @@ class PostgresEventStore:
 
     def count(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
         """How many events match."""
-        where, params = _filters(session_id, kinds, None, None)
+        where, params = filters(session_id, kinds, None, None)
         return int(self._db.read(f"SELECT count(*) FROM events{where}", params)[0][0])
 
     def last_id(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
         """The id of the newest matching event, 0 when there is none."""
-        where, params = _filters(session_id, kinds, None, None)
+        where, params = filters(session_id, kinds, None, None)
         return int(self._db.read(f"SELECT max(id) FROM events{where}", params)[0][0] or 0)
 
     def event_ids(
@@ -295,131 +267,10 @@ class PostgresEventStore:
         after_id: int | None = None,
     ) -> list[int]:
         """Ids of the matching events, oldest first."""
-        where, params = _filters(session_id, kinds, after_id, None)
+        where, params = filters(session_id, kinds, after_id, None)
         return [
             int(r[0]) for r in self._db.read(f"SELECT id FROM events{where} ORDER BY id", params)
         ]
-
-    # -- derived data ----------------------------------------------------------------
-
-    def undigested(
-        self, *, kinds: Iterable[str], limit: int | None = None, after_id: int = 0
-    ) -> list[Event]:
-        """Events of these kinds that have text but no digest yet, oldest first."""
-        sql = (
-            f"SELECT {_COLUMNS} FROM events WHERE digest_method IS NULL AND content IS NOT NULL"
-            " AND id > %s AND kind = ANY(%s) ORDER BY id"
-        )
-        params: list[Any] = [after_id, list(kinds)]
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(int(limit))
-        return [_row_to_event(r) for r in self._db.read(sql, params)]
-
-    def count_undigested(self, *, kinds: Iterable[str]) -> int:
-        sql = (
-            "SELECT count(*) FROM events WHERE digest_method IS NULL AND content IS NOT NULL"
-            " AND kind = ANY(%s)"
-        )
-        return int(self._db.read(sql, (list(kinds),))[0][0])
-
-    def set_digests(self, digests: Iterable[tuple[int, str, Sequence[str], str]]) -> int:
-        """Store ``(event_id, summary, keywords, method)`` per event; the text and the
-        chain are untouched. A row redacted meanwhile gets no digest. Returns the count."""
-        rows = [
-            (summary, json.dumps(list(keywords), ensure_ascii=False), method, event_id)
-            for event_id, summary, keywords, method in digests
-        ]
-        if not rows:
-            return 0
-        updated = 0
-        with self._db.write() as conn, conn.cursor() as cur:
-            for row in rows:
-                cur.execute(
-                    "UPDATE events SET summary = %s, keywords = %s, digest_method = %s"
-                    " WHERE id = %s AND content IS NOT NULL",
-                    row,
-                )
-                updated += cur.rowcount
-            cur.execute(_BUMP)
-        return updated
-
-    def put_embeddings(self, model: str, dim: int, vectors: Iterable[tuple[int, bytes]]) -> int:
-        """Store float32 vectors (as bytes) of ``model``, replacing old ones; events whose
-        text was redacted meanwhile get none. Returns how many were stored."""
-        stored = 0
-        with self._db.write() as conn, conn.cursor() as cur:
-            for event_id, blob in vectors:
-                cur.execute(
-                    "INSERT INTO embeddings(event_id, model, dim, vector)"
-                    " SELECT %s, %s, %s, %s WHERE EXISTS"
-                    " (SELECT 1 FROM events WHERE id = %s AND content IS NOT NULL)"
-                    " ON CONFLICT (event_id, model) DO UPDATE"
-                    " SET dim = excluded.dim, vector = excluded.vector",
-                    (event_id, model, dim, blob, event_id),
-                )
-                stored += cur.rowcount
-            cur.execute(_BUMP)
-        return stored
-
-    def embeddings(self, model: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
-        """``(event_id, vector bytes)`` of ``model`` for events with ids above ``after_id``."""
-        rows = self._db.read(
-            "SELECT event_id, vector FROM embeddings WHERE model = %s AND event_id > %s"
-            " ORDER BY event_id",
-            (model, after_id),
-        )
-        return [(int(r[0]), bytes(r[1])) for r in rows]
-
-    def embedding_models(self) -> dict[str, int]:
-        """How many vectors each model has stored."""
-        rows = self._db.read("SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY 1")
-        return {r[0]: int(r[1]) for r in rows}
-
-    def data_version(self) -> tuple[int, int]:
-        """A value that changes whenever the log is written, by any connection."""
-        return int(self._db.read("SELECT version FROM data_version")[0][0]), 0
-
-    def add_edges(self, edges: Iterable[tuple[int, int, str]]) -> None:
-        """Record ``(src, dst, kind)`` links, e.g. a session summary SUMMARIZES a turn."""
-        with self._db.write() as conn, conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO edges(src, dst, kind) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                list(edges),
-            )
-
-    def edges_from(self, src: int, kind: str) -> list[int]:
-        rows = self._db.read(
-            "SELECT dst FROM edges WHERE src = %s AND kind = %s ORDER BY dst", (src, kind)
-        )
-        return [int(r[0]) for r in rows]
-
-    # -- search, statistics, verification ----------------------------------------------
-
-    def search_text(
-        self,
-        query: str,
-        *,
-        limit: int = 10,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        sync: bool = True,
-    ) -> list[tuple[int, float]]:
-        """``(event_id, score)`` by full-text rank over summary, keywords and content, best
-        first. The query is taken as plain words, any of which may match (never as query
-        syntax). ``sync`` is accepted for parity with SQLite; PostgreSQL indexes at once."""
-        words = search_terms(query)
-        if not words:
-            return []
-        tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(words))
-        where, params = _filters(session_id, kinds, None, None)
-        where = where.replace(" WHERE ", " AND ")
-        sql = (
-            f"SELECT id, ts_rank_cd(search, q) AS score FROM events, ({'SELECT ' + tsquery}) AS"
-            f" t(q) WHERE search @@ q{where} ORDER BY score DESC, id DESC LIMIT %s"
-        )
-        rows = self._db.read(sql, [*words, *params, int(limit)])
-        return [(int(r[0]), float(r[1])) for r in rows]
 
     def stats(self) -> dict[str, Any]:
         """Counts by kind, session and role, digest and embedding coverage, bytes used."""
@@ -475,26 +326,3 @@ def _meta_spelling(event: Event) -> str:
             if legacy_hash(event.prev_hash, event.kind, event.content, spelling) == event.hash:
                 return spelling
     return canonical_json(event.meta)
-
-
-def _filters(
-    session_id: str | None,
-    kinds: Iterable[str] | None,
-    after_id: int | None,
-    before_id: int | None,
-) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if session_id is not None:
-        clauses.append("session_id = %s")
-        params.append(session_id)
-    if kinds is not None:
-        clauses.append("kind = ANY(%s)")
-        params.append([kinds] if isinstance(kinds, str) else list(kinds))
-    if after_id is not None:
-        clauses.append("id > %s")
-        params.append(after_id)
-    if before_id is not None:
-        clauses.append("id < %s")
-        params.append(before_id)
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
