@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import schema
 from .chain import ChainWalker, CheckedEvent, check_new_event, seal
@@ -45,6 +45,7 @@ from .hashing import (
     utc_now,
 )
 from .records import Event, NewEvent, TurnRow, VerifyReport
+from .storage.terms import QueryTerms, pick_terms
 from .text import search_terms
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
@@ -58,21 +59,6 @@ _INSERT = (
     "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
     " prev_hash, hash, hash_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-MAX_QUERY_TERMS = 6
-"""Most words of a query that a keyword search uses (the rarest ones)."""
-COMMON_TERM_SHARE = 0.05
-"""In a log of COMMON_TERM_MIN_DOCS+ events, a word found in more than this share of them
-ranks nothing (it is in most candidates) and costs the most (BM25 reads its whole posting
-list): it is treated as a stopword."""
-COMMON_TERM_MIN_DOCS = 1000
-
-
-class _QueryTerms(NamedTuple):
-    words: list[str]
-    common: bool
-    """Every word of the query was very common: rank by recency, not BM25."""
 
 
 def _fts_phrase(text: str) -> str:
@@ -636,17 +622,10 @@ class EventStore:
         )
         return [(r[0], -r[1]) for r in self._read(sql, [match, *params, int(limit)])]
 
-    def _informative_terms(self, words: list[str]) -> _QueryTerms:
+    def _informative_terms(self, words: list[str]) -> QueryTerms:
         """The rarest (at most MAX_QUERY_TERMS) words, without very common ones."""
         indexed = self.search_index_upto()
-        if indexed < COMMON_TERM_MIN_DOCS:
-            return _QueryTerms(words[:MAX_QUERY_TERMS], common=False)
-        freq = {w: self._document_frequency(w, indexed) for w in words}
-        ranked = sorted(words, key=lambda w: freq[w])
-        informative = [w for w in ranked if freq[w] <= COMMON_TERM_SHARE * indexed]
-        if informative:
-            return _QueryTerms(informative[:MAX_QUERY_TERMS], common=False)
-        return _QueryTerms(ranked[:1], common=True)
+        return pick_terms(words, indexed, lambda w: self._document_frequency(w, indexed))
 
     def _document_frequency(self, word: str, indexed: int) -> int:
         """How many indexed events hold ``word`` (cached until the index grows by 10%)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from ...records import Event
 from ...text import search_terms
+from ..terms import COMMON_TERM_MIN_DOCS, common_cap, pick_terms
 from .connection import Database
 from .rows import BUMP, COLUMNS, filters, row_to_event
 
@@ -20,6 +21,7 @@ class DerivedData:
     """Digests, vectors, edges and search over the ``events`` table (needs ``self._db``)."""
 
     _db: Database
+    _doc_freq: dict[str, tuple[int, int]]
 
     # -- derived data ----------------------------------------------------------------
 
@@ -98,8 +100,12 @@ class DerivedData:
         return {r[0]: int(r[1]) for r in rows}
 
     def data_version(self) -> tuple[int, int]:
-        """A value that changes whenever the log is written, by any connection."""
-        return int(self._db.read("SELECT version FROM data_version")[0][0]), 0
+        """A value that changes whenever the log is written, by any connection: the
+        counter every update and delete bumps, and the newest id (appends)."""
+        row = self._db.read(
+            "SELECT version, (SELECT coalesce(max(id), 0) FROM events) FROM data_version"
+        )[0]
+        return int(row[0]), int(row[1])
 
     def add_edges(self, edges: Iterable[tuple[int, int, str]]) -> None:
         """Record ``(src, dst, kind)`` links, e.g. a session summary SUMMARIZES a turn."""
@@ -126,21 +132,53 @@ class DerivedData:
         kinds: Iterable[str] | None = None,
         sync: bool = True,
     ) -> list[tuple[int, float]]:
-        """``(event_id, score)`` by full-text rank over summary, keywords and content, best
-        first. The query is taken as plain words, any of which may match (never as query
-        syntax). ``sync`` is accepted for parity with SQLite; PostgreSQL indexes at once."""
+        """``(event_id, score)`` by full-text rank (``ts_rank_cd``) over summary, keywords
+        and content, best first. The query is taken as plain words, any of which may match,
+        never as syntax; very common words are dropped as on SQLite (see
+        :mod:`pmm.storage.terms`). ``sync`` is accepted for parity: PostgreSQL indexes each
+        row as it is written."""
         words = search_terms(query)
         if not words:
             return []
-        tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(words))
+        indexed = self.search_index_upto()
+        frequencies = self._document_frequencies(words, indexed)
+        terms = pick_terms(words, indexed, frequencies.__getitem__)
+        tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms.words))
         where, params = filters(session_id, kinds, None, None)
         where = where.replace(" WHERE ", " AND ")
+        rank, order = "ts_rank_cd(search, q)", "score DESC, id DESC"
+        if terms.common:
+            rank, order = "0.0", "id DESC"
         sql = (
-            f"SELECT id, ts_rank_cd(search, q) AS score FROM events, ({'SELECT ' + tsquery}) AS"
-            f" t(q) WHERE search @@ q{where} ORDER BY score DESC, id DESC LIMIT %s"
+            f"SELECT id, {rank} AS score FROM events, (SELECT {tsquery}) AS t(q)"
+            f" WHERE search @@ q{where} ORDER BY {order} LIMIT %s"
         )
-        rows = self._db.read(sql, [*words, *params, int(limit)])
+        rows = self._db.read(sql, [*terms.words, *params, int(limit)])
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def _document_frequencies(self, words: list[str], indexed: int) -> dict[str, int]:
+        """How many events hold each word, counted up to :func:`common_cap` through the GIN
+        index, all uncached words in one query (cached until the log grows by 10%)."""
+        if indexed < COMMON_TERM_MIN_DOCS:
+            return dict.fromkeys(words, 0)  # every word is used: no need to count
+        found: dict[str, int] = {}
+        for word in words:
+            cached = self._doc_freq.get(word)
+            if cached is not None and indexed <= cached[1] * 1.1:
+                found[word] = cached[0]
+        missing = [w for w in words if w not in found]
+        if missing:
+            rows = self._db.read(
+                "SELECT w, (SELECT count(*) FROM (SELECT 1 FROM events WHERE search @@"
+                " plainto_tsquery('english', w) LIMIT %s) AS hits) FROM unnest(%s::text[]) AS w",
+                (common_cap(indexed), missing),
+            )
+            if len(self._doc_freq) > 50_000:
+                self._doc_freq.clear()
+            for word, docs in rows:
+                found[word] = int(docs)
+                self._doc_freq[word] = (int(docs), indexed)
+        return found
 
     def unembedded(
         self, model: str, *, kinds: Iterable[str], limit: int | None = None

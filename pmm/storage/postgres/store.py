@@ -57,6 +57,7 @@ class PostgresEventStore(DerivedData):
         self.path = Database.redacted(url)
         self.max_content_bytes = max_content_bytes
         self._db = Database(url, timeout=timeout, pool_size=pool_size)
+        self._doc_freq = {}
         self.applied_migrations = self._db.migrate()
 
     def close(self) -> None:
@@ -108,7 +109,6 @@ class PostgresEventStore(DerivedData):
         ]  # fmt: skip
         with conn.cursor() as cur:
             cur.executemany(INSERT, rows)
-        conn.execute(BUMP)
         return events
 
     def redact(self, event_id: int, *, reason: str) -> Event:
@@ -146,6 +146,7 @@ class PostgresEventStore(DerivedData):
                 (event_id,),
             )
             conn.execute("DELETE FROM embeddings WHERE event_id = %s", (event_id,))
+            conn.execute(BUMP)
             return self._append_locked(conn, [marker])[0]
 
     def import_events(self, events: Iterable[Event]) -> VerifyReport:
