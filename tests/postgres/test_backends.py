@@ -158,3 +158,33 @@ def test_a_broken_chain_is_not_imported(
         with pytest.raises(IntegrityError, match="does not verify at event 2"):
             other.import_events(log.iter_events())
         assert other.count() == 0
+
+
+def test_copy_log_there_and_back_keeps_every_hash_and_vector(tmp_path: Path, pg_url: str) -> None:
+    from pmm.storage.copy import copy_log
+
+    source = str(tmp_path / "source.db")
+    with open_store(source) as log:
+        _chat(log)
+        log.put_embeddings("m", 1, [(1, struct.pack("f", 0.5))])
+        original = [e.to_dict() for e in log.iter_events()]
+    report = copy_log(source, pg_url)
+    assert report.ok and report.rows == 4
+    back = str(tmp_path / "back.db")
+    assert copy_log(pg_url, back).ok
+    with open_store(back) as log:
+        assert [e.to_dict() for e in log.iter_events()] == original
+        assert log.embeddings("m") == [(1, struct.pack("f", 0.5))]
+
+
+def test_copy_log_refuses_a_tampered_source(tmp_path: Path, pg_url: str) -> None:
+    from pmm.storage.copy import copy_log
+
+    source = str(tmp_path / "source.db")
+    with open_store(source) as log:
+        _chat(log)
+    raw_execute(source, "UPDATE events SET content = 'edited' WHERE id = 2")
+    with pytest.raises(IntegrityError, match="does not verify at event 2"):
+        copy_log(source, pg_url)
+    with open_store(pg_url) as target:
+        assert target.count() == 0
