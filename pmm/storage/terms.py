@@ -29,15 +29,9 @@ class QueryTerms(NamedTuple):
     """Every word of the query was very common: rank by recency, not by relevance."""
 
 
-def common_cap(indexed: int) -> int:
-    """Counting a word's documents may stop here: past it the word is common anyway."""
-    return int(COMMON_TERM_SHARE * indexed) + 1
-
-
 def pick_terms(words: list[str], indexed: int, frequency: Callable[[str], int]) -> QueryTerms:
     """The informative words of ``words`` (see the module docstring); ``frequency(word)``
-    is how many of the ``indexed`` events hold it (it may stop counting at
-    :func:`common_cap`)."""
+    is how many of the ``indexed`` events hold it (an estimate will do)."""
     if indexed < COMMON_TERM_MIN_DOCS:
         return QueryTerms(words[:MAX_QUERY_TERMS], common=False)
     freq = {w: frequency(w) for w in words}

@@ -97,6 +97,12 @@ class Database:
         with self._translated(), self._pool.connection() as conn:
             return conn.execute(sql, params).fetchall()
 
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """One statement that returns no rows (``ANALYZE``, ``VACUUM``), outside any
+        transaction."""
+        with self._translated(), self._pool.connection() as conn:
+            conn.execute(sql.encode(), params)
+
     @contextlib.contextmanager
     def write(self) -> Iterator[psycopg.Connection[Any]]:
         """One transaction: committed when the block ends, rolled back on an error."""

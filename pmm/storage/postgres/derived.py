@@ -12,7 +12,7 @@ from typing import Any
 
 from ...records import Event
 from ...text import search_terms
-from ..terms import COMMON_TERM_MIN_DOCS, common_cap, pick_terms
+from ..terms import COMMON_TERM_MIN_DOCS, pick_terms
 from .connection import Database
 from .rows import BUMP, COLUMNS, filters, row_to_event
 
@@ -21,7 +21,7 @@ class DerivedData:
     """Digests, vectors, edges and search over the ``events`` table (needs ``self._db``)."""
 
     _db: Database
-    _doc_freq: dict[str, tuple[int, int]]
+    _lexemes: tuple[int, dict[str, float] | None]
 
     # -- derived data ----------------------------------------------------------------
 
@@ -145,40 +145,62 @@ class DerivedData:
         terms = pick_terms(words, indexed, frequencies.__getitem__)
         tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms.words))
         where, params = filters(session_id, kinds, None, None)
-        where = where.replace(" WHERE ", " AND ")
         rank, order = "ts_rank_cd(search, q)", "score DESC, id DESC"
         if terms.common:
             rank, order = "0.0", "id DESC"
+        # A session's rows are read first through its index (a few hundred, typically): the
+        # planner would otherwise walk the words' posting lists over every session.
+        source = f"(SELECT id, search FROM events{where})" if session_id else "events"
+        where = "" if session_id else where.replace(" WHERE ", " AND ")
         sql = (
-            f"SELECT id, {rank} AS score FROM events, (SELECT {tsquery}) AS t(q)"
-            f" WHERE search @@ q{where} ORDER BY {order} LIMIT %s"
+            f"WITH t(q) AS (SELECT {tsquery}) SELECT id, {rank} AS score"
+            f" FROM {source} AS e, t WHERE search @@ q{where} ORDER BY {order} LIMIT %s"
         )
-        rows = self._db.read(sql, [*terms.words, *params, int(limit)])
+        if session_id:
+            sql = sql.replace(f" FROM {source} AS e", " FROM scoped AS e")
+            sql = f"WITH scoped AS MATERIALIZED {source}, " + sql.removeprefix("WITH ")
+            rows = self._db.read(sql, [*params, *terms.words, int(limit)])
+        else:
+            rows = self._db.read(sql, [*terms.words, *params, int(limit)])
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def _document_frequencies(self, words: list[str], indexed: int) -> dict[str, int]:
-        """How many events hold each word, counted up to :func:`common_cap` through the GIN
-        index, all uncached words in one query (cached until the log grows by 10%)."""
+        """About how many events hold each word, from the lexeme statistics PostgreSQL keeps
+        for the ``search`` column (``pg_stats.most_common_elems``, refreshed by autoanalyze):
+        a word whose lexeme is not among the most common counts as rare (0)."""
         if indexed < COMMON_TERM_MIN_DOCS:
             return dict.fromkeys(words, 0)  # every word is used: no need to count
-        found: dict[str, int] = {}
-        for word in words:
-            cached = self._doc_freq.get(word)
-            if cached is not None and indexed <= cached[1] * 1.1:
-                found[word] = cached[0]
-        missing = [w for w in words if w not in found]
-        if missing:
-            rows = self._db.read(
-                "SELECT w, (SELECT count(*) FROM (SELECT 1 FROM events WHERE search @@"
-                " plainto_tsquery('english', w) LIMIT %s) AS hits) FROM unnest(%s::text[]) AS w",
-                (common_cap(indexed), missing),
-            )
-            if len(self._doc_freq) > 50_000:
-                self._doc_freq.clear()
-            for word, docs in rows:
-                found[word] = int(docs)
-                self._doc_freq[word] = (int(docs), indexed)
-        return found
+        shares = self._lexeme_shares(indexed)
+        rows = self._db.read(
+            "SELECT w, coalesce(array(SELECT unnest(tsvector_to_array(to_tsvector('english', w)))),"
+            " '{}') FROM unnest(%s::text[]) AS w",
+            (words,),
+        )
+        return {
+            word: int(max((shares.get(x, 0.0) for x in lexemes), default=0.0) * indexed)
+            for word, lexemes in rows
+        }
+
+    def _lexeme_shares(self, indexed: int) -> dict[str, float]:
+        """Share of events holding each of the most common lexemes (cached until the log
+        grows by 10%). A table never analysed is analysed first (once)."""
+        analysed_at, cached = self._lexemes
+        if cached is not None and indexed <= analysed_at * 1.1:
+            return cached
+        query = (
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+            " WHERE schemaname = current_schema() AND tablename = 'events'"
+            " AND attname = 'search'"
+        )
+        rows = self._db.read(query)
+        if not rows:  # not analysed yet (a bulk load outran autoanalyze): do it once now
+            self._db.run("ANALYZE events")
+            rows = self._db.read(query)
+        shares: dict[str, float] = {}
+        if rows and rows[0][0]:
+            shares.update(zip(rows[0][0], rows[0][1], strict=False))
+        self._lexemes = (indexed, shares)
+        return shares
 
     def unembedded(
         self, model: str, *, kinds: Iterable[str], limit: int | None = None

@@ -57,7 +57,7 @@ class PostgresEventStore(DerivedData):
         self.path = Database.redacted(url)
         self.max_content_bytes = max_content_bytes
         self._db = Database(url, timeout=timeout, pool_size=pool_size)
-        self._doc_freq = {}
+        self._lexemes = (0, None)
         self.applied_migrations = self._db.migrate()
 
     def close(self) -> None:
