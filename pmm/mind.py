@@ -30,7 +30,7 @@ from .facts import FactBook
 from .records import DreamReport, Event, Hit, NewEvent, TurnRow, VerifyReport
 from .roles import without_speaker
 from .settings import Settings
-from .store import EventStore
+from .storage import EventLog, open_store
 from .tokens import TokenCounter, get_token_counter
 
 if TYPE_CHECKING:
@@ -97,7 +97,9 @@ class Mind:
         elif db_path is not None or overrides:
             settings = settings.with_(**({"db_path": db_path} if db_path else {}), **overrides)
         self.settings = settings
-        self.store = EventStore(settings.db_path, max_content_bytes=settings.max_content_bytes)
+        self.store: EventLog = open_store(
+            settings.db_url or settings.db_path, max_content_bytes=settings.max_content_bytes
+        )
         self.counter: TokenCounter = get_token_counter()
         self._llm = llm
         self._embedder = embedder
@@ -358,7 +360,7 @@ class Mind:
     # -- admin -----------------------------------------------------------------------
 
     def verify(self, *, expect_head: str | None = None) -> VerifyReport:
-        """Walk the hash chain (see :meth:`EventStore.verify`)."""
+        """Walk the hash chain (see :meth:`pmm.storage.base.EventLog.verify`)."""
         return self.store.verify(expect_head=expect_head)
 
     def stats(self) -> dict[str, Any]:
@@ -564,7 +566,7 @@ class Mind:
         return Counter(d.method for d in digests)
 
 
-def _release(store: EventStore, worker: BackgroundWorker | None) -> None:
+def _release(store: EventLog, worker: BackgroundWorker | None) -> None:
     if worker is not None:
         worker.stop()
     store.close()

@@ -33,7 +33,7 @@ from .records import Hit
 if TYPE_CHECKING:
     from .embed.base import Embedder
     from .embed.index import VectorIndex
-    from .store import EventStore
+    from .storage.base import EventLog
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class Recaller:
 
     def __init__(
         self,
-        store: EventStore,
+        store: EventLog,
         embedder: Embedder | None = None,
         *,
         depth: int = DEFAULT_DEPTH,

@@ -30,7 +30,9 @@ class Settings:
     """PMM's configuration. See ``.env.example`` for each variable with its default."""
 
     db_path: str = "pmm.db"
-    """Where the SQLite event log lives."""
+    """Where the SQLite event log lives (or a ``postgresql://`` URL)."""
+    db_url: str = ""
+    """A ``postgresql://`` URL of a shared event log; when set it wins over ``db_path``."""
     session_id: str = "default"
     """Session used when none is given."""
     max_tokens: int = 2000

@@ -19,7 +19,6 @@ process being killed; a power cut may lose the last transactions but never break
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
@@ -27,9 +26,10 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import schema
+from .chain import ChainWalker, CheckedEvent, check_new_event, seal
 from .errors import (
     DatabaseError,
     EventNotFoundError,
@@ -39,15 +39,13 @@ from .errors import (
     ReadOnlyDatabaseError,
 )
 from .hashing import (
-    HASH_VERSION,
     LEGACY_HASH_VERSION,
     canonical_json,
-    chain_payload,
     legacy_hash,
-    sha256_hex,
     utc_now,
 )
 from .records import Event, NewEvent, TurnRow, VerifyReport
+from .storage.terms import QueryTerms, pick_terms
 from .text import search_terms
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
@@ -61,21 +59,6 @@ _INSERT = (
     "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
     " prev_hash, hash, hash_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-MAX_QUERY_TERMS = 6
-"""Most words of a query that a keyword search uses (the rarest ones)."""
-COMMON_TERM_SHARE = 0.05
-"""In a log of COMMON_TERM_MIN_DOCS+ events, a word found in more than this share of them
-ranks nothing (it is in most candidates) and costs the most (BM25 reads its whole posting
-list): it is treated as a stopword."""
-COMMON_TERM_MIN_DOCS = 1000
-
-
-class _QueryTerms(NamedTuple):
-    words: list[str]
-    common: bool
-    """Every word of the query was very common: rank by recency, not BM25."""
 
 
 def _fts_phrase(text: str) -> str:
@@ -172,59 +155,26 @@ class EventStore:
         with self._lock, self._write() as conn:
             return self._append_locked(conn, checked)
 
-    def _append_locked(
-        self, conn: sqlite3.Connection, checked: list[tuple[NewEvent, str, str]]
-    ) -> list[Event]:
+    def _append_locked(self, conn: sqlite3.Connection, checked: list[CheckedEvent]) -> list[Event]:
         head = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
         last_id, prev_hash = (head[0], head[1]) if head else (0, None)
-        ts = utc_now()
-        events: list[Event] = []
-        rows = []
-        for entry, content_sha, meta_json in checked:
-            last_id += 1
-            digest = sha256_hex(
-                chain_payload(
-                    id=last_id,
-                    ts=ts,
-                    kind=entry.kind,
-                    session_id=entry.session_id,
-                    role=entry.role,
-                    content_sha256=content_sha,
-                    meta_json=meta_json,
-                    prev_hash=prev_hash,
-                )
+        events = seal(checked, last_id=last_id, prev_hash=prev_hash, ts=utc_now())
+        rows = [
+            (
+                e.id,
+                e.ts,
+                e.kind,
+                e.session_id,
+                e.role,
+                e.content,
+                e.content_sha256,
+                c.meta_json,
+                e.prev_hash,
+                e.hash,
+                e.hash_version,
             )
-            rows.append(
-                (
-                    last_id,
-                    ts,
-                    entry.kind,
-                    entry.session_id,
-                    entry.role,
-                    entry.content,
-                    content_sha,
-                    meta_json,
-                    prev_hash,
-                    digest,
-                    HASH_VERSION,
-                )
-            )
-            events.append(
-                Event(
-                    last_id,
-                    ts,
-                    entry.kind,
-                    entry.session_id,
-                    entry.role,
-                    entry.content,
-                    content_sha,
-                    dict(entry.meta or {}),
-                    prev_hash,
-                    digest,
-                    HASH_VERSION,
-                )
-            )
-            prev_hash = digest
+            for e, c in zip(events, checked, strict=True)
+        ]
         if len(rows) == 1:
             conn.execute(_INSERT, rows[0])
         else:
@@ -321,58 +271,9 @@ class EventStore:
         self.sync_search_index()
         return report
 
-    def _check(self, entry: NewEvent) -> tuple[NewEvent, str, str]:
+    def _check(self, entry: NewEvent) -> CheckedEvent:
         """Validate one entry; returns it with its content hash and canonical meta."""
-        for name, value in (
-            ("kind", entry.kind),
-            ("session_id", entry.session_id),
-            ("role", entry.role),
-        ):
-            if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
-                raise InvalidInputError(
-                    f"{name} must be a non-empty string without NUL, got {value!r}"
-                )
-            if value is not None and not _encodable(value):
-                raise InvalidInputError(
-                    f"{name} is not valid Unicode (it holds a lone surrogate), got {value!r}"
-                )
-        if not isinstance(entry.kind, str):
-            raise InvalidInputError("kind is required")
-        content = entry.content
-        if not isinstance(content, str):
-            raise InvalidInputError(
-                f"content must be a str, got {type(content).__name__}: convert it with str() "
-                "or json.dumps() before storing it"
-            )
-        if "\x00" in content:
-            raise InvalidInputError(
-                "content contains a NUL character (\\x00), which text cannot hold: "
-                "remove it, or store binary data base64-encoded"
-            )
-        try:
-            encoded = content.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInputError(
-                f"content is not valid Unicode ({exc.reason} at position {exc.start}): "
-                "decode your input with errors='replace' before storing it"
-            ) from None
-        if len(encoded) > self.max_content_bytes:
-            raise InvalidInputError(
-                f"content is {len(encoded):,} bytes, over the {self.max_content_bytes:,}-byte "
-                "limit for one event: split it, or raise max_content_bytes"
-            )
-        meta = entry.meta if entry.meta is not None else {}
-        if not isinstance(meta, dict) or not all(isinstance(k, str) for k in meta):
-            raise InvalidInputError("meta must be a dict with str keys")
-        try:
-            meta_json = canonical_json(meta)
-            meta_json.encode("utf-8")
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(
-                f"meta is not JSON-serialisable ({exc}): keep to str, int, float, bool, "
-                "None, lists and dicts"
-            ) from None
-        return entry, hashlib.sha256(encoded).hexdigest(), meta_json
+        return check_new_event(entry, self.max_content_bytes)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -721,17 +622,10 @@ class EventStore:
         )
         return [(r[0], -r[1]) for r in self._read(sql, [match, *params, int(limit)])]
 
-    def _informative_terms(self, words: list[str]) -> _QueryTerms:
+    def _informative_terms(self, words: list[str]) -> QueryTerms:
         """The rarest (at most MAX_QUERY_TERMS) words, without very common ones."""
         indexed = self.search_index_upto()
-        if indexed < COMMON_TERM_MIN_DOCS:
-            return _QueryTerms(words[:MAX_QUERY_TERMS], common=False)
-        freq = {w: self._document_frequency(w, indexed) for w in words}
-        ranked = sorted(words, key=lambda w: freq[w])
-        informative = [w for w in ranked if freq[w] <= COMMON_TERM_SHARE * indexed]
-        if informative:
-            return _QueryTerms(informative[:MAX_QUERY_TERMS], common=False)
-        return _QueryTerms(ranked[:1], common=True)
+        return pick_terms(words, indexed, lambda w: self._document_frequency(w, indexed))
 
     def _document_frequency(self, word: str, indexed: int) -> int:
         """How many indexed events hold ``word`` (cached until the index grows by 10%)."""
@@ -790,90 +684,17 @@ class EventStore:
         hash of the row. A log cut off at its end still verifies from inside; pin its
         head and pass ``expect_head`` to catch that.
         """
-        started = time.perf_counter()
-        prev: str | None = None
-        rows = 0
-        head_id: int | None = None
-        seen_v1 = False
-        found_expected = expect_head is None
-        bad: tuple[int, str] | None = None
+        walker = ChainWalker(expect_head=expect_head)
         with self._lock, _translated(self.path):
             cursor = self._conn.execute(
                 "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
                 " prev_hash, hash, hash_version FROM events ORDER BY id"
             )
-            for (
-                id_,
-                ts,
-                kind,
-                session,
-                role,
-                content,
-                content_sha,
-                meta,
-                prev_hash,
-                digest,
-                version,
-            ) in cursor:
-                rows += 1
-                if prev_hash != prev:
-                    bad = (
-                        id_,
-                        "prev_hash does not match the previous row's hash: a row "
-                        "before it was deleted, inserted, reordered or re-hashed",
-                    )
+            for row in cursor:
+                if walker.step(*row) is not None:
                     break
-                if content is not None and sha256_hex(content) != content_sha:
-                    bad = (id_, "content does not match content_sha256: the text was edited")
-                    break
-                if version == HASH_VERSION:
-                    seen_v1 = True
-                    expected = sha256_hex(
-                        chain_payload(
-                            id=id_,
-                            ts=ts,
-                            kind=kind,
-                            session_id=session,
-                            role=role,
-                            content_sha256=content_sha,
-                            meta_json=meta,
-                            prev_hash=prev_hash,
-                        )
-                    )
-                elif version == LEGACY_HASH_VERSION and not seen_v1:
-                    if content is None:
-                        bad = (id_, "legacy row without content cannot be verified")
-                        break
-                    expected = legacy_hash(prev_hash, kind, content, meta)
-                else:
-                    bad = (id_, f"hash_version {version} is not allowed here")
-                    break
-                if digest != expected:
-                    bad = (
-                        id_,
-                        "hash does not match the row: its id, ts, kind, session, "
-                        "role, meta or content_sha256 was changed",
-                    )
-                    break
-                if digest == expect_head:
-                    found_expected = True
-                prev = digest
-                head_id = id_
             cursor.close()
-        seconds = time.perf_counter() - started
-        if bad is not None:
-            return VerifyReport(False, rows, prev, head_id, bad[0], bad[1], seconds)
-        if not found_expected:
-            return VerifyReport(
-                False,
-                rows,
-                prev,
-                head_id,
-                None,
-                f"the pinned head {expect_head} is not in the log: it was cut back or rewritten",
-                seconds,
-            )
-        return VerifyReport(True, rows, prev, head_id, None, None, seconds)
+        return walker.report()
 
     # -- internals -------------------------------------------------------------------
 
@@ -951,14 +772,6 @@ def _open(path: str, timeout: float) -> sqlite3.Connection:
         conn.close()
         raise _translate(exc, path) from exc
     return conn
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:

@@ -25,7 +25,7 @@ from ..roles import without_speaker
 
 if TYPE_CHECKING:
     from ..records import Event
-    from ..store import EventStore
+    from ..storage.base import EventLog
     from .base import Embedder
 
 DEFAULT_KINDS = ("prompt", "response")
@@ -49,7 +49,7 @@ def _kind_tuple(kinds: Iterable[str] | str) -> tuple[str, ...]:
 
 
 def embed_pending(
-    store: EventStore,
+    store: EventLog,
     embedder: Embedder,
     *,
     kinds: Iterable[str] | str,
@@ -100,7 +100,7 @@ def embed_pending(
 
 
 def embedding_coverage(
-    store: EventStore, model_name: str, *, kinds: Iterable[str] | str = DEFAULT_KINDS
+    store: EventLog, model_name: str, *, kinds: Iterable[str] | str = DEFAULT_KINDS
 ) -> dict[str, Any]:
     """How far ``model_name``'s vectors cover the events of ``kinds``:
 

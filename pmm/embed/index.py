@@ -33,7 +33,7 @@ import numpy.typing as npt
 from ..errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..storage.base import EventLog
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class VectorIndex:
     name) are left out, with one warning per refresh that finds any.
     """
 
-    def __init__(self, store: EventStore, model_name: str, dim: int) -> None:
+    def __init__(self, store: EventLog, model_name: str, dim: int) -> None:
         if not isinstance(dim, int) or dim <= 0:
             raise InvalidInputError(f"dim must be a positive int, got {dim!r}")
         self.store = store

@@ -1,0 +1,193 @@
+"""PMM on PostgreSQL beside PMM on SQLite (and LangGraph's PostgresStore), in one run.
+
+    python bench/postgres.py                          # a throwaway local cluster, 100,000 events
+    python bench/postgres.py --url postgresql://u@host/db --events 20000
+
+Without ``--url`` it starts a throwaway PostgreSQL cluster (tests/postgres/cluster.py:
+initdb + pg_ctl on a free 127.0.0.1 port, fsync off like a test server) and stops it at
+the end. Prints, per backend, p50/p99 of one ``append`` (one transaction each) and its
+throughput with 1 and 4 writer threads (the chain serializes appends: on PostgreSQL through
+an advisory lock), then with ``--events`` events in 1,000 sessions in the log:
+``load_memory_variables`` p50 (PersistentMindMemory, relevant memories on) and keyword
+``recall`` p50 in one session and across all. When langgraph-checkpoint-postgres is
+installed, LangGraph's ``PostgresStore.put``/``search`` on the same server is the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "postgres"))
+warnings.filterwarnings("ignore")
+
+from memory import percentile, sentence  # noqa: E402
+
+from pmm.records import NewEvent  # noqa: E402
+from pmm.storage import open_store  # noqa: E402
+
+
+def timed_calls(fn: Callable[[], Any], n: int) -> list[float]:
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def row(name: str, samples: list[float], unit: str = "ms") -> None:
+    print(
+        f"  {name:<44} p50 {statistics.median(samples):8.3f} {unit}"
+        f"   p99 {percentile(samples, 0.99):8.3f} {unit}"
+    )
+
+
+def throughput(target: str, threads: int, seconds: float = 3.0) -> float:
+    counts = [0] * threads
+    stop = time.monotonic() + seconds
+
+    def run(slot: int) -> None:
+        with open_store(target) as store:
+            while time.monotonic() < stop:
+                store.append("event", f"writer {slot}", session_id="tp")
+                counts[slot] += 1
+
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return sum(counts) / seconds
+
+
+def fill(target: str, events: int, rng: random.Random) -> None:
+    with open_store(target) as store:
+        batch: list[NewEvent] = []
+        for i in range(events // 2):
+            session = f"session-{i % 1000}"
+            batch.append(NewEvent("prompt", sentence(rng), session, "user"))
+            batch.append(NewEvent("response", sentence(rng, 30), session, "assistant"))
+            if len(batch) >= 5000:
+                store.append_many(batch)
+                batch = []
+        store.append_many(batch)
+        store.sync_search_index()
+
+
+def bench_backend(name: str, target: str, events: int, rounds: int) -> None:
+    print(f"{name}:")
+    with open_store(target) as store:
+        n = 0
+
+        def one() -> None:
+            nonlocal n
+            n += 1
+            store.append("prompt", f"append number {n}", session_id="bench", role="user")
+
+        row("append (one transaction)", timed_calls(one, 500))
+    for threads in (1, 4):
+        per_second = throughput(target, threads)
+        print(f"  append throughput, {threads} writer thread(s)      {per_second:8.0f} /s")
+    started = time.perf_counter()
+    fill(target, events, random.Random(7))
+    print(f"  filled {events:,} events in {time.perf_counter() - started:.1f} s (append_many)")
+
+    from pmm import Mind, PersistentMindMemory
+
+    with Mind(target) as mind:
+        memory = PersistentMindMemory(mind=mind, session_id="session-3")
+        rng = random.Random(3)
+        inputs = [sentence(rng, 8) for _ in range(rounds)]
+        it = iter(inputs)
+        row(
+            "load_memory_variables (relevant memories on)",
+            timed_calls(lambda: memory.load_memory_variables({"input": next(it)}), rounds),
+        )
+        queries = iter([sentence(rng, 5) for _ in range(rounds * 2)])
+        row(
+            "recall keyword, one session",
+            timed_calls(
+                lambda: mind.recall(next(queries), k=10, session_id="session-5", mode="keyword"),
+                rounds,
+            ),
+        )
+        row(
+            "recall keyword, all sessions",
+            timed_calls(lambda: mind.recall(next(queries), k=10, mode="keyword"), rounds),
+        )
+
+
+def bench_langgraph(url: str, rounds: int) -> None:
+    try:
+        from langgraph.store.postgres import PostgresStore
+    except ImportError:
+        print("LangGraph PostgresStore: not installed (pip install langgraph-checkpoint-postgres)")
+        return
+    print("LangGraph PostgresStore (same server, no vector index):")
+    with PostgresStore.from_conn_string(url) as store:
+        store.setup()
+        rng = random.Random(5)
+        n = 0
+
+        def put() -> None:
+            nonlocal n
+            n += 1
+            store.put(("users", f"u{n % 100}"), f"k{n}", {"text": sentence(rng)})
+
+        row("put", timed_calls(put, 500))
+        row(
+            "search (namespace prefix, limit 10)",
+            timed_calls(lambda: store.search(("users", "u7"), limit=10), rounds),
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", help="an existing PostgreSQL database (default: a throwaway one)")
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=200)
+    args = parser.parse_args()
+    cluster = None
+    url = args.url
+    if url is None:
+        from cluster import PostgresCluster
+
+        cluster = PostgresCluster.start()
+        url = cluster.url
+        print(f"throwaway PostgreSQL cluster at {url} (fsync off)")
+    try:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            for db in ("pmm_bench", "lg_bench"):
+                conn.execute(f"DROP DATABASE IF EXISTS {db}")
+                conn.execute(f"CREATE DATABASE {db}")
+        base = url.rsplit("/", 1)[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            bench_backend(
+                "SQLite (PMM EventStore)", str(Path(tmp) / "pmm.db"), args.events, args.rounds
+            )
+            bench_backend(
+                "PostgreSQL (PMM PostgresEventStore)", base + "/pmm_bench", args.events, args.rounds
+            )
+        bench_langgraph(base + "/lg_bench", args.rounds)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""Derived data of the PostgreSQL log: digests, vectors, edges and keyword search.
+
+Nothing here touches the chain: these columns and tables are an index over the raw text,
+recomputable at any time. Mixed into :class:`pmm.storage.postgres.PostgresEventStore`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...records import Event
+from ...text import search_terms
+from ..terms import COMMON_TERM_MIN_DOCS, pick_terms
+from .connection import Database
+from .rows import BUMP, COLUMNS, filters, row_to_event
+
+
+class DerivedData:
+    """Digests, vectors, edges and search over the ``events`` table (needs ``self._db``)."""
+
+    _db: Database
+    _lexemes: tuple[int, dict[str, float] | None]
+
+    # -- derived data ----------------------------------------------------------------
+
+    def undigested(
+        self, *, kinds: Iterable[str], limit: int | None = None, after_id: int = 0
+    ) -> list[Event]:
+        """Events of these kinds that have text but no digest yet, oldest first."""
+        sql = (
+            f"SELECT {COLUMNS} FROM events WHERE digest_method IS NULL AND content IS NOT NULL"
+            " AND id > %s AND kind = ANY(%s) ORDER BY id"
+        )
+        params: list[Any] = [after_id, list(kinds)]
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(int(limit))
+        return [row_to_event(r) for r in self._db.read(sql, params)]
+
+    def count_undigested(self, *, kinds: Iterable[str]) -> int:
+        sql = (
+            "SELECT count(*) FROM events WHERE digest_method IS NULL AND content IS NOT NULL"
+            " AND kind = ANY(%s)"
+        )
+        return int(self._db.read(sql, (list(kinds),))[0][0])
+
+    def set_digests(self, digests: Iterable[tuple[int, str, Sequence[str], str]]) -> int:
+        """Store ``(event_id, summary, keywords, method)`` per event; the text and the
+        chain are untouched. A row redacted meanwhile gets no digest. Returns the count."""
+        rows = [
+            (summary, json.dumps(list(keywords), ensure_ascii=False), method, event_id)
+            for event_id, summary, keywords, method in digests
+        ]
+        if not rows:
+            return 0
+        updated = 0
+        with self._db.write() as conn, conn.cursor() as cur:
+            for row in rows:
+                cur.execute(
+                    "UPDATE events SET summary = %s, keywords = %s, digest_method = %s"
+                    " WHERE id = %s AND content IS NOT NULL",
+                    row,
+                )
+                updated += cur.rowcount
+            cur.execute(BUMP)
+        return updated
+
+    def put_embeddings(self, model: str, dim: int, vectors: Iterable[tuple[int, bytes]]) -> int:
+        """Store float32 vectors (as bytes) of ``model``, replacing old ones; events whose
+        text was redacted meanwhile get none. Returns how many were stored."""
+        stored = 0
+        with self._db.write() as conn, conn.cursor() as cur:
+            for event_id, blob in vectors:
+                cur.execute(
+                    "INSERT INTO embeddings(event_id, model, dim, vector)"
+                    " SELECT %s, %s, %s, %s WHERE EXISTS"
+                    " (SELECT 1 FROM events WHERE id = %s AND content IS NOT NULL)"
+                    " ON CONFLICT (event_id, model) DO UPDATE"
+                    " SET dim = excluded.dim, vector = excluded.vector",
+                    (event_id, model, dim, blob, event_id),
+                )
+                stored += cur.rowcount
+            cur.execute(BUMP)
+        return stored
+
+    def embeddings(self, model: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
+        """``(event_id, vector bytes)`` of ``model`` for events with ids above ``after_id``."""
+        rows = self._db.read(
+            "SELECT event_id, vector FROM embeddings WHERE model = %s AND event_id > %s"
+            " ORDER BY event_id",
+            (model, after_id),
+        )
+        return [(int(r[0]), bytes(r[1])) for r in rows]
+
+    def embedding_models(self) -> dict[str, int]:
+        """How many vectors each model has stored."""
+        rows = self._db.read("SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY 1")
+        return {r[0]: int(r[1]) for r in rows}
+
+    def data_version(self) -> tuple[int, int]:
+        """A value that changes whenever the log is written, by any connection: the
+        counter every update and delete bumps, and the newest id (appends)."""
+        row = self._db.read(
+            "SELECT version, (SELECT coalesce(max(id), 0) FROM events) FROM data_version"
+        )[0]
+        return int(row[0]), int(row[1])
+
+    def add_edges(self, edges: Iterable[tuple[int, int, str]]) -> None:
+        """Record ``(src, dst, kind)`` links, e.g. a session summary SUMMARIZES a turn."""
+        with self._db.write() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO edges(src, dst, kind) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                list(edges),
+            )
+
+    def edges_from(self, src: int, kind: str) -> list[int]:
+        rows = self._db.read(
+            "SELECT dst FROM edges WHERE src = %s AND kind = %s ORDER BY dst", (src, kind)
+        )
+        return [int(r[0]) for r in rows]
+
+    # -- search, statistics, verification ----------------------------------------------
+
+    def search_text(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        sync: bool = True,
+    ) -> list[tuple[int, float]]:
+        """``(event_id, score)`` by full-text rank (``ts_rank_cd``) over summary, keywords
+        and content, best first. The query is taken as plain words, any of which may match,
+        never as syntax; very common words are dropped as on SQLite (see
+        :mod:`pmm.storage.terms`). ``sync`` is accepted for parity: PostgreSQL indexes each
+        row as it is written."""
+        words = search_terms(query)
+        if not words:
+            return []
+        indexed = self.search_index_upto()
+        frequencies = self._document_frequencies(words, indexed)
+        terms = pick_terms(words, indexed, frequencies.__getitem__)
+        tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms.words))
+        where, params = filters(session_id, kinds, None, None)
+        rank, order = "ts_rank_cd(search, q)", "score DESC, id DESC"
+        if terms.common:
+            rank, order = "0.0", "id DESC"
+        # A session's rows are read first through its index (a few hundred, typically): the
+        # planner would otherwise walk the words' posting lists over every session.
+        source = f"(SELECT id, search FROM events{where})" if session_id else "events"
+        where = "" if session_id else where.replace(" WHERE ", " AND ")
+        sql = (
+            f"WITH t(q) AS (SELECT {tsquery}) SELECT id, {rank} AS score"
+            f" FROM {source} AS e, t WHERE search @@ q{where} ORDER BY {order} LIMIT %s"
+        )
+        if session_id:
+            sql = sql.replace(f" FROM {source} AS e", " FROM scoped AS e")
+            sql = f"WITH scoped AS MATERIALIZED {source}, " + sql.removeprefix("WITH ")
+            rows = self._db.read(sql, [*params, *terms.words, int(limit)])
+        else:
+            rows = self._db.read(sql, [*terms.words, *params, int(limit)])
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def _document_frequencies(self, words: list[str], indexed: int) -> dict[str, int]:
+        """About how many events hold each word, from the lexeme statistics PostgreSQL keeps
+        for the ``search`` column (``pg_stats.most_common_elems``, refreshed by autoanalyze):
+        a word whose lexeme is not among the most common counts as rare (0)."""
+        if indexed < COMMON_TERM_MIN_DOCS:
+            return dict.fromkeys(words, 0)  # every word is used: no need to count
+        shares = self._lexeme_shares(indexed)
+        rows = self._db.read(
+            "SELECT w, coalesce(array(SELECT unnest(tsvector_to_array(to_tsvector('english', w)))),"
+            " '{}') FROM unnest(%s::text[]) AS w",
+            (words,),
+        )
+        return {
+            word: int(max((shares.get(x, 0.0) for x in lexemes), default=0.0) * indexed)
+            for word, lexemes in rows
+        }
+
+    def _lexeme_shares(self, indexed: int) -> dict[str, float]:
+        """Share of events holding each of the most common lexemes (cached until the log
+        grows by 10%). A table never analysed is analysed first (once)."""
+        analysed_at, cached = self._lexemes
+        if cached is not None and indexed <= analysed_at * 1.1:
+            return cached
+        query = (
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+            " WHERE schemaname = current_schema() AND tablename = 'events'"
+            " AND attname = 'search'"
+        )
+        rows = self._db.read(query)
+        if not rows:  # not analysed yet (a bulk load outran autoanalyze): do it once now
+            self._db.run("ANALYZE events")
+            rows = self._db.read(query)
+        shares: dict[str, float] = {}
+        if rows and rows[0][0]:
+            shares.update(zip(rows[0][0], rows[0][1], strict=False))
+        self._lexemes = (indexed, shares)
+        return shares
+
+    def unembedded(
+        self, model: str, *, kinds: Iterable[str], limit: int | None = None
+    ) -> list[Event]:
+        """Events of these kinds with text and no vector of ``model`` yet, oldest first."""
+        sql = (
+            f"SELECT {COLUMNS} FROM events e WHERE content IS NOT NULL AND kind = ANY(%s)"
+            " AND NOT EXISTS (SELECT 1 FROM embeddings m WHERE m.event_id = e.id"
+            " AND m.model = %s) ORDER BY id"
+        )
+        params: list[Any] = [list(kinds), model]
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(int(limit))
+        return [row_to_event(r) for r in self._db.read(sql, params)]
+
+    def count_unembedded(self, model: str, *, kinds: Iterable[str]) -> int:
+        """How many events :meth:`unembedded` would return."""
+        sql = (
+            "SELECT count(*) FROM events e WHERE content IS NOT NULL AND kind = ANY(%s)"
+            " AND NOT EXISTS (SELECT 1 FROM embeddings m WHERE m.event_id = e.id"
+            " AND m.model = %s)"
+        )
+        return int(self._db.read(sql, (list(kinds), model))[0][0])
+
+    def delete_embeddings(self, model: str) -> int:
+        """Drop every vector of ``model``; returns how many."""
+        with self._db.write() as conn:
+            deleted = conn.execute("DELETE FROM embeddings WHERE model = %s", (model,)).rowcount
+            conn.execute(BUMP)
+        return deleted
+
+    def embedding_stats(self, model: str) -> tuple[int, int, int]:
+        """``(count, sum of event ids, data version)`` of ``model``'s vectors: a
+        fingerprint that tells a vector cache when to reload (see the SQLite store)."""
+        row = self._db.read(
+            "SELECT count(*), coalesce(sum(event_id), 0),"
+            " (SELECT version FROM data_version) FROM embeddings WHERE model = %s",
+            (model,),
+        )[0]
+        return int(row[0]), int(row[1]), int(row[2])
+
+    def sync_search_index(self) -> int:
+        """Nothing to do: PostgreSQL indexes each row as it is written. Returns 0."""
+        return 0
+
+    def search_index_upto(self) -> int:
+        """The newest event id the full-text index holds: every event, at once."""
+        return int(self._db.read("SELECT coalesce(max(id), 0) FROM events")[0][0])

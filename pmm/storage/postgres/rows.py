@@ -1,0 +1,61 @@
+"""Row shapes and filters shared by the PostgreSQL store's modules."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...records import Event
+
+COLUMNS = (
+    "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
+    " hash_version, summary, keywords, digest_method"
+)
+INSERT = (
+    "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
+    " prev_hash, hash, hash_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+BUMP = "UPDATE data_version SET version = version + 1"
+
+
+def row_to_event(row: Sequence[Any]) -> Event:
+    return Event(
+        id=int(row[0]),
+        ts=row[1],
+        kind=row[2],
+        session_id=row[3],
+        role=row[4],
+        content=row[5],
+        content_sha256=row[6],
+        meta=json.loads(row[7]) if row[7] and row[7] != "{}" else {},
+        prev_hash=row[8],
+        hash=row[9],
+        hash_version=int(row[10]),
+        summary=row[11],
+        keywords=json.loads(row[12]) if row[12] else [],
+        digest_method=row[13],
+    )
+
+
+def filters(
+    session_id: str | None,
+    kinds: Iterable[str] | None,
+    after_id: int | None,
+    before_id: int | None,
+) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if session_id is not None:
+        clauses.append("session_id = %s")
+        params.append(session_id)
+    if kinds is not None:
+        clauses.append("kind = ANY(%s)")
+        params.append([kinds] if isinstance(kinds, str) else list(kinds))
+    if after_id is not None:
+        clauses.append("id > %s")
+        params.append(after_id)
+    if before_id is not None:
+        clauses.append("id < %s")
+        params.append(before_id)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params

@@ -1,0 +1,144 @@
+"""A throwaway PostgreSQL cluster for tests: ``initdb`` + ``pg_ctl`` in a temp dir, on a free
+127.0.0.1 port, stopped at the end (and by a watchdog if the test process dies first).
+
+    with PostgresCluster.start() as cluster:
+        url = cluster.url            # postgresql://pmm@127.0.0.1:PORT/postgres
+
+PostgreSQL refuses to run as root, so as root the server runs as an unprivileged user
+(``postgres`` when it exists, else ``nobody``) through ``runuser``. Binaries are found from
+``PMM_PG_BIN``, then ``pg_config --bindir``, then ``/usr/lib/postgresql/*/bin``, then PATH;
+:func:`find_bindir` returns None when there are none, and the tests skip saying so.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def find_bindir() -> Path | None:
+    """The folder holding ``initdb`` and ``pg_ctl``, or None."""
+    candidates: list[str] = []
+    if os.environ.get("PMM_PG_BIN"):
+        candidates.append(os.environ["PMM_PG_BIN"])
+    if shutil.which("pg_config"):
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
+        candidates.append(out.stdout.strip())
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    if shutil.which("initdb"):
+        candidates.append(str(Path(shutil.which("initdb") or "").parent))
+    for folder in candidates:
+        if folder and (Path(folder) / "initdb").exists() and (Path(folder) / "pg_ctl").exists():
+            return Path(folder)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _server_user() -> str | None:
+    """The user to run the server as: None when not root (run as ourselves)."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    raise RuntimeError("running as root and no unprivileged user (postgres, nobody) exists")
+
+
+@dataclass
+class PostgresCluster:
+    bindir: Path
+    datadir: Path
+    port: int
+    user: str | None
+    watchdog: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://pmm@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.bindir / args[0]), *args[1:]]
+        if self.user is not None:
+            cmd = ["runuser", "-u", self.user, "--", *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    @classmethod
+    def start(cls) -> PostgresCluster:
+        bindir = find_bindir()
+        if bindir is None:
+            raise RuntimeError("PostgreSQL binaries (initdb, pg_ctl) not found")
+        user = _server_user()
+        root = Path(tempfile.mkdtemp(prefix="pmm-pg-"))
+        datadir = root / "data"
+        datadir.mkdir()
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            for path in (root, datadir):
+                os.chown(path, entry.pw_uid, entry.pw_gid)
+        cluster = cls(bindir, datadir, _free_port(), user)
+        init = cluster._run(
+            "initdb", "-D", str(datadir), "-U", "pmm", "--auth=trust", "-E", "UTF8",
+            "--locale=C", "--no-sync",
+        )  # fmt: skip
+        if init.returncode != 0:
+            shutil.rmtree(root, ignore_errors=True)
+            raise RuntimeError(f"initdb failed: {init.stderr or init.stdout}")
+        options = (
+            f"-p {cluster.port} -c listen_addresses=127.0.0.1 -k {datadir} -c fsync=off"
+            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=60"
+        )
+        started = cluster._run(
+            "pg_ctl", "-D", str(datadir), "-o", options, "-l", str(datadir / "server.log"),
+            "-w", "-t", "60", "start",
+        )  # fmt: skip
+        if started.returncode != 0:
+            log = (datadir / "server.log").read_text(errors="replace")
+            shutil.rmtree(root, ignore_errors=True)
+            raise RuntimeError(f"pg_ctl start failed: {started.stderr}\n{log}")
+        cluster.watchdog = cluster._start_watchdog()
+        return cluster
+
+    def _start_watchdog(self) -> subprocess.Popen[bytes]:
+        """A detached shell that stops the server once this process is gone, so that a
+        killed test run leaves no server behind."""
+        stop = f"{self.bindir / 'pg_ctl'} -D {self.datadir} -m immediate stop"
+        if self.user is not None:
+            stop = f"runuser -u {self.user} -- {stop}"
+        script = (
+            f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+            f"{stop} >/dev/null 2>&1; rm -rf {self.datadir.parent}"
+        )
+        return subprocess.Popen(
+            ["sh", "-c", script],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.datadir), "-m", "fast", "-w", "stop")
+        if self.watchdog is not None:
+            self.watchdog.kill()
+            self.watchdog.wait()
+        shutil.rmtree(self.datadir.parent, ignore_errors=True)
+
+    def __enter__(self) -> PostgresCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

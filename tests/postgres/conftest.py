@@ -1,0 +1,93 @@
+"""Fixtures that run one behaviour suite against SQLite and a throwaway PostgreSQL cluster.
+
+The cluster is started once per test session (``initdb`` + ``pg_ctl`` on a free 127.0.0.1
+port, see cluster.py) and each test gets a fresh database in it. Without PostgreSQL binaries
+or psycopg, the PostgreSQL cases are skipped saying why; the SQLite cases always run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from cluster import PostgresCluster, find_bindir
+
+from pmm.storage import open_store
+from pmm.storage.base import EventLog
+
+_counter = itertools.count()
+
+
+def _skip_reason() -> str | None:
+    if find_bindir() is None:
+        return "PostgreSQL binaries (initdb, pg_ctl) not found: set PMM_PG_BIN"
+    if importlib.util.find_spec("psycopg") is None:
+        return "psycopg is not installed: pip install 'pmm-memory[postgres]'"
+    return None
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PostgresCluster]:
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    cluster = PostgresCluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: PostgresCluster) -> str:
+    """A URL of a new, empty database in the session's cluster."""
+    import psycopg
+
+    name = f"pmm_test_{next(_counter)}"
+    with psycopg.connect(pg_cluster.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return pg_cluster.url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def log_target(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a fresh log lives: a SQLite file path or a PostgreSQL URL."""
+    if backend == "sqlite":
+        return str(tmp_path / "pmm.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def log(log_target: str) -> Iterator[EventLog]:
+    store = open_store(log_target)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def raw_execute(target: str, sql: str) -> None:
+    """Run SQL on the log's database behind PMM's back (for tamper tests)."""
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute(sql.encode())
+        return
+    import sqlite3
+
+    conn = sqlite3.connect(target)
+    with conn:
+        conn.execute(sql)
+    conn.close()
