@@ -618,8 +618,8 @@ class Mind:
 
     @property
     def should_dream(self) -> bool:
-        """True when a pause is worth a dream: ``dream_threshold`` digested turns wait
-        for their session summary, or ``dream_max_pending`` turns wait for a digest or a
+        """True when a pause is worth a dream: ``dream_threshold`` turns wait for a digest
+        or for their session summary, or ``dream_max_pending`` turns wait for a digest or a
         vector. Always False while summaries and embeddings are off."""
         if not self._derived_enabled:
             return False
@@ -629,7 +629,8 @@ class Mind:
             backlog += self.store.count_unembedded(embedder.model_name, kinds=TURN_KINDS)
         if backlog >= max(self.settings.dream_max_pending, 1):
             return True
-        return self._summary_backlog() >= max(self.settings.dream_threshold, 1)
+        work = self.pending_count() + self._summary_backlog()
+        return work >= max(self.settings.dream_threshold, 1)
 
     def _summary_backlog(self) -> int:
         """Digested turns not yet covered by their session's summary."""
@@ -638,7 +639,10 @@ class Mind:
         from .consolidate import current_summary
 
         waiting = 0
+        minimum = self.settings.session_summary_min_turns
         for session, count, newest in self.store.summary_candidates(kinds=TURN_KINDS):
+            if count < minimum:
+                continue
             current = current_summary(self.store, session)
             if current is None:
                 waiting += count

@@ -82,7 +82,7 @@ class Settings:
     summary_children: int = 2
     """Best-matching turns a recalled summary expands into."""
     dream_threshold: int = 10
-    """Mind.should_dream when this many digested turns wait for their session summary."""
+    """Mind.should_dream when this many turns wait for a digest or their session summary."""
     dream_max_pending: int = 200
     """Mind.should_dream when this many turns wait for a digest or a vector."""
     dream_on_close: bool = True
