@@ -168,3 +168,21 @@ def test_malformed_judgements_are_refused(reply: str) -> None:
     with pytest.raises(MalformedJudgement):
         parse_judgement(reply)
     assert parse_judgement('```json\n{"contradicts": false}\n```') == (False, "")
+
+
+def test_without_the_prefilter_every_pair_is_asked(
+    tmp_path: Path, fake_openai: FakeOpenAI, chat: Any
+) -> None:
+    from pmm.contradictions import find_contradictions
+
+    fake_openai.respond_with(lambda r: {"contradicts": False})
+    with deferred_mind(
+        tmp_path / "m.db", session_summaries=False, detect_contradictions=False
+    ) as m:
+        for text in STATEMENTS:
+            m.remember(text, role="user", session_id="a")
+        m.dream()
+        report = find_contradictions(m.store, chat, None, prefilter=False)
+        assert report.llm_calls == len(fake_openai.requests) == 10  # 5 statements: 10 pairs
+        filtered = find_contradictions(m.store, chat, None)
+        assert filtered.llm_calls == 0  # every statement was scanned already
