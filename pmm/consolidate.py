@@ -79,6 +79,31 @@ def current_summary(store: EventStore, session_id: str) -> Event | None:
     return store.latest_summary(session_id, kind=SUMMARY_KIND)
 
 
+REDACTED_SOURCE = "a turn it was built from was redacted"
+
+
+def redact_derived(store: EventStore) -> int:
+    """Erase what consolidation derived from redacted turns: the text of every summary
+    that covers one, and of every ``superseded`` marker naming one (their reasons may quote
+    it). Each erasure is itself a chained ``redaction`` event; the next pass writes a new
+    summary from the turns that remain. Returns how many events were redacted."""
+    done = 0
+    gone = {int(r.meta["target"]) for r in store.events(kinds=("redaction",)) if "target" in r.meta}
+    if not gone:
+        return 0
+    covering = {src for srcs in store.edge_sources(gone, SUMMARIZES).values() for src in srcs}
+    for summary in store.get_many(covering).values():
+        if summary.content is not None:
+            store.redact(summary.id, reason=REDACTED_SOURCE)
+            done += 1
+    for marker in store.events(kinds=("superseded",)):
+        named = {marker.meta.get("older"), marker.meta.get("newer")}
+        if marker.content is not None and gone & named:
+            store.redact(marker.id, reason=REDACTED_SOURCE)
+            done += 1
+    return done
+
+
 class Consolidator:
     """Writes and refreshes session summaries (see the module docstring).
 
@@ -105,7 +130,11 @@ class Consolidator:
             if count < minimum:
                 continue
             current = current_summary(self.store, session)
-            if current is not None and int(current.meta.get("covers_upto", 0)) >= newest_id:
+            if (
+                current is not None
+                and current.content is not None
+                and int(current.meta.get("covers_upto", 0)) >= newest_id
+            ):
                 continue
             turns = self.store.summary_turns(session, kinds=TURN_KINDS, upto=newest_id)
             if len(turns) < minimum:

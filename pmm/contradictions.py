@@ -182,7 +182,7 @@ def _mark(
         f"event {older.id} superseded by event {newer.id}: {reason}",
         newer.session_id,
         "system",
-        {"older": older.id, "newer": newer.id, "reason": reason, "method": method},
+        {"older": older.id, "newer": newer.id, "method": method},  # text only in content
     )
     return store.append_supersession(marker, newer=newer.id, older=older.id, kind=kind) is not None
 

@@ -661,6 +661,9 @@ class Mind:
         if not self.settings.enable_summary:
             return summaries, contradictions, 0
         with self._process_lock:
+            from .consolidate import redact_derived
+
+            redact_derived(self.store)  # nothing derived outlives a redacted turn
             chat = self._chat_model()
             if self.settings.session_summaries:
                 summaries = Consolidator(self.store, self.settings, chat).summarize_sessions()

@@ -959,7 +959,11 @@ class EventStore:
                 (session, summary.kind),
             ).fetchone()
             newest = _row_to_event(row) if row else None
-            if newest is not None and int(newest.meta.get("covers_upto", 0)) >= covers_upto:
+            if (
+                newest is not None
+                and newest.content is not None
+                and int(newest.meta.get("covers_upto", 0)) >= covers_upto
+            ):
                 return newest, False
             same = conn.execute(
                 f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND kind = ?"

@@ -349,3 +349,20 @@ def test_without_an_llm_a_long_summary_is_kept_whole_with_one_warning(
         mind.dream()
         assert len(summaries(mind)[0].content.split()) > 20
     assert len([w for w in pmm_warnings() if "PMM_SUMMARY_WORD_LIMIT" in w]) == 1
+
+
+def test_redacting_a_covered_turn_redacts_the_summary_and_rebuilds_it(tmp_path: Path) -> None:
+    with deferred_mind(tmp_path / "m.db") as mind:
+        ids = fill(mind)
+        mind.dream()
+        [old] = summaries(mind)
+        assert "Leeds General" in old.content
+        mind.store.redact(ids[0], reason="user asked")
+        report = mind.dream()
+        assert report.summaries == 1
+        old_again, new = summaries(mind)
+        assert old_again.content is None  # erased, the chain still verifies
+        assert "Leeds General" not in new.content and ids[0] not in new.meta.values()
+        assert new.meta["covers_from"] == ids[1] and new.meta["supersedes"] == old.id
+        assert "Leeds General" not in mind.context("maya", budget_tokens=30).text()
+        assert mind.verify().ok

@@ -49,12 +49,8 @@ def test_slot_facts_supersede_by_recency_without_a_model(tmp_path: Path) -> None
         report = mind.dream()
         assert report.contradictions == 1 and report.llm_calls == 0
         [marker] = mind.store.events(kinds=(MARKER_KIND,))
-        assert marker.meta == {
-            "older": oslo.id,
-            "newer": bergen.id,
-            "reason": "location: Oslo -> Bergen",
-            "method": "slot",
-        }
+        assert marker.meta == {"older": oslo.id, "newer": bergen.id, "method": "slot"}
+        assert marker.content.endswith("location: Oslo -> Bergen")  # text: redactable
         assert marker.prev_hash is not None and mind.verify().ok
         assert mind.store.edge_targets([bergen.id], SLOT_SUPERSEDES) == {bergen.id: [oslo.id]}
         facts = mind.context("a").facts
@@ -106,7 +102,7 @@ def test_llm_is_asked_only_about_prefiltered_pairs_once_each(
         assert {"older": STATEMENTS[0], "newer": STATEMENTS[3]} in judged
         assert report.contradictions == 1
         [marker] = mind.store.events(kinds=(MARKER_KIND,))
-        assert marker.meta["method"] == "llm" and marker.meta["reason"] == "diet changed"
+        assert marker.meta["method"] == "llm" and marker.text.endswith("diet changed")
         assert mind.store.edge_targets([ids[3]], SUPERSEDES) == {ids[3]: [ids[0]]}
         asked = mind.store.edge_targets(ids, CHECKED)
         assert sum(len(v) for v in asked.values()) == report.llm_calls
@@ -186,3 +182,14 @@ def test_without_the_prefilter_every_pair_is_asked(
         assert report.llm_calls == len(fake_openai.requests) == 10  # 5 statements: 10 pairs
         filtered = find_contradictions(m.store, chat, None)
         assert filtered.llm_calls == 0  # every statement was scanned already
+
+
+def test_redacting_a_statement_redacts_the_marker_that_quotes_it(tmp_path: Path) -> None:
+    with deferred_mind(tmp_path / "m.db") as mind:
+        oslo = mind.remember("I live in Oslo.", role="user", session_id="a")
+        mind.remember("I moved to Bergen.", role="user", session_id="a")
+        mind.dream()
+        mind.store.redact(oslo.id, reason="user asked")
+        mind.dream()
+        [marker] = mind.store.events(kinds=(MARKER_KIND,))
+        assert marker.content is None and mind.verify().ok
