@@ -149,7 +149,7 @@ def heuristic_bullets(turns: Sequence[Event], *, max_bullets: int = MAX_BULLETS)
             break
         chosen.append(best)
         covered |= items[best][2]
-    chosen.sort(key=lambda i: items[i][1][0])
+    chosen.sort()  # conversation order: units were made turn by turn, sentence by sentence
     return [Bullet(items[i][0], tuple(items[i][1])) for i in chosen]
 
 

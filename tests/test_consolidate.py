@@ -366,3 +366,42 @@ def test_redacting_a_covered_turn_redacts_the_summary_and_rebuilds_it(tmp_path: 
         assert new.meta["covers_from"] == ids[1] and new.meta["supersedes"] == old.id
         assert "Leeds General" not in mind.context("maya", budget_tokens=30).text()
         assert mind.verify().ok
+
+
+def test_heuristic_bullets_cover_keywords_in_order_and_merge_repeats() -> None:
+    from pmm.records import Event
+    from pmm.session_summary import heuristic_bullets, parse_rendered, render
+
+    def turn(i: int, summary: str, keywords: list[str]) -> Event:
+        role = "user" if i % 2 else "assistant"
+        return Event(i, "", "prompt", "s", role, "raw", "", {}, None, "", 1, summary, keywords)
+
+    turns = [
+        turn(i, f"Fact {i}: the {w} costs {i * 10} euros.", [w])
+        for i, w in enumerate(
+            [
+                "tram",
+                "ferry",
+                "bike",
+                "bus",
+                "taxi",
+                "train",
+                "metro",
+                "plane",
+                "boat",
+                "scooter",
+                "car",
+                "cable car",
+                "rickshaw",
+                "horse",
+            ],
+            start=1,
+        )
+    ]
+    turns.append(turn(15, "Fact 1: the tram costs 10 euros.", ["tram"]))
+    bullets = heuristic_bullets(turns)
+    assert len(bullets) == 12
+    firsts = [b.turns[0] for b in bullets]
+    assert firsts == sorted(firsts)
+    assert bullets[0].turns == (1, 15)  # said twice: one bullet citing both turns
+    assert parse_rendered(render(bullets)) == bullets
