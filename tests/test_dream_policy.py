@@ -179,3 +179,25 @@ def test_linked_turns_give_the_summary_and_its_best_turns(tmp_path: Path) -> Non
         assert first == again
         assert first.memories[0].event_id == ids[4]  # Week 2: Roundhay park
         assert len(first.memories) == 2 and first.summary
+
+
+def test_pmm_dream_reports_summaries_and_contradictions(
+    tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    import json
+
+    from pmm.cli import main
+
+    monkeypatch.setenv("PMM_SUMMARIZER", "heuristic")
+    path = tmp_path / "m.db"
+    with Mind(str(path), dream_on_close=False) as mind:  # summaries off: nothing derived
+        fill(mind)
+        mind.remember("I live in Oslo.", role="user", session_id="maya")
+        mind.remember("I moved to Bergen.", role="user", session_id="maya")
+    assert main(["dream", "--db", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["digested"] == 12 and data["summaries"] == 1 and data["contradictions"] == 1
+    assert data["llm_calls"] == 0 and data["dropped_bullets"] == 0
+    assert main(["dream", "--db", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "wrote 0 session summaries" in out and "marked 0 statements superseded" in out
