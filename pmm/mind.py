@@ -16,7 +16,6 @@ argument wins over the environment, which wins over ``.env`` and the defaults.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import weakref
@@ -623,62 +622,25 @@ class Mind:
         vector. Always False while summaries and embeddings are off."""
         if not self._derived_enabled:
             return False
-        backlog = self.pending_count()
-        embedder = self.embedder if self.settings.enable_embeddings else None
-        if embedder is not None:
-            backlog += self.store.count_unembedded(embedder.model_name, kinds=TURN_KINDS)
-        if backlog >= max(self.settings.dream_max_pending, 1):
-            return True
-        work = self.pending_count() + self._summary_backlog()
-        return work >= max(self.settings.dream_threshold, 1)
+        from .dream_policy import should_dream
 
-    def _summary_backlog(self) -> int:
-        """Digested turns not yet covered by their session's summary."""
-        if not (self.settings.enable_summary and self.settings.session_summaries):
-            return 0
-        from .consolidate import current_summary
-
-        waiting = 0
-        minimum = self.settings.session_summary_min_turns
-        for session, count, newest in self.store.summary_candidates(kinds=TURN_KINDS):
-            if count < minimum:
-                continue
-            current = current_summary(self.store, session)
-            if current is None:
-                waiting += count
-            elif int(current.meta.get("covers_upto", 0)) < newest:
-                covered = int(current.meta.get("turns", 0))
-                waiting += count - covered if count > covered else count
-        return waiting
+        embedder = self.embedder
+        vectors = (
+            self.store.count_unembedded(embedder.model_name, kinds=TURN_KINDS) if embedder else 0
+        )
+        return should_dream(
+            self.store, self.settings, pending_digests=self.pending_count(), pending_vectors=vectors
+        )
 
     def _consolidate(self) -> tuple[SummaryReport, ContradictionReport, int]:
-        """Dream's consolidation step: session summaries (and their vectors when summaries
-        are recalled) and contradictions. Nothing runs while summaries are off."""
-        from .consolidate import Consolidator, SummaryReport
-        from .contradictions import ContradictionReport, find_contradictions
+        """Dream's consolidation step (pmm/dream_policy.py); a no-op with summaries off."""
+        from .dream_policy import consolidate
 
-        summaries, contradictions, vectors = SummaryReport(), ContradictionReport(), 0
-        if not self.settings.enable_summary:
-            return summaries, contradictions, 0
         with self._process_lock:
-            from .consolidate import redact_derived
-
-            redact_derived(self.store)  # nothing derived outlives a redacted turn
-            chat = self._chat_model()
-            if self.settings.session_summaries:
-                summaries = Consolidator(self.store, self.settings, chat).summarize_sessions()
-                embedder = self.embedder
-                if embedder is not None and self.settings.recall_summaries:
-                    from .embed.backfill import embed_pending
-
-                    vectors = embed_pending(self.store, embedder, kinds=("summary",))
-            if self.settings.detect_contradictions:
-                contradictions = find_contradictions(
-                    self.store,
-                    chat,
-                    self.embedder,
-                    similarity=self.settings.contradiction_similarity,
-                )
+            chat = self._chat_model() if self.settings.enable_summary else None
+            summaries, contradictions, vectors = consolidate(
+                self.store, self.settings, chat, self.embedder
+            )
         if contradictions.superseded:
             with self._lock:
                 self._sessions.clear()  # key facts are rebuilt without superseded statements
@@ -726,16 +688,14 @@ class Mind:
 
     def _chat_model(self) -> Any:
         """The chat model consolidation uses: the one passed in, else ChatOpenAI when the
-        summarizer is llm or auto and OPENAI_API_KEY is set; None = no model (heuristics)."""
+        summarizer is llm or auto and OPENAI_API_KEY is set; None = heuristics."""
         if self._llm is not None:
             return self._llm
-        if self.settings.summarizer not in ("llm", "auto") or not os.environ.get("OPENAI_API_KEY"):
-            return None
-        from .digest.llm import default_chat_model
+        from .dream_policy import default_chat_model
         from .errors import PMMError
 
         try:
-            self._llm = default_chat_model(self.settings.llm_model)
+            self._llm = default_chat_model(self.settings)
         except PMMError as exc:
             if not self._warned_no_llm:
                 self._warned_no_llm = True
