@@ -3,6 +3,7 @@
     python bench/consolidation.py                    # 500 turns, MiniLM cosine
     python bench/consolidation.py --no-embeddings    # bag-of-words cosine instead
     python bench/consolidation.py --turns 1000 --seed 3
+    python bench/consolidation.py --recall-overhead 20000   # cost of the recall hook
 
 A 500-turn conversation (250 user statements, 250 assistant replies, one user) is generated
 from everyday templates with randomised names, places and numbers, with ``--planted``
@@ -130,6 +131,50 @@ def conversation(
     return statements, pairs
 
 
+def recall_overhead(events: int, queries: int, rng: random.Random) -> int:
+    """Keyword recall p50 with and without the consolidation hook (summary expansion and
+    superseded demotion), interleaved query by query in one process on one file."""
+    import statistics
+
+    import pmm.consolidate as consolidate
+    from pmm.recall import Recaller
+    from pmm.records import NewEvent
+    from pmm.store import EventStore
+
+    hooked = consolidate.consolidated_hits
+
+    def bare(store: Any, hits: Any, query: str, k: int, **_: Any) -> Any:
+        return list(hits)[:k]
+
+    with tempfile.TemporaryDirectory() as tmp, EventStore(Path(tmp) / "r.db") as store:
+        batch = []
+        for i in range(events):
+            batch.append(NewEvent("prompt", fill(rng.choice(FILLERS), rng), f"s{i // 50}", "user"))
+            if len(batch) == 1000:
+                store.append_many(batch)
+                batch = []
+        store.append_many(batch)
+        store.sync_search_index()
+        recaller = Recaller(store)
+        words = [fill(rng.choice(FILLERS), rng) for _ in range(queries)]
+        times: dict[str, list[float]] = {"with hook": [], "without": []}
+        for query in words:
+            for name, hook in (("with hook", hooked), ("without", bare)):
+                consolidate.consolidated_hits = hook  # type: ignore[assignment]
+                started = time.perf_counter()
+                recaller.recall(query, k=10, mode="keyword")
+                times[name].append((time.perf_counter() - started) * 1000)
+        consolidate.consolidated_hits = hooked
+    base = statistics.median(times["without"])
+    with_hook = statistics.median(times["with hook"])
+    print(f"keyword recall, {events:,} events, {queries} queries, k=10 (p50, interleaved):")
+    print(
+        f"  without the hook {base:.2f} ms; with it {with_hook:.2f} ms "
+        f"(+{with_hook - base:.2f} ms, x{with_hook / base:.2f})"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=500)
@@ -138,8 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-embeddings", action="store_true", help="bag-of-words cosine")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out-json", type=Path)
+    parser.add_argument("--recall-overhead", type=int, metavar="N", default=0)
+    parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
+    if args.recall_overhead:
+        return recall_overhead(args.recall_overhead, args.queries, rng)
     statements, planted = conversation(args.turns, min(args.planted, len(PLANTS)), rng)
 
     def judge(request: RecordedRequest) -> dict[str, Any]:

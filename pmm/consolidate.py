@@ -318,10 +318,7 @@ def demote_superseded(store: EventStore, hits: Sequence[Hit]) -> list[Hit]:
     from .records import Hit as HitRecord
 
     turns = [h.event.id for h in hits if h.event.kind != SUMMARY_KIND]
-    replaced: dict[int, list[int]] = {}
-    for kind in (SUPERSEDES, SLOT_SUPERSEDES):
-        for old, new in (store.edge_sources(turns, kind) if turns else {}).items():
-            replaced.setdefault(old, []).extend(new)
+    replaced = store.edge_sources(turns, (SUPERSEDES, SLOT_SUPERSEDES)) if turns else {}
     if not replaced:
         return list(hits)
     scores = {h.event.id: h.score for h in hits}

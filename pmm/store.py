@@ -994,23 +994,21 @@ class EventStore:
                 found.setdefault(src, []).append(dst)
         return found
 
-    def edge_sources(self, dsts: Iterable[int], kind: str) -> dict[int, list[int]]:
-        """``{dst: [src, ...]}`` of the ``kind`` edges reaching ``dsts``."""
+    def edge_sources(self, dsts: Iterable[int], kind: str | Sequence[str]) -> dict[int, list[int]]:
+        """``{dst: [src, ...]}`` of the edges of ``kind`` (one or several) reaching ``dsts``."""
         ids = list(dict.fromkeys(dsts))
+        kinds = [kind] if isinstance(kind, str) else list(kind)
         found: dict[int, list[int]] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for src, dst in self._read(
-                f"SELECT src, dst FROM edges WHERE kind = ? AND dst IN ({marks}) ORDER BY dst, src",
-                [kind, *chunk],
+                f"SELECT src, dst FROM edges WHERE dst IN ({marks})"
+                f" AND kind IN ({','.join('?' * len(kinds))}) ORDER BY dst, src",
+                [*chunk, *kinds],
             ):
                 found.setdefault(dst, []).append(src)
         return found
-
-    def all_edge_targets(self, kind: str) -> set[int]:
-        """Every event id some ``kind`` edge points to (e.g. everything superseded)."""
-        return {r[0] for r in self._read("SELECT DISTINCT dst FROM edges WHERE kind = ?", (kind,))}
 
     def max_edge_src(self, kind: str) -> int:
         """The largest source id of a ``kind`` edge (0 when there is none): e.g. how far a
