@@ -143,10 +143,12 @@ def run_quality(args: argparse.Namespace, embedder: SentenceEmbedder) -> dict[st
                     to_turn = ingest(store, conversation, digester if with_digests else None)
                     embed_pending(store, embedder, kinds=TURN_KINDS, batch_size=64)
                     recaller = Recaller(store, embedder)
+                    if args.summaries and with_digests:  # session summary nodes (consolidate)
+                        recaller = summary_recaller(store, embedder, args)
                     for q in questions_by_conv[conversation["id"]]:
                         for mode in MODES:
                             hits = recaller.recall(q["question"], k=max(KS), mode=mode)
-                            ranked = [to_turn[h.event.id] for h in hits]
+                            ranked = [to_turn.get(h.event.id, "summary") for h in hits]
                             per_question.append(
                                 {
                                     "question": q["id"],
@@ -162,6 +164,24 @@ def run_quality(args: argparse.Namespace, embedder: SentenceEmbedder) -> dict[st
     print_quality(table, per_question, variants)
     print(f"\n({seconds:.1f} s: ingest, digest, embed and {len(per_question)} recalls)")
     return {"table": table, "questions": per_question, "seconds": seconds}
+
+
+def summary_recaller(store: EventStore, embedder: SentenceEmbedder, args: Any) -> Recaller:
+    """Write the heuristic session summaries (as dream does), embed them, and recall with
+    summary nodes competing (prior ``--summary-prior``) and expanding into their turns."""
+    from pmm.consolidate import Consolidator
+    from pmm.settings import Settings
+
+    settings = Settings.load(env={}, enable_summary=True)
+    Consolidator(store, settings).summarize_sessions()
+    embed_pending(store, embedder, kinds=("summary",), batch_size=64)
+    return Recaller(
+        store,
+        embedder,
+        summaries=True,
+        summary_prior=args.summary_prior,
+        summary_children=args.summary_children,
+    )
 
 
 def summarise(rows: list[dict[str, Any]], variants: Sequence[bool]) -> list[dict[str, Any]]:
@@ -444,6 +464,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="both",
         help="run with digests in the index, without, or both (default)",
     )
+    parser.add_argument(
+        "--summaries",
+        action="store_true",
+        help="with digests: add session summary nodes to recall (PMM_RECALL_SUMMARIES)",
+    )
+    parser.add_argument("--summary-prior", type=float, default=-0.05)
+    parser.add_argument("--summary-children", type=int, default=2)
     parser.add_argument("--synthetic", type=int, default=0, metavar="N", help="latency run")
     parser.add_argument("--queries", type=int, default=300, help="queries per latency row")
     parser.add_argument("--seed", type=int, default=1)

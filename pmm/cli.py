@@ -513,12 +513,24 @@ def cmd_dream(args: argparse.Namespace) -> int:
         "methods": report.methods,
         "pending": report.pending,
         "seconds": round(report.seconds, 3),
+        "summaries": report.summaries,
+        "superseded_summaries": report.superseded_summaries,
+        "dropped_bullets": report.dropped_bullets,
+        "contradictions": report.contradictions,
+        "llm_calls": report.llm_calls,
     }
     methods = ", ".join(f"{k} {v:,}" for k, v in report.methods.items())
     text = (
         f"digested {report.digested:,} turns"
         + (f" ({methods})" if methods else "")
         + f", embedded {report.embedded:,}"
+        + f", wrote {report.summaries:,} session summaries"
+        + (
+            f" ({report.dropped_bullets:,} uncited bullets dropped)"
+            if report.dropped_bullets
+            else ""
+        )
+        + f", marked {report.contradictions:,} statements superseded"
         + f"; {report.pending:,} still pending; {report.seconds:.2f} s"
     )
     return _emit(args, result, text)

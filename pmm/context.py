@@ -24,11 +24,14 @@ if TYPE_CHECKING:
 
 FACTS_SHARE = 0.2
 MEMORIES_SHARE = 0.3
+SUMMARY_SHARE = 0.25
+"""Share of the budget the stored session summary may take (when older turns do not fit)."""
 MESSAGE_OVERHEAD = 4
 """Tokens a chat API adds per message (role and separators), counted in messages mode."""
 
 FACTS_HEADER = "Key information:"
 MEMORIES_HEADER = "Relevant memories:"
+SUMMARY_HEADER = "Earlier in this conversation:"
 HISTORY_HEADER = "Recent conversation:"
 
 
@@ -62,10 +65,14 @@ class Context:
     human_prefix: str = "Human"
     ai_prefix: str = "AI"
     as_messages: bool = False
+    summary: list[str] = field(default_factory=list)
+    """Bullets of the stored session summary standing for turns that did not fit."""
 
     def text(self) -> str:
         """The context as one string (for prompts with a ``{history}`` text variable)."""
-        head = _head_sections(self.facts, self.memories, self.human_prefix, self.ai_prefix)
+        head = _head_sections(
+            self.facts, self.memories, self.human_prefix, self.ai_prefix, self.summary
+        )
         lines = [_turn_line(t, self.human_prefix, self.ai_prefix) for t in self.history]
         if not head:
             return "\n".join(lines)
@@ -79,7 +86,9 @@ class Context:
         from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
         out: list[BaseMessage] = []
-        head = _head_sections(self.facts, self.memories, self.human_prefix, self.ai_prefix)
+        head = _head_sections(
+            self.facts, self.memories, self.human_prefix, self.ai_prefix, self.summary
+        )
         if head:
             out.append(SystemMessage(content="\n\n".join(head)))
         for turn in self.history:
@@ -111,11 +120,17 @@ def _memory_line(turn: Turn, human_prefix: str, ai_prefix: str) -> str:
 
 
 def _head_sections(
-    facts: Sequence[str], memories: Sequence[Turn], human_prefix: str, ai_prefix: str
+    facts: Sequence[str],
+    memories: Sequence[Turn],
+    human_prefix: str,
+    ai_prefix: str,
+    summary: Sequence[str] = (),
 ) -> list[str]:
     sections = []
     if facts:
         sections.append(FACTS_HEADER + "\n" + "\n".join(f"- {f}" for f in facts))
+    if summary:
+        sections.append(SUMMARY_HEADER + "\n" + "\n".join(f"- {b}" for b in summary))
     if memories:
         sections.append(
             MEMORIES_HEADER
@@ -150,8 +165,14 @@ def assemble(
     human_prefix: str = "Human",
     ai_prefix: str = "AI",
     as_messages: bool = False,
+    summary: Sequence[tuple[str, int]] = (),
 ) -> Context:
     """Fit facts, memories and ``history`` (newest first) into ``budget`` tokens.
+
+    ``summary`` holds ``(bullet, first cited event id)`` of the stored session summary:
+    when older turns do not fit, the bullets about turns older than the oldest turn shown
+    follow the key facts, in :data:`SUMMARY_SHARE` of the budget kept from the older turns
+    (plus what they leave); a share the bullets do not use goes back to older turns.
 
     Costs are counted per line plus one token per line break (per message plus
     :data:`MESSAGE_OVERHEAD` in messages mode), which bounds the cost of the rendered text.
@@ -188,7 +209,8 @@ def assemble(
     head_open = MESSAGE_OVERHEAD if as_messages else 0
     kept_facts: list[str] = []
     kept_memories: list[Turn] = []
-    if facts or memories:
+    kept_summary: list[str] = []
+    if facts or memories or summary:
         remaining -= head_overhead + head_open
         if remaining > 0 and facts:
             cap = min(remaining, int(budget * FACTS_SHARE))
@@ -212,16 +234,35 @@ def assemble(
                 spent += cost
             if kept_memories:
                 remaining -= spent
-        if not kept_facts and not kept_memories:
+        if not kept_facts and not kept_memories and not summary:
             remaining += head_overhead + head_open
 
-    # 4. Older turns, newest first, while they fit.
-    for turn in history[1:]:
-        cost = turn_cost(turn)
-        if cost > remaining:
-            break
-        shown.append(turn)
-        remaining -= cost
+    # 4. Older turns, newest first, while they fit (leaving the summary its share).
+    reserve = min(max(remaining, 0), int(budget * SUMMARY_SHARE)) if summary else 0
+    remaining -= reserve
+    older = list(history[1:])
+    while older and turn_cost(older[0]) <= remaining:
+        remaining -= turn_cost(older[0])
+        shown.append(older.pop(0))
+    remaining += reserve
+
+    # 5. The stored session summary: bullets about turns older than the oldest shown.
+    if summary:
+        oldest = shown[-1].event_id if shown else 1 << 62
+        spent = count(SUMMARY_HEADER) + 2 * newline
+        for text, first_cited in summary:
+            cost = count(f"- {text}") + newline
+            if first_cited >= oldest or spent + cost > remaining:
+                continue
+            kept_summary.append(text)
+            spent += cost
+        if kept_summary:
+            remaining -= spent
+        elif not kept_facts and not kept_memories:
+            remaining += head_overhead + head_open
+        while older and turn_cost(older[0]) <= remaining:  # what the summary left
+            remaining -= turn_cost(older[0])
+            shown.append(older.pop(0))
 
     shown.reverse()
     return Context(
@@ -235,4 +276,5 @@ def assemble(
         human_prefix=human_prefix,
         ai_prefix=ai_prefix,
         as_messages=as_messages,
+        summary=kept_summary,
     )

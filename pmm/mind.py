@@ -36,6 +36,8 @@ from .tokens import TokenCounter, get_token_counter
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from .consolidate import SummaryReport
+    from .contradictions import ContradictionReport
     from .digest import Digester
     from .embed import Embedder
     from .recall import Recaller
@@ -46,6 +48,8 @@ log = logging.getLogger(__name__)
 TURN_KINDS = ("prompt", "response")
 """Kinds that hold conversation turns (and are digested, embedded and recalled)."""
 CLEAR_KIND = "clear"
+SUPERSEDES_EDGE = "SUPERSEDES"
+"""Edge kind: ``(newer, older)``, the newer event replaces the older one (pmm/consolidate)."""
 REDACTION_KIND = "redaction"
 ROLE_KINDS = {"user": "prompt", "assistant": "response", "system": "event", "tool": "event"}
 LEGACY_PREFIXES = (("User said:", "user"), ("I responded:", "assistant"))
@@ -110,6 +114,7 @@ class Mind:
         self._process_lock = threading.Lock()
         self._worker: BackgroundWorker | None = None
         self._closed = False
+        self._warned_no_llm = False
         if self._derived_enabled and settings.summary_mode == "background":
             from .worker import BackgroundWorker
 
@@ -136,7 +141,24 @@ class Mind:
     def __enter__(self) -> Mind:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        # Consolidation hook: dream on a clean exit (see dream_on_close).
+        if (
+            exc_type is None
+            and self.settings.dream_on_close
+            and self._derived_enabled
+            and not self._closed
+        ):
+            self.flush()
+            try:
+                self.dream()
+            except Exception as exc:  # what is stored stays stored; it stays pending
+                log.warning(
+                    "dream on close failed (%s: %s); pending work stays for the next dream "
+                    "(set PMM_DREAM_ON_CLOSE=0 to skip it)",
+                    type(exc).__name__,
+                    exc,
+                )
         self.close()
 
     def __repr__(self) -> str:
@@ -232,12 +254,17 @@ class Mind:
         human_prefix: str = "Human",
         ai_prefix: str = "AI",
         as_messages: bool = False,
+        linked_turns: int = 0,
     ) -> Context:
         """The compact, role-labelled memory of a session within ``budget_tokens``.
 
         Newest turns come first and whole; older turns use their summary when summaries
         are on; "Key information" lists what the user said about themselves; with a
         ``query`` and recall available, "Relevant memories" adds older matching turns.
+        When the session's turns no longer fit, "Earlier in this conversation" shows the
+        stored session summary for them (written by :meth:`dream`). ``linked_turns=k``
+        makes "Relevant memories" the summary's ``k`` turns that best match ``query``
+        (deterministic: no recall ranking), instead of recall's hits.
         """
         session = self._session(session_id)
         budget = self.settings.max_tokens if budget_tokens is None else budget_tokens
@@ -250,7 +277,11 @@ class Mind:
         # Recall runs only when there is something older than the window to find.
         look_back = not complete or self.settings.recall_scope == "all"
         memories: list[Turn] = []
-        if query and query.strip() and self.settings.recall_k and look_back:
+        # Consolidation hook: the stored session summary stands for turns that do not fit.
+        summary = self._summary_lines(session, clear_after, complete, linked_turns)
+        if linked_turns > 0:
+            memories = self._linked_memories(session, clear_after, query or "", linked_turns)
+        elif query and query.strip() and self.settings.recall_k and look_back:
             memories = self._memories(query, session, clear_after, window)
         return assemble(
             session_id=session,
@@ -262,6 +293,7 @@ class Mind:
             human_prefix=human_prefix,
             ai_prefix=ai_prefix,
             as_messages=as_messages,
+            summary=summary,
         )
 
     def recall(
@@ -312,12 +344,18 @@ class Mind:
                 progress(min(digested, total), total)
             if not done and not vectors:
                 break
+        summaries, contradictions, summary_vectors = self._consolidate()
         return DreamReport(
             digested=digested,
-            embedded=embedded,
+            embedded=embedded + summary_vectors,
             methods=dict(methods),
             pending=self.pending_count(),
             seconds=time.perf_counter() - started,
+            summaries=summaries.created,
+            superseded_summaries=summaries.superseded,
+            dropped_bullets=summaries.dropped_bullets,
+            contradictions=contradictions.superseded,
+            llm_calls=summaries.llm_calls + contradictions.llm_calls,
         )
 
     def pending_count(self) -> int:
@@ -406,7 +444,13 @@ class Mind:
                 new = self.store.events(
                     session_id=session, kinds=("prompt", CLEAR_KIND), before_id=seen_upto + 1
                 )
+            # Consolidation hook: statements a newer one superseded are not key facts.
+            replaced = self.store.edge_sources(
+                (e.id for e in new if e.kind == "prompt"), SUPERSEDES_EDGE
+            )
             for event in new:
+                if event.id in replaced:
+                    continue
                 if event.kind == CLEAR_KIND:
                     state.clear_after = event.id
                     state.facts.clear()
@@ -504,7 +548,13 @@ class Mind:
             if self._recaller is None:
                 from .recall import Recaller
 
-                self._recaller = Recaller(self.store, self.embedder)
+                self._recaller = Recaller(
+                    self.store,
+                    self.embedder,
+                    summaries=self.settings.recall_summaries and self.settings.enable_summary,
+                    summary_prior=self.settings.summary_prior,
+                    summary_children=self.settings.summary_children,
+                )
             return self._recaller
 
     def _process_batch(self, batch: int) -> tuple[int, Counter[str], int]:
@@ -564,6 +614,96 @@ class Mind:
             (e.id, d.summary, d.keywords, d.method) for e, d in zip(events, digests, strict=True)
         )
         return Counter(d.method for d in digests)
+
+    # -- consolidation hooks (logic in pmm/consolidate.py, pmm/contradictions.py) -----
+
+    @property
+    def should_dream(self) -> bool:
+        """True when a pause is worth a dream: ``dream_threshold`` turns wait for a digest
+        or for their session summary, or ``dream_max_pending`` turns wait for a digest or a
+        vector. Always False while summaries and embeddings are off."""
+        if not self._derived_enabled:
+            return False
+        from .dream_policy import should_dream
+
+        embedder = self.embedder
+        vectors = (
+            self.store.count_unembedded(embedder.model_name, kinds=TURN_KINDS) if embedder else 0
+        )
+        return should_dream(
+            self.store, self.settings, pending_digests=self.pending_count(), pending_vectors=vectors
+        )
+
+    def _consolidate(self) -> tuple[SummaryReport, ContradictionReport, int]:
+        """Dream's consolidation step (pmm/dream_policy.py); a no-op with summaries off."""
+        from .dream_policy import consolidate
+
+        with self._process_lock:
+            chat = self._chat_model() if self.settings.enable_summary else None
+            summaries, contradictions, vectors = consolidate(
+                self.store, self.settings, chat, self.embedder
+            )
+        if contradictions.superseded:
+            with self._lock:
+                self._sessions.clear()  # key facts are rebuilt without superseded statements
+        return summaries, contradictions, vectors
+
+    def _current_summary(self, session: str, clear_after: int) -> Event | None:
+        if not (self.settings.enable_summary and self.settings.session_summaries):
+            return None
+        from .consolidate import current_summary
+
+        summary = current_summary(self.store, session)
+        if summary is None or int(summary.meta.get("covers_from", 0)) <= clear_after:
+            return None
+        return summary
+
+    def _summary_lines(
+        self, session: str, clear_after: int, complete: bool, linked: int
+    ) -> list[tuple[str, int]]:
+        """``(bullet, first cited id)`` of the stored session summary, when the window does
+        not hold every turn (or ``linked`` turns are asked for)."""
+        if complete and not linked:
+            return []
+        summary = self._current_summary(session, clear_after)
+        if summary is None:
+            return []
+        from .consolidate import summary_bullets
+
+        bullets = [b for b in summary_bullets(summary) if b.turns]
+        return [(b.text, -1 if linked else min(b.turns)) for b in bullets]
+
+    def _linked_memories(self, session: str, clear_after: int, query: str, k: int) -> list[Turn]:
+        """The ``k`` turns of the session summary that best match ``query``."""
+        summary = self._current_summary(session, clear_after)
+        if summary is None:
+            return []
+        from .consolidate import best_children
+
+        out = []
+        for event in best_children(self.store, summary, query, k):
+            role, text = turn_role(event)
+            if event.summary:
+                text = without_speaker(role, event.summary)
+            out.append(Turn(role, text, event.id, event.ts, event.session_id, bool(event.summary)))
+        return out
+
+    def _chat_model(self) -> Any:
+        """The chat model consolidation uses: the one passed in, else ChatOpenAI when the
+        summarizer is llm or auto and OPENAI_API_KEY is set; None = heuristics."""
+        if self._llm is not None:
+            return self._llm
+        from .dream_policy import default_chat_model
+        from .errors import PMMError
+
+        try:
+            self._llm = default_chat_model(self.settings)
+        except PMMError as exc:
+            if not self._warned_no_llm:
+                self._warned_no_llm = True
+                log.warning("consolidation runs without an llm (%s): using heuristics", exc)
+            return None
+        return self._llm
 
 
 def _release(store: EventLog, worker: BackgroundWorker | None) -> None:

@@ -83,6 +83,9 @@ class Recaller:
         *,
         depth: int = DEFAULT_DEPTH,
         default_kinds: Sequence[str] = DEFAULT_KINDS,
+        summaries: bool = False,
+        summary_prior: float = -0.05,
+        summary_children: int = 2,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -91,6 +94,10 @@ class Recaller:
         self._index: VectorIndex | None = None
         self._lock = threading.Lock()
         self._warned = False
+        # Consolidation (pmm/consolidate.py): summary nodes compete with turns and expand.
+        self.summaries = summaries
+        self.summary_prior = summary_prior
+        self.summary_children = summary_children
 
     def __repr__(self) -> str:
         model = self.embedder.model_name if self.embedder is not None else None
@@ -152,6 +159,8 @@ class Recaller:
         if k == 0 or not query.strip():
             return []
         kind_list = self.default_kinds if kinds is None else _kinds(kinds)
+        if kinds is None and self.summaries:
+            kind_list += ("summary",)
         excluded = set(exclude_ids)
         depth = max(self.depth, k) + len(excluded)
         rankings: dict[str, list[int]] = {}
@@ -174,7 +183,16 @@ class Recaller:
                 if event is None or (event.content is None and not event.summary):
                     continue  # redacted after the rankers read it
                 hits.append(Hit(event, score, ranks))
-        return hits
+        from .consolidate import consolidated_hits  # the one consolidation hook
+
+        return consolidated_hits(
+            self.store,
+            hits,
+            query,
+            k,
+            children=self.summary_children if self.summaries else 0,
+            prior=self.summary_prior,
+        )
 
     def _keyword(
         self,

@@ -117,10 +117,21 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class DreamReport:
-    """What :meth:`Mind.dream` did: events digested and embedded, and by which method."""
+    """What :meth:`Mind.dream` did: events digested and embedded (and by which method),
+    session summaries written and contradictions found."""
 
     digested: int = 0
     embedded: int = 0
     methods: dict[str, int] = field(default_factory=dict)
     pending: int = 0
     seconds: float = 0.0
+    summaries: int = 0
+    """Session summary nodes written (new sessions and new versions)."""
+    superseded_summaries: int = 0
+    """Of those, new versions that replaced an older summary."""
+    dropped_bullets: int = 0
+    """Bullets of llm summaries dropped for citing turns outside the session."""
+    contradictions: int = 0
+    """Older user statements marked superseded by a newer one."""
+    llm_calls: int = 0
+    """Chat-model calls consolidation made (summaries, compression, contradiction checks)."""

@@ -21,6 +21,8 @@ SummarizerName = Literal["auto", "llm", "local", "heuristic"]
 RecallScope = Literal["session", "all"]
 DeviceName = Literal["auto", "cpu", "cuda", "mps"]
 
+SIGNED_SETTINGS = frozenset({"summary_prior"})
+"""Numeric settings that may be negative."""
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -67,6 +69,30 @@ class Settings:
     """How many relevant memories the context may add."""
     max_content_bytes: int = 1_048_576
     """Largest content one event may hold."""
+    session_summaries: bool = True
+    """With summaries on, dream writes one cited summary node per session."""
+    session_summary_min_turns: int = 5
+    """Digested turns a session needs before it gets a summary node."""
+    summary_word_limit: int = 600
+    """A session summary longer than this (words) is compressed by the llm."""
+    summary_sentences: int = 8
+    """About how many sentences a compressed session summary has."""
+    recall_summaries: bool = False
+    """Summary nodes compete in recall and expand into their best turns."""
+    summary_prior: float = -0.05
+    """Added to a summary node's fused recall score (negative: turns win ties)."""
+    summary_children: int = 2
+    """Best-matching turns a recalled summary expands into."""
+    dream_threshold: int = 10
+    """Mind.should_dream when this many turns wait for a digest or their session summary."""
+    dream_max_pending: int = 200
+    """Mind.should_dream when this many turns wait for a digest or a vector."""
+    dream_on_close: bool = True
+    """`with Mind(...)` dreams on a clean exit (a no-op while summaries and embeddings are off)."""
+    detect_contradictions: bool = True
+    """With summaries on, dream marks older user statements a newer one supersedes."""
+    contradiction_similarity: float = 0.4
+    """Cosine a pair of user statements needs (with shared keywords) to be checked."""
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
@@ -145,7 +171,7 @@ def _coerce(source: str, raw: Any, annotation: Any, default: Any) -> Any:
             return value
         if kind is float:
             value_f = float(raw)
-            if value_f < 0:
+            if value_f < 0 and source.lower().removeprefix("pmm_") not in SIGNED_SETTINGS:
                 raise ValueError("must not be negative")
             return value_f
         text = str(raw).strip()

@@ -243,8 +243,12 @@ def test_summaries_fit_more_history_in_the_same_budget(tmp_path: Path) -> None:
         for i in range(12):
             raw.remember_turn(f"Turn {i}. {LONG_USER}", LONG_AI, session_id="s")
         raw_turns = len(raw.context("s", budget_tokens=budget).history)
-    with Mind(
-        db(tmp_path), enable_summary=True, summary_mode="deferred", summarizer="heuristic"
+    with Mind(  # digests alone (the stored session summary takes a share of its own)
+        db(tmp_path),
+        enable_summary=True,
+        summary_mode="deferred",
+        summarizer="heuristic",
+        session_summaries=False,
     ) as mind:
         mind.dream()
         ctx = mind.context("s", budget_tokens=budget)
