@@ -46,7 +46,7 @@ from .text import search_terms
 if TYPE_CHECKING:
     from .records import Event, Hit
     from .settings import Settings
-    from .store import EventStore
+    from .storage.base import EventLog
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def summary_key(session_id: str, covered: Sequence[int]) -> str:
     return f"{session_id}:{covered[0]}-{covered[-1]}:{len(covered)}"
 
 
-def current_summary(store: EventStore, session_id: str) -> Event | None:
+def current_summary(store: EventLog, session_id: str) -> Event | None:
     """The summary in use for a session (its newest), or None."""
     return store.latest_summary(session_id, kind=SUMMARY_KIND)
 
@@ -82,7 +82,7 @@ def current_summary(store: EventStore, session_id: str) -> Event | None:
 REDACTED_SOURCE = "a turn it was built from was redacted"
 
 
-def redact_derived(store: EventStore) -> int:
+def redact_derived(store: EventLog) -> int:
     """Erase what consolidation derived from redacted turns: the text of every summary
     that covers one, and of every ``superseded`` marker naming one (their reasons may quote
     it). Each erasure is itself a chained ``redaction`` event; the next pass writes a new
@@ -111,7 +111,7 @@ class Consolidator:
     bullets are built from the digests by :func:`~pmm.session_summary.heuristic_bullets`.
     """
 
-    def __init__(self, store: EventStore, settings: Settings, chat_model: Any = None) -> None:
+    def __init__(self, store: EventLog, settings: Settings, chat_model: Any = None) -> None:
         self.store = store
         self.settings = settings
         self.llm = LLMSessionSummarizer(chat_model) if chat_model is not None else None
@@ -248,7 +248,7 @@ def summary_bullets(summary: Event) -> list[Bullet]:
 
 
 def best_children(
-    store: EventStore, summary: Event, query: str, k: int, *, ranked: Sequence[int] = ()
+    store: EventLog, summary: Event, query: str, k: int, *, ranked: Sequence[int] = ()
 ) -> list[Event]:
     """The ``k`` turns a summary covers that best match ``query``: turns the rankers
     already found (in ``ranked`` order) first, then by shared query words (ties: turns a
@@ -274,7 +274,7 @@ def best_children(
 
 
 def expand_summary_hits(
-    store: EventStore,
+    store: EventLog,
     hits: Sequence[Hit],
     query: str,
     k: int,
@@ -312,7 +312,7 @@ def expand_summary_hits(
     return out[:k]
 
 
-def demote_superseded(store: EventStore, hits: Sequence[Hit]) -> list[Hit]:
+def demote_superseded(store: EventLog, hits: Sequence[Hit]) -> list[Hit]:
     """Hits of statements a newer one superseded are ranked just below the newer one
     (which is added, at the older one's score, when the rankers did not find it)."""
     from .records import Hit as HitRecord
@@ -341,7 +341,7 @@ def demote_superseded(store: EventStore, hits: Sequence[Hit]) -> list[Hit]:
 
 
 def consolidated_hits(
-    store: EventStore,
+    store: EventLog,
     hits: Sequence[Hit],
     query: str,
     k: int,

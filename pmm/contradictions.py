@@ -42,7 +42,7 @@ from .text import STOPWORDS, WORD
 if TYPE_CHECKING:
     from .embed.base import Embedder
     from .records import Event
-    from .store import EventStore
+    from .storage.base import EventLog
 
 log = logging.getLogger(__name__)
 
@@ -174,9 +174,7 @@ def ask_model(model: Any, older: str, newer: str) -> tuple[bool, str]:
     return parse_judgement(reply.content)
 
 
-def _mark(
-    store: EventStore, older: Event, newer: Event, reason: str, method: str, kind: str
-) -> bool:
+def _mark(store: EventLog, older: Event, newer: Event, reason: str, method: str, kind: str) -> bool:
     marker = NewEvent(
         MARKER_KIND,
         f"event {older.id} superseded by event {newer.id}: {reason}",
@@ -188,7 +186,7 @@ def _mark(
 
 
 def find_contradictions(
-    store: EventStore,
+    store: EventLog,
     chat_model: Any,
     embedder: Embedder | None,
     *,

@@ -28,14 +28,14 @@ from .contradictions import ContradictionReport, find_contradictions
 if TYPE_CHECKING:
     from .embed.base import Embedder
     from .settings import Settings
-    from .store import EventStore
+    from .storage.base import EventLog
 
 log = logging.getLogger(__name__)
 
 TURN_KINDS = ("prompt", "response")
 
 
-def summary_backlog(store: EventStore, settings: Settings) -> int:
+def summary_backlog(store: EventLog, settings: Settings) -> int:
     """Digested turns not yet covered by their session's summary (sessions that have at
     least ``session_summary_min_turns`` of them)."""
     if not (settings.enable_summary and settings.session_summaries):
@@ -54,7 +54,7 @@ def summary_backlog(store: EventStore, settings: Settings) -> int:
 
 
 def should_dream(
-    store: EventStore, settings: Settings, *, pending_digests: int, pending_vectors: int
+    store: EventLog, settings: Settings, *, pending_digests: int, pending_vectors: int
 ) -> bool:
     """``dream_max_pending`` turns wait for a digest or a vector, or ``dream_threshold``
     turns wait for a digest or their session summary."""
@@ -65,7 +65,7 @@ def should_dream(
 
 
 def consolidate(
-    store: EventStore, settings: Settings, chat_model: Any, embedder: Embedder | None
+    store: EventLog, settings: Settings, chat_model: Any, embedder: Embedder | None
 ) -> tuple[SummaryReport, ContradictionReport, int]:
     """Dream's consolidation step: erase what was derived from redacted turns, write
     session summaries (and embed them when they are recalled), mark contradictions.

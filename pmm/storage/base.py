@@ -13,7 +13,7 @@ vectors, edges) never touches the chain, and ``verify`` walks it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, Self, runtime_checkable
 
 from ..records import Event, NewEvent, TurnRow, VerifyReport
@@ -100,6 +100,30 @@ class EventLog(Protocol):
     def data_version(self) -> tuple[int, int]: ...
     def add_edges(self, edges: Iterable[tuple[int, int, str]]) -> None: ...
     def edges_from(self, src: int, kind: str) -> list[int]: ...
+
+    # consolidation: session summaries, edges, supersession
+    def summary_candidates(self, *, kinds: Iterable[str]) -> list[tuple[str, int, int]]: ...
+    def summary_turns(self, session_id: str, *, kinds: Iterable[str], upto: int) -> list[Event]: ...
+    def latest_summary(self, session_id: str, *, kind: str = "summary") -> Event | None: ...
+    def append_summary(
+        self,
+        summary: NewEvent,
+        audit: Callable[[Event], NewEvent],
+        *,
+        key: str,
+        covers_upto: int,
+        covered_ids: Sequence[int],
+        summarizes: str,
+        supersedes: str,
+    ) -> tuple[Event, bool]: ...
+    def edge_targets(self, srcs: Iterable[int], kind: str) -> dict[int, list[int]]: ...
+    def edge_sources(
+        self, dsts: Iterable[int], kind: str | Sequence[str]
+    ) -> dict[int, list[int]]: ...
+    def max_edge_src(self, kind: str) -> int: ...
+    def append_supersession(
+        self, marker: NewEvent, *, newer: int, older: int, kind: str
+    ) -> Event | None: ...
 
     # search, statistics, verification
     def sync_search_index(self) -> int: ...

@@ -40,9 +40,14 @@ def test_remember_dream_recall_and_context_alike(log_target: str) -> None:
         assert hits and "Lisbon" in (hits[0].event.content or "")
         text = mind.context("alice", query="Lisbon", budget_tokens=400).text()
         assert "Lisbon" in text and "Rex" not in text
-        assert mind.verify().ok and mind.verify().rows == 28
+        # 28 turns, then alice's session summary and its chained summary_created audit
+        # (bob's session is too short to summarise)
+        assert mind.verify().ok and mind.verify().rows == 30
+        summary = mind.store.latest_summary("alice")
+        assert summary is not None and len(mind.store.edges_from(summary.id, "SUMMARIZES")) == 26
+        assert mind.store.latest_summary("bob") is None
     with Mind(log_target) as again:  # a restart sees the same memory
-        assert again.store.count(session_id="alice") == 26
+        assert again.store.count(session_id="alice", kinds=["prompt", "response"]) == 26
 
 
 def test_semantic_and_hybrid_recall_with_vectors_in_the_log(log_target: str) -> None:

@@ -28,6 +28,7 @@ from ...errors import EventNotFoundError, IntegrityError, InvalidInputError
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from ...records import Event, NewEvent, TurnRow, VerifyReport
 from .connection import APPEND_LOCK, Database
+from .consolidation import ConsolidationData
 from .derived import DerivedData
 from .rows import BUMP, COLUMNS, INSERT, filters, row_to_event
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
 
-class PostgresEventStore(DerivedData):
+class PostgresEventStore(DerivedData, ConsolidationData):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;

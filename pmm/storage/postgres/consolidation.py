@@ -1,0 +1,164 @@
+"""Consolidation data on PostgreSQL: session summaries, their edges and supersession.
+
+The same calls and guarantees as the SQLite store's consolidation section (see
+:mod:`pmm.consolidate`): a summary and its audit event are appended at most once per key,
+under the log's append lock, so two servers dreaming at once write one summary. Mixed into
+:class:`pmm.storage.postgres.PostgresEventStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...chain import CheckedEvent, check_new_event
+from ...records import Event, NewEvent
+from .connection import APPEND_LOCK, Database
+from .rows import COLUMNS, row_to_event
+
+if TYPE_CHECKING:
+    import psycopg
+
+_LIVE_DIGESTED = (
+    " AND content IS NOT NULL AND summary IS NOT NULL AND digest_method IS NOT NULL"
+    " AND digest_method != 'redacted'"
+)
+
+
+class ConsolidationData:
+    """Summary nodes, edges between events, and supersession (needs ``self._db``)."""
+
+    _db: Database
+    max_content_bytes: int
+
+    if TYPE_CHECKING:  # provided by PostgresEventStore
+
+        def _append_locked(
+            self, conn: psycopg.Connection[Any], checked: list[CheckedEvent]
+        ) -> list[Event]: ...
+
+    def summary_candidates(self, *, kinds: Iterable[str]) -> list[tuple[str, int, int]]:
+        """``(session_id, digested turns, newest digested turn id)`` per session, counting
+        the live digested turns of ``kinds`` after the session's last ``clear`` marker."""
+        sql = (
+            "SELECT e.session_id, count(*), max(e.id) FROM events e"
+            " WHERE e.kind = ANY(%s) AND e.session_id IS NOT NULL"
+            + _LIVE_DIGESTED.replace(" content", " e.content")
+            .replace(" summary", " e.summary")
+            .replace(" digest_method", " e.digest_method")
+            + " AND e.id > coalesce((SELECT max(c.id) FROM events c"
+            "   WHERE c.session_id = e.session_id AND c.kind = 'clear'), 0)"
+            " GROUP BY e.session_id ORDER BY e.session_id"
+        )
+        return [(r[0], int(r[1]), int(r[2])) for r in self._db.read(sql, (list(kinds),))]
+
+    def summary_turns(self, session_id: str, *, kinds: Iterable[str], upto: int) -> list[Event]:
+        """The digested turns a session summary covers, oldest first."""
+        sql = (
+            f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND kind = ANY(%s)"
+            + _LIVE_DIGESTED
+            + " AND id <= %s AND id > coalesce((SELECT max(id) FROM events"
+            "   WHERE session_id = %s AND kind = 'clear'), 0) ORDER BY id"
+        )
+        rows = self._db.read(sql, (session_id, list(kinds), upto, session_id))
+        return [row_to_event(r) for r in rows]
+
+    def latest_summary(self, session_id: str, *, kind: str = "summary") -> Event | None:
+        """The newest summary event of a session (the one in use), or None."""
+        rows = self._db.read(
+            f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND kind = %s"
+            " ORDER BY id DESC LIMIT 1",
+            (session_id, kind),
+        )
+        return row_to_event(rows[0]) if rows else None
+
+    def append_summary(
+        self,
+        summary: NewEvent,
+        audit: Callable[[Event], NewEvent],
+        *,
+        key: str,
+        covers_upto: int,
+        covered_ids: Sequence[int],
+        summarizes: str,
+        supersedes: str,
+    ) -> tuple[Event, bool]:
+        """Append a session summary and its audit event, atomically and at most once (see
+        :meth:`pmm.store.EventStore.append_summary`)."""
+        checked = check_new_event(summary, self.max_content_bytes)
+        with self._db.write() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            row = conn.execute(
+                f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND kind = %s"
+                " ORDER BY id DESC LIMIT 1",
+                (summary.session_id, summary.kind),
+            ).fetchone()
+            newest = row_to_event(row) if row else None
+            if (
+                newest is not None
+                and newest.content is not None
+                and int(newest.meta.get("covers_upto", 0)) >= covers_upto
+            ):
+                return newest, False
+            same = conn.execute(
+                f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND kind = %s"
+                " AND meta::jsonb ->> 'key' = %s LIMIT 1",
+                (summary.session_id, summary.kind, key),
+            ).fetchone()
+            if same is not None:
+                return row_to_event(same), False
+            [event] = self._append_locked(conn, [checked])
+            self._append_locked(conn, [check_new_event(audit(event), self.max_content_bytes)])
+            edges = [(event.id, dst, summarizes) for dst in covered_ids]
+            if newest is not None:
+                edges.append((event.id, newest.id, supersedes))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO edges(src, dst, kind) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                    edges,
+                )
+            return event, True
+
+    def edge_targets(self, srcs: Iterable[int], kind: str) -> dict[int, list[int]]:
+        """``{src: [dst, ...]}`` of the ``kind`` edges leaving ``srcs`` (dst ascending)."""
+        found: dict[int, list[int]] = {}
+        rows = self._db.read(
+            "SELECT src, dst FROM edges WHERE kind = %s AND src = ANY(%s) ORDER BY src, dst",
+            (kind, list(dict.fromkeys(srcs))),
+        )
+        for src, dst in rows:
+            found.setdefault(int(src), []).append(int(dst))
+        return found
+
+    def edge_sources(self, dsts: Iterable[int], kind: str | Sequence[str]) -> dict[int, list[int]]:
+        """``{dst: [src, ...]}`` of the edges of ``kind`` (one or several) reaching ``dsts``."""
+        kinds = [kind] if isinstance(kind, str) else list(kind)
+        found: dict[int, list[int]] = {}
+        rows = self._db.read(
+            "SELECT src, dst FROM edges WHERE dst = ANY(%s) AND kind = ANY(%s) ORDER BY dst, src",
+            (list(dict.fromkeys(dsts)), kinds),
+        )
+        for src, dst in rows:
+            found.setdefault(int(dst), []).append(int(src))
+        return found
+
+    def max_edge_src(self, kind: str) -> int:
+        """The largest source id of a ``kind`` edge (0 when there is none)."""
+        row = self._db.read("SELECT max(src) FROM edges WHERE kind = %s", (kind,))[0]
+        return int(row[0] or 0)
+
+    def append_supersession(
+        self, marker: NewEvent, *, newer: int, older: int, kind: str
+    ) -> Event | None:
+        """Record that ``newer`` supersedes ``older``: a ``kind`` edge and the chained
+        ``marker`` event, atomically; None (and nothing written) when that edge exists."""
+        checked = check_new_event(marker, self.max_content_bytes)
+        with self._db.write() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            inserted = conn.execute(
+                "INSERT INTO edges(src, dst, kind) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                (newer, older, kind),
+            ).rowcount
+            if not inserted:
+                return None
+            return self._append_locked(conn, [checked])[0]
