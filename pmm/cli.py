@@ -282,7 +282,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id", type=int, help="the event id")
     p.add_argument("--reason", required=True, help="why (recorded in the log)")
+    _add_storage_commands(command)
     return parser
+
+
+def _add_storage_commands(
+    command: Callable[..., argparse.ArgumentParser],
+) -> None:
+    """The commands of pmm.erasure (and later backup, compaction): forget."""
+    p = command(
+        "forget",
+        cmd_forget,
+        "Erase events for good: their text, digest, vectors, search terms and edges.",
+        "Picks events by --event (repeatable), --session and/or --match (a case-insensitive\n"
+        "substring of their text, summary or keywords). Records one chained 'redaction'\n"
+        "event per session (ids and reason only), then rebuilds the search index, vacuums\n"
+        "and empties the -wal file so that no byte of the text remains. Needs --yes.",
+    )
+    p.add_argument("--event", type=int, action="append", metavar="ID", help="an event id")
+    p.add_argument("--session", metavar="S", help="every event of this session")
+    p.add_argument("--match", metavar="TEXT", help="every event whose text holds TEXT")
+    p.add_argument(
+        "--reason", default="forget requested", help="why (recorded in the log; no secrets)"
+    )
+    p.add_argument("--yes", action="store_true", help="confirm: the text cannot be brought back")
 
 
 # -- commands ------------------------------------------------------------------------
@@ -634,6 +657,33 @@ def cmd_redact(args: argparse.Namespace) -> int:
         f" (reason: {args.reason})"
     )
     return _emit(args, result, text)
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from .erasure import forget
+
+    if not (args.event or args.session is not None or args.match is not None):
+        raise InvalidInputError("say what to forget: --event ID, --session S or --match TEXT")
+    if not args.yes:
+        raise InvalidInputError("forget erases text for good: add --yes to confirm")
+    path = _existing_db(args)
+    with EventStore(path) as store:
+        report = forget(
+            store,
+            event_ids=args.event,
+            session_id=args.session,
+            match=args.match,
+            reason=args.reason,
+        )
+    lines = [
+        f"forgot {len(report.erased)} events"
+        + (f" ({len(report.derived)} session summaries built from them)" if report.derived else "")
+        + f"; recorded as event(s) {', '.join(str(m.id) for m in report.markers)}",
+        f"size: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
+    ]
+    if not report.wal_truncated:
+        lines.append("warning: another process holds the file: its -wal file was not emptied")
+    return _emit(args, report.to_dict(), "\n".join(lines))
 
 
 # -- helpers: database ---------------------------------------------------------------

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from .digest import Digester
     from .embed import Embedder
+    from .erasure import ErasureReport
     from .recall import Recaller
     from .worker import BackgroundWorker
 
@@ -562,6 +563,33 @@ class Mind:
             (e.id, d.summary, d.keywords, d.method) for e, d in zip(events, digests, strict=True)
         )
         return Counter(d.method for d in digests)
+
+    # -- erasure -----------------------------------------------------------------------
+
+    def forget(
+        self,
+        *,
+        event_ids: Sequence[int] | None = None,
+        session_id: str | None = None,
+        match: str | None = None,
+        reason: str,
+    ) -> ErasureReport:
+        """Erase events so that no byte of their text stays in the file (see
+        :mod:`pmm.erasure`): by id, a whole session, and/or every event whose text,
+        summary or keywords hold ``match`` (case-insensitive)::
+
+            report = mind.forget(session_id="alice", reason="user asked")
+            report.erased, [m.id for m in report.markers]
+
+        Digesting and embedding wait while it runs, so no digest or vector of the erased
+        text is written back afterwards; the context and recall drop the events at once.
+        """
+        from .erasure import forget
+
+        with self._process_lock:
+            return forget(
+                self.store, event_ids=event_ids, session_id=session_id, match=match, reason=reason
+            )
 
 
 def _release(store: EventStore, worker: BackgroundWorker | None) -> None:

@@ -232,40 +232,27 @@ class EventStore:
         return events
 
     def redact(self, event_id: int, *, reason: str) -> Event:
-        """Erase one event's raw text (and its digest and vectors) and record that as a
-        chained ``redaction`` event in the same session, which is returned. The redacted
-        row keeps verifying: its hash covers ``content_sha256``, not the text. Rows of the
-        earlier PMM (``hash_version`` 0) hash the text itself and cannot be redacted."""
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidInputError("redact() needs a reason, e.g. reason='user asked'")
-        with self._lock, self._write() as conn:
-            target = conn.execute(
-                "SELECT session_id, hash_version, content IS NOT NULL FROM events WHERE id = ?",
-                (event_id,),
-            ).fetchone()
-            if target is None or not target[2]:
-                raise EventNotFoundError(f"no event with id {event_id} holding text to redact")
-            if target[1] == LEGACY_HASH_VERSION:
-                raise InvalidInputError(
-                    f"event {event_id} was written by the earlier PMM, whose hash covers the "
-                    "text itself: redacting it would break the chain for good"
-                )
-            marker = self._check(
-                NewEvent(
-                    "redaction",
-                    f"redacted event {event_id}",
-                    target[0],
-                    "system",
-                    {"target": event_id, "reason": reason},
-                )
-            )
-            conn.execute(
-                "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
-                " digest_method = 'redacted' WHERE id = ?",
-                (event_id,),
-            )
-            conn.execute("DELETE FROM embeddings WHERE event_id = ?", (event_id,))
-            return self._append_locked(conn, [marker])[0]
+        """Erase one event's raw text (and its digest, vectors and edges) and record that as
+        a chained ``redaction`` event in the same session, which is returned. The redacted
+        row keeps verifying: its hash covers ``content_sha256``, not the text. The file is
+        then scrubbed so that no byte of the text remains (see :mod:`pmm.erasure`, whose
+        ``forget`` erases many events at once). Rows of the earlier PMM (``hash_version``
+        0) hash the text itself and cannot be redacted."""
+        from .erasure import forget
+
+        report = forget(self, event_ids=[event_id], reason=reason, require_text=True)
+        return report.markers[0]
+
+    def rebuild_search_indexes(self, conn: sqlite3.Connection) -> None:
+        """Rebuild every full-text index derived from event text, inside the caller's
+        write transaction (``conn``), so that erased text leaves no term behind (FTS5 keeps
+        deleted terms in its segments until they are merged). Used by erasure and
+        compaction; every text-derived index belongs here."""
+        conn.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
+        conn.execute(
+            "UPDATE fts_state SET indexed_upto = (SELECT coalesce(max(id), 0) FROM events)"
+        )
+        self._doc_freq.clear()
 
     def import_events(self, events: Iterable[Event]) -> VerifyReport:
         """Insert exported events verbatim (same ids, timestamps, hashes and digests) into
