@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -32,6 +33,7 @@ from typing import Any, NamedTuple
 from . import schema
 from .errors import (
     DatabaseError,
+    DiskFullError,
     EventNotFoundError,
     IntegrityError,
     InvalidInputError,
@@ -897,12 +899,27 @@ class _WriteTransaction:
                 self._conn.execute("COMMIT")
                 return
             except sqlite3.Error as error:
-                self._conn.execute("ROLLBACK")
+                self._rollback(error)
                 raise _translate(error, self._path) from error
-        if self._conn.in_transaction:
-            self._conn.execute("ROLLBACK")
+        self._rollback(exc)
         if isinstance(exc, sqlite3.Error):
             raise _translate(exc, self._path) from exc
+
+    def _rollback(self, cause: BaseException | None) -> None:
+        """Roll back what is left of the transaction. SQLite has already rolled it back
+        itself after some errors (a full disk, an I/O error): then there is nothing to do,
+        and the cause, not "cannot rollback", is what the caller must hear about."""
+        if not self._conn.in_transaction:
+            return
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            logging.getLogger(__name__).warning(
+                "%s: ROLLBACK after %r failed too (%s); the transaction was not committed",
+                self._path,
+                cause,
+                error,
+            )
 
 
 def _open(path: str, timeout: float) -> sqlite3.Connection:
@@ -981,6 +998,18 @@ def _translate(exc: sqlite3.Error, path: str) -> DatabaseError:
     if "readonly" in message or "read-only" in message:
         return ReadOnlyDatabaseError(
             f"{path} cannot be written ({message}): make the file and its folder writable"
+        )
+    if "database or disk is full" in message:
+        return DiskFullError(
+            f"{path}: the disk is full, or the database reached its size limit ({message}): "
+            "the last write was not stored, and everything acknowledged before it is safe. "
+            "Free some space and retry; `pmm verify` checks the log"
+        )
+    if "disk I/O error" in message:
+        return DatabaseError(
+            f"{path}: the file could not be read or written ({message}): the disk may be "
+            "full, failing or gone. The last write was not stored; what was acknowledged "
+            "before it is safe. Check the disk and retry; `pmm verify` checks the log"
         )
     if "locked" in message or "busy" in message:
         return DatabaseError(
