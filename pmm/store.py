@@ -992,8 +992,9 @@ def _translate(exc: sqlite3.Error, path: str) -> DatabaseError:
     message = str(exc)
     if "not a database" in message or "malformed" in message:
         return NotADatabaseError(
-            f"{path} is not a PMM/SQLite database or is corrupt ({message}): check the path, "
-            "or restore it from a backup"
+            f"{path} is not a PMM/SQLite database or is corrupt ({message}): check the path; "
+            "`pmm check` shows the damage, `pmm recover BROKEN.db NEW.db` salvages every "
+            "readable row, `pmm restore FILE` brings back a backup"
         )
     if "readonly" in message or "read-only" in message:
         return ReadOnlyDatabaseError(
