@@ -339,6 +339,17 @@ def _add_storage_commands(
         "Exit 1 when the file is damaged (then see `pmm recover`).",
     )
     p.add_argument("--full", action="store_true", help="PRAGMA integrity_check (slower)")
+    p = command(
+        "compact",
+        cmd_compact,
+        "Drop the raw text of old, digested turns; keep summaries, keywords and vectors.",
+        "Only turns with a digest lose their text (never pending ones); the chain keeps\n"
+        "verifying (hashes cover the text's SHA-256). Recorded as a chained 'compaction'\n"
+        "event; the file is vacuumed and its size before and after printed.",
+    )
+    p.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 2w")
+    p.add_argument("--session", metavar="S", help="only this session")
+    p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
 
 
 # -- commands ------------------------------------------------------------------------
@@ -794,6 +805,30 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     _emit(args, report.to_dict(), text)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from .compaction import compact, count_compacted
+
+    with EventStore(_existing_db(args)) as store:
+        report = compact(
+            store, older_than=args.older_than, session_id=args.session, dry_run=args.dry_run
+        )
+        total = count_compacted(store)
+        verified = store.verify()
+    data = {**report.to_dict(), "compacted_rows_in_log": total, "verify": verified.to_dict()}
+    verb = "would drop" if report.dry_run else "dropped"
+    text = "\n".join(
+        [
+            f"{verb} the raw text of {len(report.compacted)} digested turns"
+            f" ({_bytes(report.raw_bytes)} of text)",
+            f"file: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
+            f"compacted rows in the log: {total}; chain "
+            + ("verifies" if verified.ok else f"DOES NOT VERIFY: {verified.reason}"),
+        ]
+    )
+    _emit(args, data, text)
+    return EXIT_OK if verified.ok else EXIT_FAILED
 
 
 def _id_list(ids: Sequence[int]) -> str:

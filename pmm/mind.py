@@ -34,8 +34,11 @@ from .store import EventStore
 from .tokens import TokenCounter, get_token_counter
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from langchain_core.language_models import BaseChatModel
 
+    from .compaction import CompactionReport
     from .digest import Digester
     from .embed import Embedder
     from .erasure import ErasureReport
@@ -589,6 +592,25 @@ class Mind:
         with self._process_lock:
             return forget(
                 self.store, event_ids=event_ids, session_id=session_id, match=match, reason=reason
+            )
+
+    def compact(
+        self,
+        *,
+        older_than: str | timedelta,
+        session_id: str | None = None,
+        dry_run: bool = False,
+    ) -> CompactionReport:
+        """Drop the raw text of digested turns older than ``older_than`` (``"30d"``),
+        keeping their summaries, keywords, vectors and hashes (see :mod:`pmm.compaction`)::
+
+            mind.compact(older_than="30d", dry_run=True).compacted   # what would go
+        """
+        from .compaction import compact
+
+        with self._process_lock:
+            return compact(
+                self.store, older_than=older_than, session_id=session_id, dry_run=dry_run
             )
 
 

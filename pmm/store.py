@@ -411,10 +411,12 @@ class EventStore:
         before_id: int | None = None,
         limit: int | None = None,
     ) -> list[TurnRow]:
-        """Like :meth:`events` newest first, but only the columns a prompt needs (fast)."""
+        """Like :meth:`events` newest first, but only the columns a prompt needs (fast).
+        A compacted turn (see :mod:`pmm.compaction`) shows its summary as its content."""
         where, params = self._filters(session_id, kinds, after_id, before_id)
         sql = (
-            "SELECT id, ts, kind, session_id, role, content, summary FROM events"
+            "SELECT id, ts, kind, session_id, role, coalesce(content, summary), summary"
+            " FROM events"
             f"{where} ORDER BY id DESC"
         )
         if limit is not None:
