@@ -306,6 +306,12 @@ def _add_storage_commands(
         "--reason", default="forget requested", help="why (recorded in the log; no secrets)"
     )
     p.add_argument("--yes", action="store_true", help="confirm: the text cannot be brought back")
+    p.add_argument(
+        "--scrub",
+        action="store_true",
+        help="only vacuum and empty the -wal file: finishes an erasure that another process "
+        "reading the file kept from finishing",
+    )
     p = command(
         "backup",
         cmd_backup,
@@ -728,8 +734,19 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from .erasure import forget
+    from .erasure import file_bytes, forget, scrub
 
+    if args.scrub and not (args.event or args.session is not None or args.match is not None):
+        path = _existing_db(args)
+        with EventStore(path) as store:
+            before = file_bytes(path)
+            done = scrub(store)
+            after = file_bytes(path)
+        text = f"rewrote {path}: {_bytes(before)} -> {_bytes(after)}" + (
+            "" if done else "; another process still holds it: the -wal file was not emptied"
+        )
+        _emit(args, {"wal_truncated": done, "bytes_before": before, "bytes_after": after}, text)
+        return EXIT_OK if done else EXIT_FAILED
     if not (args.event or args.session is not None or args.match is not None):
         raise InvalidInputError("say what to forget: --event ID, --session S or --match TEXT")
     if not args.yes:

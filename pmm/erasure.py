@@ -66,9 +66,9 @@ class ErasureReport:
     """The chained ``redaction`` events recording the erasure (one per session)."""
     reason: str
     wal_truncated: bool
-    """False when another connection kept the -wal file from being emptied (see
-    :func:`scrub`): its old frames are overwritten by later writes, and the next
-    ``pmm forget``/``redact`` or checkpoint empties it."""
+    """False when another connection kept the file from being fully rewritten and the
+    -wal file from being emptied (see :func:`scrub`): the erased text may stay in free
+    space until :func:`scrub` (``pmm forget --scrub``) runs with no other reader."""
     bytes_before: int
     bytes_after: int
     skipped: list[int] = field(default_factory=list)
@@ -162,9 +162,10 @@ def scrub(store: EventStore) -> bool:
             raise _translate(exc, store.path) from exc
     if busy:
         log.warning(
-            "%s: another connection is reading the file, so its -wal file could not be "
-            "emptied after the erasure; close other PMM processes and run `pmm forget` "
-            "or `pmm redact` again (or any checkpoint) to empty it",
+            "%s: another connection is reading the file, so the rewritten pages could not "
+            "all be copied back and its -wal file emptied: until then the erased text may "
+            "remain in the file's free space. Close the other PMM processes and run "
+            "`pmm forget --scrub` to finish",
             store.path,
         )
     return not busy

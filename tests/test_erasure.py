@@ -263,3 +263,62 @@ def test_cli_forget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "--db", str(db)]) == 0
     assert main(["forget", "--event", "7", "--yes", "--db", str(db)]) == 2
     assert "no event with id 7" in capsys.readouterr().err
+
+
+def test_forget_while_the_background_worker_digests(tmp_path: Path) -> None:
+    """A digest or vector computed from the text before it was forgotten is never written
+    back: the worker's batch and the erasure take turns, and stores refuse erased rows."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from mind_helpers import RecordingDigester
+
+    db = tmp_path / "pmm.db"
+    digester = RecordingDigester(delay=0.05)
+    with Mind(
+        db,
+        enable_summary=True,
+        summary_mode="background",
+        summary_batch_size=4,
+        digester=digester,
+        enable_embeddings=True,
+        embedder=HashEmbedder(),
+    ) as mind:
+        for text in FILLER[:12]:
+            mind.remember(text, role="user", session_id="alice")
+        secret = mind.remember(SECRET, role="user", session_id="alice").id
+        for text in FILLER[12:20]:
+            mind.remember(text, role="user", session_id="alice")
+        report = mind.forget(event_ids=[secret], reason="user asked")
+        assert mind.flush(30)
+        assert report.erased == [secret]
+        gone = mind.store.get(secret)
+        assert gone.content is None and gone.summary is None
+        assert mind.verify().ok
+        assert mind.pending_count() == 0
+    assert leaked(db) == []
+
+
+def test_a_reader_in_another_connection_delays_the_scrub(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "pmm.db"
+    with EventStore(db, timeout=0.3) as store:
+        for text in FILLER[:5]:
+            store.append("prompt", text, session_id="s", role="user")
+        secret = store.append("prompt", SECRET, session_id="s", role="user").id
+        store.sync_search_index()
+        reader = sqlite3.connect(db)
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM events").fetchone() == (6,)
+        from pmm.erasure import forget
+
+        report = forget(store, event_ids=[secret], reason="asked")
+        assert not report.wal_truncated
+        assert "pmm forget --scrub" in caplog.text
+        assert store.get(secret).content is None and store.verify().ok
+        reader.rollback()
+        reader.close()
+    assert main(["forget", "--scrub", "--db", str(db)]) == 0
+    assert "rewrote" in capsys.readouterr().out
+    assert leaked(db) == []
