@@ -108,6 +108,45 @@ def pmm_files(pairs: list[tuple[str, str]], folder: Path) -> dict[str, int]:
     return sizes
 
 
+def operation_times(pairs: list[tuple[str, str]], folder: Path) -> list[tuple[str, float, str]]:
+    """Seconds of forget (one event), backup, check, recover and compact on one file."""
+    import time
+
+    from pmm import Mind
+    from pmm.backup import backup, check, recover
+    from pmm.compaction import compact
+
+    path = folder / "ops.db"
+    with Mind(path, enable_summary=True, summary_mode="deferred", summarizer="heuristic") as m:
+        for q, a in pairs:
+            m.remember_turn(q, a, session_id="bench")
+        m.dream()
+        size = settle(path)
+        rows: list[tuple[str, float, str]] = []
+        started = time.perf_counter()
+        report = m.forget(event_ids=[len(pairs)], reason="bench")
+        rows.append(("forget 1 event", time.perf_counter() - started, f"{size:,} B file"))
+        started = time.perf_counter()
+        report = m.forget(match="reply number 1", reason="bench")
+        rows.append(
+            ("forget --match", time.perf_counter() - started, f"{len(report.erased)} events")
+        )
+    started = time.perf_counter()
+    copy = backup(path, folder / "copy.db")
+    rows.append(("backup (+ verify)", time.perf_counter() - started, f"{copy.bytes:,} B"))
+    started = time.perf_counter()
+    ok = check(path, full=True).ok
+    rows.append(("check --full", time.perf_counter() - started, f"ok={ok}"))
+    started = time.perf_counter()
+    salvage = recover(path, folder / "salvaged.db")
+    rows.append(("recover", time.perf_counter() - started, f"{salvage.salvaged:,} rows"))
+    with Mind(path, enable_summary=True, summary_mode="deferred") as m:
+        started = time.perf_counter()
+        done = compact(m.store, older_than="0s")
+        rows.append(("compact", time.perf_counter() - started, f"{len(done.compacted):,} turns"))
+    return rows
+
+
 def baseline_file(pairs: list[tuple[str, str]], folder: Path) -> int:
     from langchain_community.chat_message_histories import SQLChatMessageHistory
     from langchain_core.messages import AIMessage, HumanMessage
@@ -148,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{size / raw_only:>11.2f}" + (f"{size / base:>10.2f}" if base else "")
         )
     print("target: compacted <= 0.30x the summaries-off (raw only) file")
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"\n{'operation':<22}{'seconds':>9}  note")
+        for name, seconds, note in operation_times(pairs, Path(tmp)):
+            print(f"{name:<22}{seconds:>9.3f}  {note}")
     return 0
 
 
