@@ -188,12 +188,12 @@ def file_bytes(path: str) -> int:
 def _checked_ids(event_ids: Iterable[int] | None) -> set[int]:
     if event_ids is None:
         return set()
-    if isinstance(event_ids, (str, bytes)):
+    if not isinstance(event_ids, (list, tuple, set, frozenset, range)):
         raise InvalidInputError(f"event_ids must be a list of ints, got {event_ids!r}")
     ids = set()
     for value in event_ids:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidInputError(f"event ids must be ints, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**63:
+            raise InvalidInputError(f"event ids are positive ints, got {value!r}")
         ids.add(value)
     return ids
 
