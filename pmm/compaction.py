@@ -14,14 +14,16 @@ Usage::
 A compacted row keeps ``content_sha256`` (so its hash and the chain verify), its summary,
 keywords, embeddings and edges; only ``content`` becomes NULL. Turns without a digest are
 never compacted (their text is all there is), nor rows of the earlier PMM (their hash covers
-the text). One chained ``compaction`` event records the ids and the SHA-256 of each kept
-summary; the search index is rebuilt and the file vacuumed. The context shows a compacted
-turn by its summary, and keyword recall finds it by its summary and keywords.
+the text). One chained ``compaction`` event records the ids (as runs) and one SHA-256 over
+the SHA-256 of each kept summary (:func:`check_compaction` re-checks it); the search index
+is rebuilt and the file vacuumed. The context shows a compacted turn by its summary, and
+keyword recall finds it by its summary and keywords.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -120,7 +122,9 @@ def compact(
             meta = {
                 "older_than": str(label),
                 "session_id": session_id,
-                "events": [[r[0], sha256_hex(r[1])] for r in rows],
+                "count": len(rows),
+                "ids": id_ranges(ids),
+                "summaries_sha256": summaries_digest((r[0], r[1]) for r in rows),
             }
             entry = store._check(
                 NewEvent(COMPACTION_KIND, f"compacted {len(rows)} events", None, "system", meta)
@@ -130,6 +134,38 @@ def compact(
     if marker is not None:
         scrub(store)
     return CompactionReport(ids, raw, marker, dry_run, before, file_bytes(store.path))
+
+
+def id_ranges(ids: Iterable[int]) -> list[list[int]]:
+    """Ascending ids as ``[first, last]`` runs: ``[1, 2, 3, 7]`` -> ``[[1, 3], [7, 7]]``."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return runs
+
+
+def summaries_digest(rows: Iterable[tuple[int, str]]) -> str:
+    """SHA-256 of the ``"<id>:<sha256 of summary>"`` lines of ``(id, summary)`` rows in id
+    order: the ``compaction`` event holds it, so a summary changed later is detected by
+    :func:`check_compaction` (one hash instead of one per row keeps the event small)."""
+    lines = "".join(f"{i}:{sha256_hex(summary)}\n" for i, summary in sorted(rows))
+    return sha256_hex(lines)
+
+
+def check_compaction(store: EventStore, marker: Event) -> bool:
+    """Whether the summaries of the turns a ``compaction`` event covers are still the ones
+    kept when their raw text was dropped."""
+    if marker.kind != COMPACTION_KIND:
+        raise InvalidInputError(f"event {marker.id} is a {marker.kind!r}, not a compaction")
+    ids = [i for first, last in marker.meta.get("ids", []) for i in range(first, last + 1)]
+    events = store.get_many(ids)
+    if len(events) != len(ids) or any(e.summary is None for e in events.values()):
+        return False
+    digest = summaries_digest((e.id, e.summary or "") for e in events.values())
+    return bool(digest == marker.meta.get("summaries_sha256"))
 
 
 def count_compacted(store: EventStore) -> int:

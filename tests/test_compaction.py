@@ -12,9 +12,8 @@ import pytest
 
 from pmm import Mind
 from pmm.cli import main
-from pmm.compaction import compact, count_compacted, parse_age
+from pmm.compaction import check_compaction, compact, count_compacted, id_ranges, parse_age
 from pmm.errors import InvalidInputError
-from pmm.hashing import sha256_hex
 
 LONG = (
     "Yesterday I finally went hiking up the ridge behind the village with my sister, "
@@ -49,6 +48,10 @@ def mind(tmp_path: Path) -> Mind:
     return m
 
 
+def test_id_ranges() -> None:
+    assert id_ranges([7, 1, 3, 2]) == [[1, 3], [7, 7]] and id_ranges([]) == []
+
+
 def test_parse_age() -> None:
     assert parse_age("30d") == timedelta(days=30) and parse_age(" 2w ") == timedelta(weeks=2)
     for bad in ("30", "d", "-1d", "3x", ""):
@@ -73,7 +76,14 @@ def test_compaction_drops_only_old_digested_text(mind: Mind) -> None:
     assert event.content is None and event.summary and event.keywords
     marker = report.marker
     assert marker is not None and marker.kind == "compaction"
-    assert marker.meta["events"][0] == [event.id, sha256_hex(event.summary)]
+    assert marker.meta["count"] == 60 and marker.meta["ids"][0][0] == event.id
+    assert check_compaction(mind.store, marker)
+    with mind.store._write() as conn:  # a kept summary edited afterwards is detected
+        conn.execute("UPDATE events SET summary = 'forged' WHERE id = ?", (event.id,))
+    assert not check_compaction(mind.store, marker)
+    with mind.store._write() as conn:
+        conn.execute("UPDATE events SET summary = ? WHERE id = ?", (event.summary, event.id))
+    assert check_compaction(mind.store, marker)
     verify = mind.verify()
     assert verify.ok and verify.rows == rows + 1
     # The context shows compacted turns by their summary; keyword recall finds them.
