@@ -282,7 +282,80 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id", type=int, help="the event id")
     p.add_argument("--reason", required=True, help="why (recorded in the log)")
+    _add_storage_commands(command)
     return parser
+
+
+def _add_storage_commands(
+    command: Callable[..., argparse.ArgumentParser],
+) -> None:
+    """The commands of pmm.erasure (and later backup, compaction): forget."""
+    p = command(
+        "forget",
+        cmd_forget,
+        "Erase events for good: their text, digest, vectors, search terms and edges.",
+        "Picks events by --event (repeatable), --session and/or --match (a case-insensitive\n"
+        "substring of their text, summary or keywords). Records one chained 'redaction'\n"
+        "event per session (ids and reason only), then rebuilds the search index, vacuums\n"
+        "and empties the -wal file so that no byte of the text remains. Needs --yes.",
+    )
+    p.add_argument("--event", type=int, action="append", metavar="ID", help="an event id")
+    p.add_argument("--session", metavar="S", help="every event of this session")
+    p.add_argument("--match", metavar="TEXT", help="every event whose text holds TEXT")
+    p.add_argument(
+        "--reason", default="forget requested", help="why (recorded in the log; no secrets)"
+    )
+    p.add_argument("--yes", action="store_true", help="confirm: the text cannot be brought back")
+    p.add_argument(
+        "--scrub",
+        action="store_true",
+        help="only vacuum and empty the -wal file: finishes an erasure that another process "
+        "reading the file kept from finishing",
+    )
+    p = command(
+        "backup",
+        cmd_backup,
+        "Copy the log to a new file while it is in use (SQLite's online backup API).",
+        "The copy is a consistent snapshot; writers keep appending meanwhile. It is\n"
+        "verified before it gets its name; a damaged log is refused (try `pmm recover`).",
+    )
+    p.add_argument("file", metavar="FILE", help="the new backup file (must not exist)")
+    p = command(
+        "restore",
+        cmd_restore,
+        "Replace the log with a backup whose chain verifies.",
+        "The current file is first copied to <db>.before-restore-<time>. A backup that\n"
+        "does not verify is refused (exit 1) unless --force.",
+    )
+    p.add_argument("file", metavar="FILE", help="the backup to restore")
+    p.add_argument("--force", action="store_true", help="restore even if it does not verify")
+    p = command(
+        "recover",
+        cmd_recover,
+        "Salvage every readable row of a damaged database into a new one.",
+        "Re-verifies every salvaged row and prints exactly which ids were lost or no\n"
+        "longer verify. Exit 0 when nothing was lost, 1 otherwise.",
+    )
+    p.add_argument("broken", metavar="BROKEN.db", help="the damaged database")
+    p.add_argument("new", metavar="NEW.db", help="the new database to write (must not exist)")
+    p = command(
+        "check",
+        cmd_check,
+        "Run SQLite's check of every page (PRAGMA quick_check; --full: integrity_check).",
+        "Exit 1 when the file is damaged (then see `pmm recover`).",
+    )
+    p.add_argument("--full", action="store_true", help="PRAGMA integrity_check (slower)")
+    p = command(
+        "compact",
+        cmd_compact,
+        "Drop the raw text of old, digested turns; keep summaries, keywords and vectors.",
+        "Only turns with a digest lose their text (never pending ones); the chain keeps\n"
+        "verifying (hashes cover the text's SHA-256). Recorded as a chained 'compaction'\n"
+        "event; the file is vacuumed and its size before and after printed.",
+    )
+    p.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 2w")
+    p.add_argument("--session", metavar="S", help="only this session")
+    p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
 
 
 # -- commands ------------------------------------------------------------------------
@@ -611,6 +684,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         "embeddings": embeddings,
         "token_counter": get_token_counter().name,
     }
+    result["database_check"] = _doctor_database_check(settings.db_path)
     if args.json:
         return _emit(args, result, "")
     installed = [f"{n} {v}" for n, v in result["packages"].items() if v]
@@ -632,8 +706,31 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         f"embeddings: {'on' if settings.enable_embeddings else 'off'} (PMM_ENABLE_EMBEDDINGS);"
         f" {'available' if embeddings['available'] else 'NOT available'}: {embeddings['detail']}",
         f"token counter: {result['token_counter']}",
+        *_doctor_database_lines(result["database_check"]),
     ]
     return _emit(args, result, "\n".join(lines))
+
+
+def _doctor_database_check(path: str) -> dict[str, Any] | None:
+    """``pmm doctor``'s look at the file: SQLite's quick_check (``pmm check --full`` runs
+    the full integrity_check)."""
+    from .backup import check
+
+    if path == ":memory:" or not Path(path).is_file():
+        return None
+    return check(path).to_dict()
+
+
+def _doctor_database_lines(found: dict[str, Any] | None) -> list[str]:
+    if found is None:
+        return []
+    if found["ok"]:
+        return [f"database check (PRAGMA {found['pragma']}): ok"]
+    return [
+        f"database check (PRAGMA {found['pragma']}): DAMAGED",
+        *(f"  {p}" for p in found["problems"][:10]),
+        "  salvage it: pmm recover BROKEN.db NEW.db (or restore a backup: pmm restore FILE)",
+    ]
 
 
 def cmd_redact(args: argparse.Namespace) -> int:
@@ -646,6 +743,128 @@ def cmd_redact(args: argparse.Namespace) -> int:
         f" (reason: {args.reason})"
     )
     return _emit(args, result, text)
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from .erasure import file_bytes, forget, scrub
+
+    if args.scrub and not (args.event or args.session is not None or args.match is not None):
+        path = _existing_db(args)
+        with EventStore(path) as store:
+            before = file_bytes(path)
+            done = scrub(store)
+            after = file_bytes(path)
+        text = f"rewrote {path}: {_bytes(before)} -> {_bytes(after)}" + (
+            "" if done else "; another process still holds it: the -wal file was not emptied"
+        )
+        _emit(args, {"wal_truncated": done, "bytes_before": before, "bytes_after": after}, text)
+        return EXIT_OK if done else EXIT_FAILED
+    if not (args.event or args.session is not None or args.match is not None):
+        raise InvalidInputError("say what to forget: --event ID, --session S or --match TEXT")
+    if not args.yes:
+        raise InvalidInputError("forget erases text for good: add --yes to confirm")
+    path = _existing_db(args)
+    with EventStore(path) as store:
+        report = forget(
+            store,
+            event_ids=args.event,
+            session_id=args.session,
+            match=args.match,
+            reason=args.reason,
+        )
+    lines = [
+        f"forgot {len(report.erased)} events"
+        + (f" ({len(report.derived)} session summaries built from them)" if report.derived else "")
+        + f"; recorded as event(s) {', '.join(str(m.id) for m in report.markers)}",
+        f"size: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
+    ]
+    if not report.wal_truncated:
+        lines.append("warning: another process holds the file: its -wal file was not emptied")
+    return _emit(args, report.to_dict(), "\n".join(lines))
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from .backup import backup
+
+    report = backup(_existing_db(args), args.file)
+    text = (
+        f"backed up {report.verify.rows} events ({_bytes(report.bytes)}) to {report.target}"
+        f" in {report.seconds:.2f}s; head {report.verify.head}"
+    )
+    return _emit(args, report.to_dict(), text)
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from .backup import restore
+
+    report = restore(args.file, _db_path(args), force=args.force)
+    state = "verifies" if report.verify.ok else f"DOES NOT VERIFY ({report.verify.reason})"
+    text = f"restored {report.verify.rows} events from {report.source}; the chain {state}"
+    return _emit(args, report.to_dict(), text)
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    from .backup import recover
+
+    report = recover(args.broken, args.new)
+    lines = [
+        f"salvaged {report.salvaged} events into {report.target}"
+        f" (newest id {report.last_id}; {report.edges} edges, {report.embeddings} vectors)",
+        f"lost ids: {_id_list(report.lost)}",
+        f"rows that no longer verify: {_id_list(report.unverified)}",
+        f"rows whose link to the previous row is cut: {_id_list(report.broken_links)}",
+        *(f"read error: {e}" for e in report.errors),
+    ]
+    if report.verify is not None:
+        lines.append(
+            "the new chain verifies"
+            if report.verify.ok
+            else f"the new chain stops verifying at {report.verify.first_bad_id}"
+        )
+    _emit(args, report.to_dict(), "\n".join(lines))
+    return EXIT_OK if report.complete else EXIT_FAILED
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .backup import check
+
+    report = check(_existing_db(args), full=args.full)
+    text = f"PRAGMA {report.pragma}: " + (
+        "ok" if report.ok else "DAMAGED\n" + "\n".join(f"  {p}" for p in report.problems)
+    )
+    _emit(args, report.to_dict(), text)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from .compaction import compact, count_compacted
+
+    with EventStore(_existing_db(args)) as store:
+        report = compact(
+            store, older_than=args.older_than, session_id=args.session, dry_run=args.dry_run
+        )
+        total = count_compacted(store)
+        verified = store.verify()
+    data = {**report.to_dict(), "compacted_rows_in_log": total, "verify": verified.to_dict()}
+    verb = "would drop" if report.dry_run else "dropped"
+    text = "\n".join(
+        [
+            f"{verb} the raw text of {len(report.compacted)} digested turns"
+            f" ({_bytes(report.raw_bytes)} of text)",
+            f"file: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
+            f"compacted rows in the log: {total}; chain "
+            + ("verifies" if verified.ok else f"DOES NOT VERIFY: {verified.reason}"),
+        ]
+    )
+    _emit(args, data, text)
+    return EXIT_OK if verified.ok else EXIT_FAILED
+
+
+def _id_list(ids: Sequence[int]) -> str:
+    if not ids:
+        return "none"
+    shown = ", ".join(map(str, ids[:50]))
+    return shown + (f" ... ({len(ids)} in all)" if len(ids) > 50 else "")
 
 
 # -- helpers: database ---------------------------------------------------------------

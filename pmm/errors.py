@@ -31,6 +31,15 @@ class ReadOnlyDatabaseError(DatabaseError):
     """The database (or its folder) cannot be written."""
 
 
+class DiskFullError(DatabaseError):
+    """A write failed because the disk (or the database's size limit) is full: the write
+    was not stored; what was acknowledged before it is safe."""
+
+
+class UnsupportedOperationError(DatabaseError):
+    """The storage backend in use cannot do this (yet); the message names the way out."""
+
+
 class MigrationError(DatabaseError):
     """A schema migration could not be applied."""
 

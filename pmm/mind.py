@@ -34,12 +34,16 @@ from .storage import EventLog, open_store
 from .tokens import TokenCounter, get_token_counter
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from langchain_core.language_models import BaseChatModel
 
+    from .compaction import CompactionReport
     from .consolidate import SummaryReport
     from .contradictions import ContradictionReport
     from .digest import Digester
     from .embed import Embedder
+    from .erasure import ErasureReport
     from .recall import Recaller
     from .worker import BackgroundWorker
 
@@ -614,6 +618,46 @@ class Mind:
             (e.id, d.summary, d.keywords, d.method) for e, d in zip(events, digests, strict=True)
         )
         return Counter(d.method for d in digests)
+
+    # -- erasure -----------------------------------------------------------------------
+
+    def forget(
+        self,
+        *,
+        event_ids: Sequence[int] | None = None,
+        session_id: str | None = None,
+        match: str | None = None,
+        reason: str,
+    ) -> ErasureReport:
+        """Erase events so that no byte of their text stays in the file (see
+        :mod:`pmm.erasure`): by id, a whole session, and/or every event whose text,
+        summary or keywords hold ``match`` (case-insensitive)::
+
+            report = mind.forget(session_id="alice", reason="user asked")
+            report.erased, [m.id for m in report.markers]
+
+        Digesting and embedding wait while it runs, so no digest or vector of the erased
+        text is written back afterwards; the context and recall drop the events at once.
+        """
+        with self._process_lock:
+            return self.store.forget(
+                event_ids=event_ids, session_id=session_id, match=match, reason=reason
+            )
+
+    def compact(
+        self,
+        *,
+        older_than: str | timedelta,
+        session_id: str | None = None,
+        dry_run: bool = False,
+    ) -> CompactionReport:
+        """Drop the raw text of digested turns older than ``older_than`` (``"30d"``),
+        keeping their summaries, keywords, vectors and hashes (see :mod:`pmm.compaction`)::
+
+            mind.compact(older_than="30d", dry_run=True).compacted   # what would go
+        """
+        with self._process_lock:
+            return self.store.compact(older_than=older_than, session_id=session_id, dry_run=dry_run)
 
     # -- consolidation hooks (logic in pmm/consolidate.py, pmm/contradictions.py) -----
 

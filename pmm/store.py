@@ -20,18 +20,20 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import schema
 from .chain import ChainWalker, CheckedEvent, check_new_event, seal
 from .errors import (
     DatabaseError,
+    DiskFullError,
     EventNotFoundError,
     IntegrityError,
     InvalidInputError,
@@ -47,6 +49,12 @@ from .hashing import (
 from .records import Event, NewEvent, TurnRow, VerifyReport
 from .storage.terms import QueryTerms, pick_terms
 from .text import search_terms
+
+if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from .compaction import CompactionReport
+    from .erasure import ErasureReport
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 """Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
@@ -182,40 +190,49 @@ class EventStore:
         return events
 
     def redact(self, event_id: int, *, reason: str) -> Event:
-        """Erase one event's raw text (and its digest and vectors) and record that as a
-        chained ``redaction`` event in the same session, which is returned. The redacted
-        row keeps verifying: its hash covers ``content_sha256``, not the text. Rows of the
-        earlier PMM (``hash_version`` 0) hash the text itself and cannot be redacted."""
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidInputError("redact() needs a reason, e.g. reason='user asked'")
-        with self._lock, self._write() as conn:
-            target = conn.execute(
-                "SELECT session_id, hash_version, content IS NOT NULL FROM events WHERE id = ?",
-                (event_id,),
-            ).fetchone()
-            if target is None or not target[2]:
-                raise EventNotFoundError(f"no event with id {event_id} holding text to redact")
-            if target[1] == LEGACY_HASH_VERSION:
-                raise InvalidInputError(
-                    f"event {event_id} was written by the earlier PMM, whose hash covers the "
-                    "text itself: redacting it would break the chain for good"
-                )
-            marker = self._check(
-                NewEvent(
-                    "redaction",
-                    f"redacted event {event_id}",
-                    target[0],
-                    "system",
-                    {"target": event_id, "reason": reason},
-                )
-            )
-            conn.execute(
-                "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
-                " digest_method = 'redacted' WHERE id = ?",
-                (event_id,),
-            )
-            conn.execute("DELETE FROM embeddings WHERE event_id = ?", (event_id,))
-            return self._append_locked(conn, [marker])[0]
+        """Erase one event's raw text (and its digest, vectors and edges) and record that as
+        a chained ``redaction`` event in the same session, which is returned. The redacted
+        row keeps verifying: its hash covers ``content_sha256``, not the text. The file is
+        then scrubbed so that no byte of the text remains (see :mod:`pmm.erasure`, whose
+        ``forget`` erases many events at once). Rows of the earlier PMM (``hash_version``
+        0) hash the text itself and cannot be redacted."""
+        from .erasure import forget
+
+        report = forget(self, event_ids=[event_id], reason=reason, require_text=True)
+        return report.markers[0]
+
+    def rebuild_search_indexes(self, conn: sqlite3.Connection) -> None:
+        """Rebuild every full-text index derived from event text, inside the caller's
+        write transaction (``conn``), so that erased text leaves no term behind (FTS5 keeps
+        deleted terms in its segments until they are merged). Used by erasure and
+        compaction; every text-derived index belongs here."""
+        conn.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
+        conn.execute(
+            "UPDATE fts_state SET indexed_upto = (SELECT coalesce(max(id), 0) FROM events)"
+        )
+        self._doc_freq.clear()
+
+    def forget(
+        self,
+        *,
+        event_ids: Iterable[int] | None = None,
+        session_id: str | None = None,
+        match: str | None = None,
+        reason: str,
+    ) -> ErasureReport:
+        """Erase events so that no byte of their text stays in the file (see
+        :func:`pmm.erasure.forget`)."""
+        from .erasure import forget
+
+        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
+
+    def compact(
+        self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
+    ) -> CompactionReport:
+        """Drop the raw text of old digested turns (see :func:`pmm.compaction.compact`)."""
+        from .compaction import compact
+
+        return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
     def import_events(self, events: Iterable[Event]) -> VerifyReport:
         """Insert exported events verbatim (same ids, timestamps, hashes and digests) into
@@ -323,10 +340,12 @@ class EventStore:
         before_id: int | None = None,
         limit: int | None = None,
     ) -> list[TurnRow]:
-        """Like :meth:`events` newest first, but only the columns a prompt needs (fast)."""
+        """Like :meth:`events` newest first, but only the columns a prompt needs (fast).
+        A compacted turn (see :mod:`pmm.compaction`) shows its summary as its content."""
         where, params = self._filters(session_id, kinds, after_id, before_id)
         sql = (
-            "SELECT id, ts, kind, session_id, role, content, summary FROM events"
+            "SELECT id, ts, kind, session_id, role, coalesce(content, summary), summary"
+            " FROM events"
             f"{where} ORDER BY id DESC"
         )
         if limit is not None:
@@ -875,12 +894,27 @@ class _WriteTransaction:
                 self._conn.execute("COMMIT")
                 return
             except sqlite3.Error as error:
-                self._conn.execute("ROLLBACK")
+                self._rollback(error)
                 raise _translate(error, self._path) from error
-        if self._conn.in_transaction:
-            self._conn.execute("ROLLBACK")
+        self._rollback(exc)
         if isinstance(exc, sqlite3.Error):
             raise _translate(exc, self._path) from exc
+
+    def _rollback(self, cause: BaseException | None) -> None:
+        """Roll back what is left of the transaction. SQLite has already rolled it back
+        itself after some errors (a full disk, an I/O error): then there is nothing to do,
+        and the cause, not "cannot rollback", is what the caller must hear about."""
+        if not self._conn.in_transaction:
+            return
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            logging.getLogger(__name__).warning(
+                "%s: ROLLBACK after %r failed too (%s); the transaction was not committed",
+                self._path,
+                cause,
+                error,
+            )
 
 
 def _open(path: str, timeout: float) -> sqlite3.Connection:
@@ -945,12 +979,25 @@ def _translate(exc: sqlite3.Error, path: str) -> DatabaseError:
     message = str(exc)
     if "not a database" in message or "malformed" in message:
         return NotADatabaseError(
-            f"{path} is not a PMM/SQLite database or is corrupt ({message}): check the path, "
-            "or restore it from a backup"
+            f"{path} is not a PMM/SQLite database or is corrupt ({message}): check the path; "
+            "`pmm check` shows the damage, `pmm recover BROKEN.db NEW.db` salvages every "
+            "readable row, `pmm restore FILE` brings back a backup"
         )
     if "readonly" in message or "read-only" in message:
         return ReadOnlyDatabaseError(
             f"{path} cannot be written ({message}): make the file and its folder writable"
+        )
+    if "database or disk is full" in message:
+        return DiskFullError(
+            f"{path}: the disk is full, or the database reached its size limit ({message}): "
+            "the last write was not stored, and everything acknowledged before it is safe. "
+            "Free some space and retry; `pmm verify` checks the log"
+        )
+    if "disk I/O error" in message:
+        return DatabaseError(
+            f"{path}: the file could not be read or written ({message}): the disk may be "
+            "full, failing or gone. The last write was not stored; what was acknowledged "
+            "before it is safe. Check the disk and retry; `pmm verify` checks the log"
         )
     if "locked" in message or "busy" in message:
         return DatabaseError(

@@ -14,9 +14,15 @@ vectors, edges) never touches the chain, and ``verify`` walks it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 from ..records import Event, NewEvent, TurnRow, VerifyReport
+
+if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from ..compaction import CompactionReport
+    from ..erasure import ErasureReport
 
 
 @runtime_checkable
@@ -43,6 +49,17 @@ class EventLog(Protocol):
     def append_many(self, entries: Iterable[NewEvent]) -> list[Event]: ...
     def redact(self, event_id: int, *, reason: str) -> Event: ...
     def import_events(self, events: Iterable[Event]) -> VerifyReport: ...
+    def forget(
+        self,
+        *,
+        event_ids: Iterable[int] | None = None,
+        session_id: str | None = None,
+        match: str | None = None,
+        reason: str,
+    ) -> ErasureReport: ...
+    def compact(
+        self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
+    ) -> CompactionReport: ...
 
     # reading
     def get(self, event_id: int) -> Event: ...

@@ -188,3 +188,20 @@ def test_copy_log_refuses_a_tampered_source(tmp_path: Path, pg_url: str) -> None
         copy_log(source, pg_url)
     with open_store(pg_url) as target:
         assert target.count() == 0
+
+
+def test_forget_and_compact_say_clearly_where_they_are_not_available(
+    log: EventLog, log_target: str
+) -> None:
+    from pmm.errors import UnsupportedOperationError
+
+    _chat(log)
+    if not is_postgres_url(log_target):
+        assert log.forget(event_ids=[3], reason="asked").erased == [3]
+        assert log.compact(older_than="30d", dry_run=True).compacted == []
+        return
+    with pytest.raises(UnsupportedOperationError, match="redact"):
+        log.forget(event_ids=[3], reason="asked")
+    with pytest.raises(UnsupportedOperationError, match="SQLite"):
+        log.compact(older_than="30d")
+    assert log.get(3).content is not None and log.verify().ok

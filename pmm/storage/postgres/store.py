@@ -24,7 +24,12 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...chain import ChainWalker, CheckedEvent, check_new_event, seal
-from ...errors import EventNotFoundError, IntegrityError, InvalidInputError
+from ...errors import (
+    EventNotFoundError,
+    IntegrityError,
+    InvalidInputError,
+    UnsupportedOperationError,
+)
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from ...records import Event, NewEvent, TurnRow, VerifyReport
 from .connection import APPEND_LOCK, Database
@@ -33,7 +38,12 @@ from .derived import DerivedData
 from .rows import BUMP, COLUMNS, INSERT, filters, row_to_event
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     import psycopg
+
+    from ...compaction import CompactionReport
+    from ...erasure import ErasureReport
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
@@ -149,6 +159,31 @@ class PostgresEventStore(DerivedData, ConsolidationData):
             conn.execute("DELETE FROM embeddings WHERE event_id = %s", (event_id,))
             conn.execute(BUMP)
             return self._append_locked(conn, [marker])[0]
+
+    def forget(
+        self,
+        *,
+        event_ids: Iterable[int] | None = None,
+        session_id: str | None = None,
+        match: str | None = None,
+        reason: str,
+    ) -> ErasureReport:
+        """Not on PostgreSQL yet: erased text must also leave the table's dead tuples and the
+        server's WAL, which needs a VACUUM FULL policy this store does not have. Use
+        :meth:`redact` per event (the chain records it), or copy the log to SQLite."""
+        raise UnsupportedOperationError(
+            f"forget() is not available on PostgreSQL ({self.path}) yet: use redact(event_id, "
+            "reason=...) per event, then VACUUM FULL events on the server"
+        )
+
+    def compact(
+        self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
+    ) -> CompactionReport:
+        """Not on PostgreSQL yet (see :meth:`forget`)."""
+        raise UnsupportedOperationError(
+            f"compact() is not available on PostgreSQL ({self.path}) yet: compaction runs on "
+            "SQLite logs (copy with pmm.storage.copy.copy_log)"
+        )
 
     def import_events(self, events: Iterable[Event]) -> VerifyReport:
         """Insert exported events verbatim (same ids, timestamps, hashes, digests) into an

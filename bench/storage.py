@@ -1,0 +1,198 @@
+"""Bytes on disk per turn: PMM raw only, with digests, compacted, beside SQLChatMessageHistory.
+
+    python bench/storage.py                  # 2,000 turns (1,000 exchanges)
+    python bench/storage.py --turns 10000 --seed 3
+
+The corpus is a chat of short user turns and long (~1,500-character) assistant turns,
+generated from a fixed seed. Each configuration writes the same turns to a fresh file, which
+is then checkpointed and vacuumed (as is the baseline), so the figures are the bytes the data
+needs, not free pages:
+
+- ``pmm raw only``: summaries off (the default): events + hash chain + full-text index;
+- ``pmm + digests``: heuristic summaries and keywords on every turn (``pmm dream``);
+- ``pmm compacted``: the same file after ``pmm compact --older-than 0s`` (raw text dropped,
+  summaries, keywords and hashes kept);
+- ``SQLChatMessageHistory``: langchain_community's SQL history, one row per message.
+
+Targets (issue 11): compacted <= 0.3x the summaries-off file. Lossless compression of old
+raw text (PMM_COMPRESS_AFTER) is not implemented yet: it has no row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TOPICS = [
+    "the database migration",
+    "the marathon training plan",
+    "the kitchen renovation",
+    "the quarterly sales report",
+    "the trip to Kyoto",
+    "the new espresso machine",
+    "the garden irrigation system",
+    "the job offer in Berlin",
+]
+SENTENCES = [
+    "First, check that {t} has a clear owner and a written goal for the next two weeks.",
+    "A common mistake with {t} is to change too many things at once and lose track of why.",
+    "If the budget for {t} is tight, start with the cheapest option and measure the result.",
+    "Keep a short log of what you tried for {t}, what happened, and what you would change.",
+    "Most people underestimate how long {t} takes, so add a buffer of about thirty percent.",
+    "Ask someone who has done {t} before; ten minutes of advice can save you a weekend.",
+    "When {t} stalls, split the next step into something you can finish in one afternoon.",
+    "Write down the risks of {t} and decide in advance what you will do if one happens.",
+    "Review {t} at the end of each week and drop anything that no longer helps the goal.",
+    "Remember that {t} will look different in a month, so avoid decisions you cannot undo.",
+]
+
+
+def corpus(turns: int, seed: int) -> list[tuple[str, str]]:
+    """``turns // 2`` exchanges of a short question and a ~1,500-character answer."""
+    rng = random.Random(seed)
+    pairs = []
+    for i in range(turns // 2):
+        topic = rng.choice(TOPICS)
+        question = (
+            f"Question {i}: what should I do next about {topic}, given {rng.randint(2, 99)} days?"
+        )
+        answer = " ".join(s.format(t=topic) for s in rng.sample(SENTENCES, 10))
+        answer += f" (That was reply number {i}, with {rng.randint(100, 999)} notes.)"
+        while len(answer) < 1500:
+            answer += " " + rng.choice(SENTENCES).format(t=topic)
+        pairs.append((question, answer))
+    return pairs
+
+
+def settle(path: Path) -> int:
+    """Checkpoint and vacuum ``path``; returns the bytes of the file (and any -wal left)."""
+    conn = sqlite3.connect(path)
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return sum(
+        Path(str(path) + s).stat().st_size for s in ("", "-wal") if Path(str(path) + s).exists()
+    )
+
+
+def pmm_files(pairs: list[tuple[str, str]], folder: Path) -> dict[str, int]:
+    from pmm import Mind
+    from pmm.compaction import compact
+
+    sizes: dict[str, int] = {}
+    raw = folder / "raw.db"
+    with Mind(raw, enable_summary=False) as mind:
+        for q, a in pairs:
+            mind.remember_turn(q, a, session_id="bench")
+        mind.store.sync_search_index()
+        assert mind.verify().ok
+    sizes["pmm raw only"] = settle(raw)
+    digested = folder / "digests.db"
+    with Mind(digested, enable_summary=True, summary_mode="deferred", summarizer="heuristic") as m:
+        for q, a in pairs:
+            m.remember_turn(q, a, session_id="bench")
+        m.dream()
+        assert m.verify().ok
+    sizes["pmm + digests"] = settle(digested)
+    with Mind(digested, enable_summary=True, summary_mode="deferred") as m:
+        report = compact(m.store, older_than="0s")
+        assert m.verify().ok and len(report.compacted) == 2 * len(pairs)
+    sizes["pmm compacted"] = settle(digested)
+    return sizes
+
+
+def operation_times(pairs: list[tuple[str, str]], folder: Path) -> list[tuple[str, float, str]]:
+    """Seconds of forget (one event), backup, check, recover and compact on one file."""
+    import time
+
+    from pmm import Mind
+    from pmm.backup import backup, check, recover
+    from pmm.compaction import compact
+
+    path = folder / "ops.db"
+    with Mind(path, enable_summary=True, summary_mode="deferred", summarizer="heuristic") as m:
+        for q, a in pairs:
+            m.remember_turn(q, a, session_id="bench")
+        m.dream()
+        size = settle(path)
+        rows: list[tuple[str, float, str]] = []
+        started = time.perf_counter()
+        report = m.forget(event_ids=[len(pairs)], reason="bench")
+        rows.append(("forget 1 event", time.perf_counter() - started, f"{size:,} B file"))
+        started = time.perf_counter()
+        report = m.forget(match="reply number 1", reason="bench")
+        rows.append(
+            ("forget --match", time.perf_counter() - started, f"{len(report.erased)} events")
+        )
+    started = time.perf_counter()
+    copy = backup(path, folder / "copy.db")
+    rows.append(("backup (+ verify)", time.perf_counter() - started, f"{copy.bytes:,} B"))
+    started = time.perf_counter()
+    ok = check(path, full=True).ok
+    rows.append(("check --full", time.perf_counter() - started, f"ok={ok}"))
+    started = time.perf_counter()
+    salvage = recover(path, folder / "salvaged.db")
+    rows.append(("recover", time.perf_counter() - started, f"{salvage.salvaged:,} rows"))
+    with Mind(path, enable_summary=True, summary_mode="deferred") as m:
+        started = time.perf_counter()
+        done = compact(m.store, older_than="0s")
+        rows.append(("compact", time.perf_counter() - started, f"{len(done.compacted):,} turns"))
+    return rows
+
+
+def baseline_file(pairs: list[tuple[str, str]], folder: Path) -> int:
+    from langchain_community.chat_message_histories import SQLChatMessageHistory
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    path = folder / "sqlchat.db"
+    history = SQLChatMessageHistory(session_id="bench", connection=f"sqlite:///{path}")
+    messages = []
+    for q, a in pairs:
+        messages += [HumanMessage(q), AIMessage(a)]
+    history.add_messages(messages)
+    return settle(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=2000, help="turns to store (2000)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    pairs = corpus(args.turns, args.seed)
+    turns = 2 * len(pairs)
+    text = sum(len(q.encode()) + len(a.encode()) for q, a in pairs)
+    with tempfile.TemporaryDirectory() as tmp:
+        sizes = pmm_files(pairs, Path(tmp))
+        try:
+            sizes["SQLChatMessageHistory"] = baseline_file(pairs, Path(tmp))
+        except ImportError as exc:
+            print(f"SQLChatMessageHistory unavailable: {exc}")
+    raw_only = sizes["pmm raw only"]
+    base = sizes.get("SQLChatMessageHistory")
+    print(f"{turns:,} turns, {text / turns:,.0f} bytes of raw text per turn (seed {args.seed})")
+    print(
+        f"{'file':<24}{'bytes':>12}{'bytes/turn':>12}{'x raw text':>11}{'x raw-only':>11}"
+        f"{'x SQLChat':>10}"
+    )
+    for name, size in sizes.items():
+        print(
+            f"{name:<24}{size:>12,}{size / turns:>12,.0f}{size / text:>11.2f}"
+            f"{size / raw_only:>11.2f}" + (f"{size / base:>10.2f}" if base else "")
+        )
+    print("target: compacted <= 0.30x the summaries-off (raw only) file")
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"\n{'operation':<22}{'seconds':>9}  note")
+        for name, seconds, note in operation_times(pairs, Path(tmp)):
+            print(f"{name:<22}{seconds:>9.3f}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
