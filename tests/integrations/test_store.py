@@ -116,7 +116,7 @@ def test_semantic_and_hybrid_search_honour_the_index_config(tmp_path: Path) -> N
     assert [i.key for i in store.search(("m",), query="harbour boat")][:1] == ["boat"]
     hybrid = PMMStore(mind=store.mind, index=index)
     assert hybrid.mode == "hybrid"
-    assert [i.key for i in hybrid.search(("m",), query="green tea")][0] == "tea"
+    assert hybrid.search(("m",), query="green tea")[0].key == "tea"
     with pytest.raises(InvalidInputError, match="index"):
         PMMStore(mind=store.mind, mode="semantic")
     store.close()
