@@ -12,7 +12,8 @@ then one "bench" thread is driven for R rounds. Each round times, on that thread
   are not in the thread's messages), with the thread's newest 20 messages in the state;
 - after-agent: ``PMMMiddleware.remember_messages`` over those 20 messages plus the round's
   new human and AI message (the exactly-once check by message id, then two appends);
-- baselines measured in the same run: a whole agent step (``create_agent`` + a fake chat
+- baselines measured in the same run: ``Mind.context`` alone on the same thread (what the
+  classic ``PersistentMindMemory`` loads), a whole agent step (``create_agent`` + a fake chat
   model, no memory), the same step with PMMMiddleware, and LangGraph's ``InMemoryStore``
   ``search`` (filter, limit 10) over N items.
 
@@ -98,9 +99,11 @@ def main() -> None:
         state: list[AnyMessage] = []
         before: list[float] = []
         after: list[float] = []
+        core: list[float] = []
         for _ in range(args.rounds):
             human = HumanMessage(sentence(rng), id=str(uuid.uuid4()))
             messages = [*state, human]
+            timed(core, middleware.mind.context, "bench", str(human.text))
             timed(before, middleware.context_text, "bench", messages)
             messages.append(AIMessage(sentence(rng, 30), id=str(uuid.uuid4())))
             timed(after, middleware.remember_messages, "bench", messages)
@@ -135,6 +138,7 @@ def main() -> None:
     print("|---|---|---|---|")
     print(row("before-model (context_text)", before))
     print(row("after-agent (remember_messages)", after))
+    print(row("baseline: Mind.context alone (the classic memory's load)", core))
     print(row("baseline: agent step, no memory (fake model)", plain))
     print(row("agent step with PMMMiddleware (fake model)", with_pmm))
     print(row(f"baseline: InMemoryStore.search, {args.events:,} items", in_memory))
