@@ -23,6 +23,7 @@ agent.invoke({"messages": [{"role": "user", "content": "I moved to Lisbon"}]}, c
 """
 
 STORE = """
+from langchain.agents import create_agent
 from pmm import PMMStore
 
 store = PMMStore("pmm.db")  # long-term memory: chained events in the PMM log
