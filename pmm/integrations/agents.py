@@ -153,34 +153,27 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         text = context.text()
         return f"{CONTEXT_HEADER}\n{text}" if text else ""
 
-    def _with_context(self, request: ModelRequest) -> ModelRequest:
-        session = self.session_for(self._run_config())
-        text = self.context_text(session, request.messages)
+    @staticmethod
+    def _with_text(request: ModelRequest, text: str) -> ModelRequest:
+        """The request with ``text`` appended to its system message (one message)."""
         if not text:
             return request
         current = request.system_message
-        if current is None:
-            system = SystemMessage(content=text)
-        else:
-            system = SystemMessage(content=f"{current.text}\n\n{text}")
-        return request.override(system_message=system)
+        content = text if current is None else f"{current.text}\n\n{text}"
+        return request.override(system_message=SystemMessage(content=content))
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        return handler(self._with_context(request))
+        session = self.session_for(self._run_config())
+        return handler(self._with_text(request, self.context_text(session, request.messages)))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        config = self._run_config()
-        session = self.session_for(config)
+        session = self.session_for(self._run_config())
         text = await asyncio.to_thread(self.context_text, session, request.messages)
-        if text:
-            current = request.system_message
-            content = text if current is None else f"{current.text}\n\n{text}"
-            request = request.override(system_message=SystemMessage(content=content))
-        return await handler(request)
+        return await handler(self._with_text(request, text))
 
     # -- after the agent ---------------------------------------------------------------
 
