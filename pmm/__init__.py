@@ -24,7 +24,9 @@ __all__ = [
     "Mind",
     "PMMChatMessageHistory",
     "PMMError",
+    "PMMMiddleware",
     "PMMRetriever",
+    "PMMStore",
     "PersistentMindMemory",
     "VerifyReport",
     "__version__",
@@ -35,10 +37,13 @@ _LAZY = {
     "PersistentMindMemory": "pmm.memory",
     "PMMChatMessageHistory": "pmm.chat_history",
     "PMMRetriever": "pmm.retriever",
+    "PMMMiddleware": "pmm.integrations",
+    "PMMStore": "pmm.integrations",
 }
 
 if TYPE_CHECKING:
     from .chat_history import PMMChatMessageHistory
+    from .integrations import PMMMiddleware, PMMStore
     from .memory import PersistentMindMemory
     from .mind import Mind
     from .retriever import PMMRetriever

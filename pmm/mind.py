@@ -619,6 +619,15 @@ class Mind:
         )
         return Counter(d.method for d in digests)
 
+    # -- message ids (LangChain v1 middleware) -----------------------------------------
+
+    def stored_message_ids(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of these LangChain message ids this session already holds (events appended
+        with ``meta["message_id"]``): what lets a caller store each message exactly once."""
+        return self.store.stored_meta_values(
+            session_id=self._session(session_id), field="message_id", values=message_ids
+        )
+
     # -- erasure -----------------------------------------------------------------------
 
     def forget(

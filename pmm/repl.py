@@ -4,9 +4,11 @@
     OPENAI_API_KEY=x OPENAI_BASE_URL=http://localhost:11434/v1 pmm-chat --model llama3.2
     pmm-chat --db demo.db                                      # no key: offline mode
 
-With ``OPENAI_API_KEY`` (environment or ``.env``) each message goes through an LCEL chain,
-``ChatPromptTemplate(system, MessagesPlaceholder("history"), human) | ChatOpenAI``, whose
-history is PMM's compact, budgeted context for the session. ``OPENAI_BASE_URL`` points it at
+With ``OPENAI_API_KEY`` (environment or ``.env``) each message goes through a LangChain v1
+agent, ``create_agent(ChatOpenAI, middleware=[PMMMiddleware], checkpointer=InMemorySaver())``,
+whose system message carries PMM's compact, budgeted context for the session (``--classic``
+uses the LCEL chain ``ChatPromptTemplate(system, MessagesPlaceholder("history"), human) |
+ChatOpenAI`` instead, with the context as history messages). ``OPENAI_BASE_URL`` points it at
 any OpenAI-compatible server (Ollama, vLLM, llama.cpp). Without a key the chat runs OFFLINE
 and answers from memory alone (key facts and the best recalled turns), so the memory can be
 tried anywhere. Either way every exchange is saved as two chained events before the reply
@@ -27,13 +29,14 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import MissingDependencyError, PMMError
 from .settings import Settings
 from .text import snippet
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
 
     from .mind import Mind
@@ -58,6 +61,9 @@ PROMPT = "you> "
 REPLY_PREFIX = "pmm> "
 OFFLINE_PREFIX = "I'm offline (no OPENAI_API_KEY)."
 
+AGENT_THREAD_MESSAGES = 40
+"""Messages the agent keeps in its thread; older ones come back from PMM (lossless trim)."""
+
 Write = Callable[[str], None]
 
 
@@ -79,32 +85,104 @@ class OnlineResponder:
         from langchain_core.output_parsers import StrOutputParser
         from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
-        try:
-            from langchain_openai import ChatOpenAI
-        except ImportError:
-            raise MissingDependencyError(
-                "chatting through an OpenAI-compatible model", "langchain-openai", "llm"
-            ) from None
-        from pydantic import SecretStr
-
-        llm = ChatOpenAI(
-            model=model,
-            api_key=SecretStr(api_key),
-            base_url=base_url or None,
-            max_retries=1,
-            timeout=120,
-        )
+        llm = _chat_model(model, api_key, base_url)
         prompt = ChatPromptTemplate.from_messages(
             [("system", SYSTEM_PROMPT), MessagesPlaceholder("history"), ("human", "{input}")]
         )
         self.chain = prompt | llm | StrOutputParser()
         where = base_url or "api.openai.com"
-        self.banner = f"online: model {model} at {where}"
+        self.banner = f"online (classic chain): model {model} at {where}"
 
     def reply(self, mind: Mind, session: str, text: str) -> str:
         history: list[BaseMessage] = mind.context(session, query=text, as_messages=True).messages()
         answer = self.chain.invoke({"input": text, "history": history})
         return str(answer)
+
+
+class AgentResponder:
+    """Replies through a LangChain v1 agent: ``create_agent`` with :class:`PMMMiddleware`
+    (PMM's context in the system message; each message stored once, by its id) and an
+    in-process checkpointer for the thread (the session name is the thread id). The
+    middleware saves the exchange before :meth:`reply` returns (``remembers``)."""
+
+    remembers = True
+
+    def __init__(self, model: str, api_key: str, base_url: str | None) -> None:
+        try:
+            from langchain.agents import create_agent
+            from langgraph.checkpoint.memory import InMemorySaver
+        except ImportError:
+            raise MissingDependencyError(
+                "the chat's agent mode", "langchain and langgraph", "agents"
+            ) from None
+        self._llm = _chat_model(model, api_key, base_url)
+        self._create_agent = create_agent
+        self._checkpointer = InMemorySaver()
+        self._agent: Any = None
+        self._mind: Mind | None = None
+        where = base_url or "api.openai.com"
+        self.banner = f"online: model {model} at {where}"
+
+    def _agent_for(self, mind: Mind) -> Any:
+        if self._agent is None or self._mind is not mind:
+            from .integrations.agents import PMMMiddleware
+
+            self._agent = self._create_agent(
+                self._llm,
+                [],
+                system_prompt=SYSTEM_PROMPT,
+                middleware=[PMMMiddleware(mind=mind, trim_to=AGENT_THREAD_MESSAGES)],
+                checkpointer=self._checkpointer,
+            )
+            self._mind = mind
+        return self._agent
+
+    def reply(self, mind: Mind, session: str, text: str) -> str:
+        import uuid
+
+        from langchain_core.messages import HumanMessage, RemoveMessage
+
+        agent = self._agent_for(mind)
+        config: Any = {"configurable": {"thread_id": session}}
+        message = HumanMessage(content=text, id=str(uuid.uuid4()))
+        try:
+            result = agent.invoke({"messages": [message]}, config)
+        except BaseException:
+            # Nothing of a failed or cancelled turn stays: not in the log (the middleware
+            # stores after the agent ends), and not in the thread's checkpoint either.
+            state = agent.get_state(config)
+            if any(m.id == message.id for m in state.values.get("messages", [])):
+                agent.update_state(config, {"messages": [RemoveMessage(id=str(message.id))]})
+            raise
+        return str(result["messages"][-1].text)
+
+
+def online_responder(
+    model: str, api_key: str, base_url: str | None, *, classic: bool = False
+) -> Responder:
+    """The online mode: the v1 agent, or the classic LCEL chain with ``classic``."""
+    if classic:
+        return OnlineResponder(model, api_key, base_url)
+    return AgentResponder(model, api_key, base_url)
+
+
+def _chat_model(model: str, api_key: str, base_url: str | None) -> BaseChatModel:
+    """``ChatOpenAI`` for an OpenAI-compatible server (one retry, a two-minute timeout)."""
+    try:
+        from langchain_openai import ChatOpenAI
+    except ImportError:
+        raise MissingDependencyError(
+            "chatting through an OpenAI-compatible model", "langchain-openai", "llm"
+        ) from None
+    from pydantic import SecretStr
+
+    return ChatOpenAI(
+        model=model,
+        api_key=SecretStr(api_key),
+        base_url=base_url or None,
+        max_retries=1,
+        timeout=120,
+    )
 
 
 class OfflineResponder:
@@ -170,7 +248,8 @@ class Chat:
             return True
         # Saved, then shown: a reply on screen is in the log. Ctrl-C cannot split the two.
         with _interrupts_deferred():
-            self.mind.remember_turn(text, answer, session_id=self.session)
+            if not getattr(self.responder, "remembers", False):  # the agent's middleware did
+                self.mind.remember_turn(text, answer, session_id=self.session)
             self.write(REPLY_PREFIX + answer)
         return True
 
@@ -266,7 +345,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         api_key, base_url = _openai_env()
         responder: Responder
         if api_key:
-            responder = OnlineResponder(args.model or settings.llm_model, api_key, base_url)
+            responder = online_responder(
+                args.model or settings.llm_model, api_key, base_url, classic=args.classic
+            )
         else:
             responder = OfflineResponder()
         from .mind import Mind
@@ -322,6 +403,11 @@ def _parser() -> argparse.ArgumentParser:
         "--session", help="the conversation to continue (default: PMM_SESSION_ID, else default)"
     )
     parser.add_argument("--model", help="chat model name (default: PMM_LLM_MODEL)")
+    parser.add_argument(
+        "--classic",
+        action="store_true",
+        help="online: use the classic LCEL chain instead of the LangChain v1 agent",
+    )
     return parser
 
 

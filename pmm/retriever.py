@@ -13,9 +13,13 @@ metadata carries ``event_id``, ``session_id``, ``role``, ``kind``, ``ts``, ``key
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
@@ -60,10 +64,49 @@ class PMMRetriever(BaseRetriever):
         return self._own_mind
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        session_id: str | None = None,
+        mode: Literal["hybrid", "keyword", "semantic"] | None = None,
+        kinds: list[str] | None = None,
+    ) -> list[Document]:
+        """``k``, ``session_id``, ``mode`` and ``kinds`` given at call time
+        (``retriever.invoke(q, k=1)``) win over the fields."""
+        return self._documents(query, k=k, session_id=session_id, mode=mode, kinds=kinds)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        session_id: str | None = None,
+        mode: Literal["hybrid", "keyword", "semantic"] | None = None,
+        kinds: list[str] | None = None,
+    ) -> list[Document]:
+        """Runs the (blocking) search in a worker thread, off the event loop."""
+        return await asyncio.to_thread(
+            self._documents, query, k=k, session_id=session_id, mode=mode, kinds=kinds
+        )
+
+    def _documents(
+        self,
+        query: str,
+        *,
+        k: int | None,
+        session_id: str | None,
+        mode: Literal["hybrid", "keyword", "semantic"] | None,
+        kinds: list[str] | None,
     ) -> list[Document]:
         hits = self.pmm.recall(
-            query, self.k, session_id=self.session_id, mode=self.mode, kinds=self.kinds
+            query,
+            self.k if k is None else k,
+            session_id=self.session_id if session_id is None else session_id,
+            mode=self.mode if mode is None else mode,
+            kinds=self.kinds if kinds is None else kinds,
         )
         documents = []
         for hit in hits:

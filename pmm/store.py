@@ -871,6 +871,62 @@ class EventStore:
             conn.execute("INSERT INTO edges(src, dst, kind) VALUES (?,?,?)", (newer, older, kind))
             return self._append_locked(conn, [checked])[0]
 
+    # -- meta keys (used by the LangChain v1 middleware and the LangGraph store) ---------
+
+    def stored_meta_values(self, *, session_id: str, field: str, values: Iterable[str]) -> set[str]:
+        """Which of ``values`` some event of this session holds in ``meta[field]``, e.g.
+        ``store.stored_meta_values(session_id="t1", field="message_id", values=ids)``.
+
+        Reads the session's rows through the (session_id, id) index; cost grows with the
+        session's length, not the log's."""
+        wanted = list(dict.fromkeys(values))
+        found: set[str] = set()
+        path = f"$.{field}"
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(
+                "SELECT DISTINCT json_extract(meta, ?) FROM events WHERE session_id = ?"
+                f" AND json_extract(meta, ?) IN ({marks})",
+                [path, session_id, path, *chunk],
+            )
+            found.update(str(r[0]) for r in rows)
+        return found
+
+    def latest_per_meta_key(
+        self,
+        *,
+        kinds: Iterable[str],
+        field: str,
+        session_id: str | None = None,
+        session_prefix: str | None = None,
+        value: str | None = None,
+    ) -> list[Event]:
+        """The newest event of ``kinds`` for each (session, ``meta[field]``) pair, in the one
+        session ``session_id`` or in every session starting with ``session_prefix``; with
+        ``value``, only that key. Oldest first. (A key/value view of an append-only log.)"""
+        kind_list = list(kinds)
+        path = f"$.{field}"
+        clauses = [f"kind IN ({','.join('?' * len(kind_list))})"]
+        params: list[Any] = [*kind_list]
+        if session_id is not None:
+            clauses.append("session_id = ?")
+            params.append(session_id)
+        if session_prefix is not None:
+            clauses.append("substr(session_id, 1, ?) = ?")  # exact, unlike LIKE
+            params.extend([len(session_prefix), session_prefix])
+        if value is not None:
+            clauses.append("json_extract(meta, ?) = ?")
+            params.extend([path, value])
+        latest = (
+            f"SELECT max(id) FROM events WHERE {' AND '.join(clauses)}"
+            " GROUP BY session_id, json_extract(meta, ?)"
+        )
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", [*params, path]
+        )
+        return [_row_to_event(r) for r in rows]
+
 
 class _WriteTransaction:
     """``with`` block around ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error)."""

@@ -157,15 +157,26 @@ def test_online_chat_sends_memory_to_the_model(
 ) -> None:
     env = {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.api_base}
     server.reply_text("Nice to meet you, Zed!")
-    chat = Chat("--db", str(db), "--session", "s1", "--model", "fake-model", cwd=tmp_path, env=env)
-    assert "online: model fake-model" in chat.first_line and server.api_base in chat.first_line
+    chat = Chat(
+        "--classic",
+        "--db",
+        str(db),
+        "--session",
+        "s1",
+        "--model",
+        "fake-model",
+        cwd=tmp_path,
+        env=env,
+    )  # the classic LCEL chain (the v1 agent is tests/integrations/test_chat_agent.py)
+    assert "online (classic chain): model fake-model" in chat.first_line
+    assert server.api_base in chat.first_line
     assert chat.say(ZED).strip() == "pmm> Nice to meet you, Zed!"
     chat.child.sendeof()
     chat.finish()
 
     # a restart: the earlier turn comes from the log, not from the process
     server.reply_text("Your name is Zed and you live in Oslo.")
-    chat = Chat("--db", str(db), "--session", "s1", cwd=tmp_path, env=env)
+    chat = Chat("--classic", "--db", str(db), "--session", "s1", cwd=tmp_path, env=env)
     reply = chat.say("What is my name?")
     assert reply.strip() == "pmm> Your name is Zed and you live in Oslo."
 

@@ -142,6 +142,20 @@ class EventLog(Protocol):
         self, marker: NewEvent, *, newer: int, older: int, kind: str
     ) -> Event | None: ...
 
+    # lookups by a meta field (LangChain v1 middleware, LangGraph store)
+    def stored_meta_values(
+        self, *, session_id: str, field: str, values: Iterable[str]
+    ) -> set[str]: ...
+    def latest_per_meta_key(
+        self,
+        *,
+        kinds: Iterable[str],
+        field: str,
+        session_id: str | None = None,
+        session_prefix: str | None = None,
+        value: str | None = None,
+    ) -> list[Event]: ...
+
     # search, statistics, verification
     def sync_search_index(self) -> int: ...
     def search_index_upto(self) -> int: ...

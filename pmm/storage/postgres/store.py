@@ -35,6 +35,7 @@ from ...records import Event, NewEvent, TurnRow, VerifyReport
 from .connection import APPEND_LOCK, Database
 from .consolidation import ConsolidationData
 from .derived import DerivedData
+from .meta_keys import MetaKeys
 from .rows import BUMP, COLUMNS, INSERT, filters, row_to_event
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
 
-class PostgresEventStore(DerivedData, ConsolidationData):
+class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;

@@ -1,0 +1,262 @@
+"""PMMMiddleware: PMM as the memory of a LangChain v1 agent (``create_agent``).
+
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from pmm.integrations import PMMMiddleware
+
+    agent = create_agent(model, tools, middleware=[PMMMiddleware(db_path="pmm.db")],
+                         checkpointer=InMemorySaver())
+    agent.invoke({"messages": [{"role": "user", "content": "I moved to Lisbon"}]},
+                 {"configurable": {"thread_id": "alice"}})
+
+Before every model call the middleware adds PMM's compact context for the thread (key
+facts, relevant older memories for the latest user message, and earlier turns that are no
+longer in the thread's messages) to the system message of that call, within
+``max_token_limit``. The context is never written into the agent state, so it is not
+duplicated across steps or checkpoints.
+
+After the agent finishes, the run's human, AI and tool messages are appended to the log,
+each exactly once: every event carries the LangChain ``message_id`` in its meta, and ids
+already stored in the session are skipped (re-runs, streaming, interrupts and resumes).
+AI messages keep their ``tool_calls`` in meta; tool results are stored with role ``tool``,
+their ``tool_call_id`` and the id of the AI message that asked for them. What comes back
+into the prompt is text inside the system message, so tool-call pairing in the message list
+is never touched.
+
+``trim_to=N`` keeps only the newest N messages in the thread's state once they are in the
+log (cut at a human message, so tool calls stay with their results); older turns come back
+through the context, nothing is lost.
+
+The session is the run's ``thread_id`` (``config["configurable"]["thread_id"]``); pass
+``session_id="alice"`` to pin one, or a callable ``session_id=lambda config: ...`` to map a
+run to a session (e.g. one memory per user across threads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from ..errors import InvalidInputError
+from ..mind import Mind
+from ..records import NewEvent
+
+log = logging.getLogger(__name__)
+
+CONTEXT_HEADER = "Memory (PMM) of this conversation and earlier ones:"
+SessionResolver = Callable[[RunnableConfig], str]
+
+
+class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Persistent memory for ``create_agent`` (see the module docstring).
+
+    ``mind`` shares an open :class:`~pmm.Mind`; otherwise ``db_path`` and the PMM settings
+    in ``settings`` (``enable_summary=True``, ...) open one. ``max_token_limit`` caps the
+    injected context (default: the ``max_tokens`` setting).
+    """
+
+    def __init__(
+        self,
+        db_path: str | None = None,
+        *,
+        mind: Mind | None = None,
+        session_id: str | SessionResolver | None = None,
+        max_token_limit: int | None = None,
+        trim_to: int | None = None,
+        **settings: Any,
+    ) -> None:
+        super().__init__()
+        if trim_to is not None and (not isinstance(trim_to, int) or trim_to < 1):
+            raise InvalidInputError(f"trim_to must be an int >= 1 or None, got {trim_to!r}")
+        if max_token_limit is not None and max_token_limit < 0:
+            raise InvalidInputError(f"max_token_limit must be >= 0, got {max_token_limit}")
+        self.mind = mind if mind is not None else Mind(db_path, **settings)
+        self._own_mind = mind is None
+        self.session_id = session_id
+        self.max_token_limit = max_token_limit
+        self.trim_to = trim_to
+
+    def close(self) -> None:
+        """Close the Mind this middleware opened (not one passed in)."""
+        if self._own_mind:
+            self.mind.close()
+
+    # -- session -----------------------------------------------------------------------
+
+    def session_for(self, config: RunnableConfig | None) -> str:
+        """The PMM session of a run: the override, the callable's answer, the thread id,
+        or the ``session_id`` setting when the run has no thread id."""
+        if isinstance(self.session_id, str):
+            return self.session_id
+        config = config or {}
+        if self.session_id is not None:
+            session = self.session_id(config)
+            if not isinstance(session, str) or not session.strip():
+                raise InvalidInputError(
+                    f"the session_id callable must return a non-empty str, got {session!r}"
+                )
+            return session
+        thread = (config.get("configurable") or {}).get("thread_id")
+        return str(thread) if thread is not None else self.mind.settings.session_id
+
+    @staticmethod
+    def _run_config() -> RunnableConfig | None:
+        try:
+            return get_config()
+        except RuntimeError:  # called outside a graph run (a direct call in a test)
+            return None
+
+    # -- before the model --------------------------------------------------------------
+
+    def context_text(self, session: str, messages: Sequence[BaseMessage]) -> str:
+        """The PMM context for a model call over ``messages`` (empty when there is none):
+        facts, memories relevant to the latest human message, and remembered turns that
+        are not among ``messages``."""
+        query = next((str(m.text) for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+        budget = (
+            self.mind.settings.max_tokens
+            if self.max_token_limit is None
+            else (self.max_token_limit)
+        )
+        budget -= self.mind.counter.count(CONTEXT_HEADER) + 1
+        if budget <= 0:
+            return ""
+        context = self.mind.context(session, query=query, budget_tokens=budget)
+        if context.history:
+            in_state = {m.id for m in messages if m.id}
+            events = self.mind.store.get_many(t.event_id for t in context.history)
+            kept = [
+                t
+                for t in context.history
+                if (events[t.event_id].meta or {}).get("message_id") not in in_state
+            ]
+            if len(kept) != len(context.history):
+                context = replace(context, history=kept)
+        text = context.text()
+        return f"{CONTEXT_HEADER}\n{text}" if text else ""
+
+    @staticmethod
+    def _with_text(request: ModelRequest, text: str) -> ModelRequest:
+        """The request with ``text`` appended to its system message (one message)."""
+        if not text:
+            return request
+        current = request.system_message
+        content = text if current is None else f"{current.text}\n\n{text}"
+        return request.override(system_message=SystemMessage(content=content))
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        session = self.session_for(self._run_config())
+        return handler(self._with_text(request, self.context_text(session, request.messages)))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        session = self.session_for(self._run_config())
+        text = await asyncio.to_thread(self.context_text, session, request.messages)
+        return await handler(self._with_text(request, text))
+
+    # -- after the agent ---------------------------------------------------------------
+
+    def remember_messages(self, session: str, messages: Sequence[AnyMessage]) -> list[int]:
+        """Append the messages this session does not hold yet (by message id); returns
+        the new event ids."""
+        candidates = [
+            m for m in messages if isinstance(m, (HumanMessage, AIMessage, ToolMessage)) and m.id
+        ]
+        if not candidates:
+            return []
+        stored = self.mind.stored_message_ids(session, [str(m.id) for m in candidates])
+        asked_by: dict[str, str] = {}
+        for message in messages:
+            if isinstance(message, AIMessage) and message.id:
+                for call in message.tool_calls:
+                    if call.get("id"):
+                        asked_by[str(call["id"])] = str(message.id)
+        entries = [
+            entry
+            for m in candidates
+            if str(m.id) not in stored
+            for entry in [_entry(m, session, asked_by)]
+            if entry is not None
+        ]
+        return [e.id for e in self.mind.remember_many(entries)] if entries else []
+
+    def _after(
+        self, state: AgentState[Any], config: RunnableConfig | None
+    ) -> dict[str, Any] | None:
+        messages = state["messages"]
+        self.remember_messages(self.session_for(config), messages)
+        if self.trim_to is None or len(messages) <= self.trim_to:
+            return None
+        removed = _older_than_window(messages, self.trim_to)
+        return {"messages": [RemoveMessage(id=str(m.id)) for m in removed]} if removed else None
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self._after(state, self._run_config())
+
+    async def aafter_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self._after, state, self._run_config())
+
+
+def _older_than_window(messages: Sequence[AnyMessage], keep: int) -> list[AnyMessage]:
+    """The messages before the newest ``keep``, cut back to a human message so that no
+    tool call is separated from its result (nothing when no such cut exists)."""
+    cut = len(messages) - keep
+    while cut > 0 and not isinstance(messages[cut], HumanMessage):
+        cut -= 1
+    return [m for m in messages[:cut] if m.id]
+
+
+def _entry(message: AnyMessage, session: str, asked_by: dict[str, str]) -> NewEvent | None:
+    meta: dict[str, Any] = {"message_id": str(message.id), "source": "agent"}
+    text = str(message.text)
+    if isinstance(message, HumanMessage):
+        return NewEvent("prompt", text, session, "user", meta) if text.strip() else None
+    if isinstance(message, AIMessage):
+        if message.tool_calls:
+            calls = [
+                {"id": c.get("id"), "name": c["name"], "args": _jsonable(c["args"])}
+                for c in message.tool_calls
+            ]
+            meta["tool_calls"] = calls
+            called = ", ".join(
+                f"{c['name']}({json.dumps(c['args'], ensure_ascii=False, sort_keys=True)})"
+                for c in calls
+            )
+            text = f"{text}\n[called {called}]".strip()
+        return NewEvent("response", text, session, "assistant", meta) if text.strip() else None
+    if isinstance(message, ToolMessage):
+        meta["tool_call_id"] = message.tool_call_id
+        meta["ai_message_id"] = asked_by.get(message.tool_call_id)
+        if message.name:
+            meta["tool_name"] = message.name
+            text = f"[{message.name}] {text}"
+        return NewEvent("response", text, session, "tool", meta)
+    return None
+
+
+def _jsonable(value: Any) -> Any:
+    result: Any = json.loads(json.dumps(value, default=str))
+    return result

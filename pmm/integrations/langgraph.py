@@ -1,0 +1,313 @@
+"""PMMStore: LangGraph long-term memory (a ``BaseStore``) over the PMM event log.
+
+    from pmm.integrations import PMMStore
+
+    store = PMMStore("pmm.db")                         # or PMMStore(mind=mind)
+    store.put(("users", "alice"), "home", {"city": "Lisbon"})
+    store.get(("users", "alice"), "home").value         # {'city': 'Lisbon'}
+    store.search(("users",), query="Lisbon", limit=5)   # keyword recall (BM25)
+    agent = create_agent(model, tools, store=store)     # or graph.compile(store=store)
+
+Every put is a chained ``store_put`` event (the value as JSON, the key in meta) and every
+delete a chained ``store_delete`` tombstone, in the session ``lgstore/<namespace>``: history
+is never rewritten, ``get`` returns the newest value, and ``pmm verify`` covers the store.
+
+Search ranks by PMM recall: keyword (FTS5 BM25 over the value's JSON) always, and semantic
+when an ``index`` config gives an embedding function (``{"embed": fn, "dims": 384,
+"fields": ["text"]}``: the fields' text is embedded once per put and the vector kept in the
+log's ``embeddings`` table); both are fused by reciprocal rank (``mode="hybrid"``, the default
+with an index). ``filter`` matches values (``{"type": "note"}`` or operators ``$eq``, ``$ne``,
+``$gt``, ``$gte``, ``$lt``, ``$lte``); ``limit`` and ``offset`` page the result. TTL is not
+supported (``supports_ttl`` is False).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, Literal
+from urllib.parse import quote, unquote
+
+import numpy as np
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
+
+from ..errors import InvalidInputError
+from ..mind import Mind
+from ..recall import rrf_fuse
+from ..records import Event, NewEvent
+
+PUT_KIND = "store_put"
+DELETE_KIND = "store_delete"
+SESSION_ROOT = "lgstore"
+EMBEDDING_MODEL_PREFIX = "langgraph-store"
+SearchMode = Literal["hybrid", "keyword", "semantic"]
+
+
+def namespace_session(namespace: Sequence[str]) -> str:
+    """The PMM session that holds a namespace: ``("users", "a/b")`` → ``lgstore/users/a%2Fb``."""
+    return "/".join([SESSION_ROOT, *(quote(label, safe="") for label in namespace)])
+
+
+def session_namespace(session: str) -> tuple[str, ...]:
+    """The inverse of :func:`namespace_session`."""
+    parts = session.split("/")
+    return tuple(unquote(p) for p in parts[1:])
+
+
+class PMMStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose items live in a PMM log (see the module docstring).
+
+    ``index`` is LangGraph's ``IndexConfig`` (``embed``, ``dims``, ``fields``); without it
+    search is keyword-only. ``mode`` picks the rankers when an index is configured.
+    """
+
+    supports_ttl = False
+
+    def __init__(
+        self,
+        db_path: str | None = None,
+        *,
+        mind: Mind | None = None,
+        index: IndexConfig | None = None,
+        mode: SearchMode | None = None,
+        **settings: Any,
+    ) -> None:
+        self.mind = mind if mind is not None else Mind(db_path, **settings)
+        self._own_mind = mind is None
+        self.index_config = index
+        if index is not None:
+            if "dims" not in index or "embed" not in index:
+                raise InvalidInputError("index needs 'dims' and 'embed' (LangGraph IndexConfig)")
+            self.embeddings = ensure_embeddings(index["embed"])
+            self.fields = list(index.get("fields") or ["$"])
+            self.embedding_model = f"{EMBEDDING_MODEL_PREFIX}:{index['dims']}"
+        if mode is None:
+            mode = "hybrid" if index is not None else "keyword"
+        if mode != "keyword" and index is None:
+            raise InvalidInputError(f"mode={mode!r} needs an index config with an embed function")
+        self.mode: SearchMode = mode
+
+    def close(self) -> None:
+        """Close the Mind this store opened (not one passed in)."""
+        if self._own_mind:
+            self.mind.close()
+
+    # -- BaseStore ---------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run Get/Put/Search/ListNamespaces operations in order."""
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op))
+            elif isinstance(op, PutOp):
+                self._put(op)
+                results.append(None)
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            else:
+                raise InvalidInputError(f"unknown store operation: {type(op).__name__}")
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread (SQLite and embedding calls block)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- operations --------------------------------------------------------------------
+
+    def _latest(self, namespace: Sequence[str], key: str | None = None) -> list[Event]:
+        return self.mind.store.latest_per_meta_key(
+            kinds=(PUT_KIND, DELETE_KIND),
+            field="key",
+            session_id=namespace_session(namespace),
+            value=key,
+        )
+
+    def _get(self, op: GetOp) -> Item | None:
+        latest = self._latest(op.namespace, op.key)
+        if not latest or latest[0].kind != PUT_KIND:
+            return None
+        found = _item(latest[0])
+        return Item(
+            value=found.value,
+            key=found.key,
+            namespace=found.namespace,
+            created_at=found.created_at,
+            updated_at=found.updated_at,
+        )
+
+    def _put(self, op: PutOp) -> None:
+        session = namespace_session(op.namespace)
+        previous = self._latest(op.namespace, op.key)
+        live = previous[0] if previous and previous[0].kind == PUT_KIND else None
+        if op.value is None:
+            if live is not None:
+                self.mind.remember_many([NewEvent(DELETE_KIND, "", session, None, {"key": op.key})])
+            return
+        if not isinstance(op.value, dict):
+            raise InvalidInputError(f"a store value must be a dict, got {type(op.value).__name__}")
+        now = datetime.now().astimezone().isoformat()
+        meta = {
+            "key": op.key,
+            "created_at": (live.meta.get("created_at") if live else None) or now,
+        }
+        content = json.dumps(op.value, ensure_ascii=False, sort_keys=True, default=str)
+        [event] = self.mind.remember_many([NewEvent(PUT_KIND, content, session, None, meta)])
+        if self.index_config is not None and op.index is not False:
+            self._embed(event.id, op.value, op.index)
+
+    def _embed(self, event_id: int, value: dict[str, Any], fields: list[str] | None) -> None:
+        texts = [t for path in (fields or self.fields) for t in _texts_at(value, path)]
+        if not texts:
+            return
+        vector = np.asarray(self.embeddings.embed_documents(["\n".join(texts)])[0], np.float32)
+        self.mind.store.put_embeddings(
+            self.embedding_model, int(vector.shape[0]), [(event_id, vector.tobytes())]
+        )
+
+    def _live_under(self, prefix: Sequence[str]) -> list[Event]:
+        root = namespace_session(prefix)
+        found = self.mind.store.latest_per_meta_key(
+            kinds=(PUT_KIND, DELETE_KIND), field="key", session_prefix=root
+        )
+        width = len(prefix)
+        return [
+            e
+            for e in found
+            if e.kind == PUT_KIND
+            and e.session_id is not None
+            and session_namespace(e.session_id)[:width] == tuple(prefix)
+        ]
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        live = self._live_under(op.namespace_prefix)
+        if op.filter:
+            live = [e for e in live if _matches(_value(e), op.filter)]
+        if not op.query or not op.query.strip():
+            live.sort(key=lambda e: e.id, reverse=True)  # newest first
+            return [_item(e, None) for e in live[op.offset : op.offset + op.limit]]
+        by_id = {e.id: e for e in live}
+        rankings: dict[str, list[int]] = {}
+        scores: dict[int, float] = {}
+        if self.mode != "semantic":
+            depth = max(200, 10 * (op.offset + op.limit))
+            hits = self.mind.recall(op.query, depth, mode="keyword", kinds=(PUT_KIND,))
+            rankings["keyword"] = [h.event.id for h in hits if h.event.id in by_id]
+        if self.mode != "keyword":
+            similarity = self._similarity(op.query, list(by_id))
+            rankings["semantic"] = sorted(similarity, key=lambda i: -similarity[i])
+            scores = similarity
+        if self.mode == "semantic":
+            ranked = [(i, scores[i]) for i in rankings["semantic"]]
+        else:
+            ranked = [(i, s) for i, s, _ in rrf_fuse(rankings)]
+        page = ranked[op.offset : op.offset + op.limit]
+        return [_item(by_id[i], float(s)) for i, s in page]
+
+    def _similarity(self, query: str, event_ids: list[int]) -> dict[int, float]:
+        wanted = set(event_ids)
+        stored = [
+            (i, v) for i, v in self.mind.store.embeddings(self.embedding_model) if i in wanted
+        ]
+        if not stored:
+            return {}
+        matrix = np.stack([np.frombuffer(v, dtype=np.float32) for _, v in stored])
+        query_vector = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query_vector) or 1.0)
+        sims = matrix @ query_vector / np.where(norms == 0, 1.0, norms)
+        return {i: float(s) for (i, _), s in zip(stored, sims, strict=True)}
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        namespaces = {session_namespace(e.session_id) for e in self._live_under(()) if e.session_id}
+        if op.match_conditions:
+            namespaces = {
+                ns for ns in namespaces if all(_match(c, ns) for c in op.match_conditions)
+            }
+        if op.max_depth is not None:
+            namespaces = {ns[: op.max_depth] for ns in namespaces}
+        ordered = sorted(namespaces)
+        return ordered[op.offset : op.offset + op.limit]
+
+
+def _value(event: Event) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(event.content or "{}")
+    return value
+
+
+def _item(event: Event, score: float | None = None) -> SearchItem:
+    if event.session_id is None:  # every store event has one; keeps mypy sure
+        raise InvalidInputError(f"event {event.id} has no session")
+    updated = datetime.fromisoformat(event.ts.replace("Z", "+00:00"))
+    created_raw = event.meta.get("created_at")
+    created = datetime.fromisoformat(created_raw) if isinstance(created_raw, str) else updated
+    return SearchItem(
+        namespace=session_namespace(event.session_id),
+        key=str(event.meta["key"]),
+        value=_value(event),
+        created_at=created,
+        updated_at=updated,
+        score=score,
+    )
+
+
+def _texts_at(value: dict[str, Any], path: str) -> list[str]:
+    if path == "$":
+        return [json.dumps(value, ensure_ascii=False, sort_keys=True)]
+    return get_text_at_path(value, tokenize_path(path))
+
+
+_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "$eq": lambda a, b: a == b,
+    "$ne": lambda a, b: a != b,
+    "$gt": lambda a, b: a is not None and a > b,
+    "$gte": lambda a, b: a is not None and a >= b,
+    "$lt": lambda a, b: a is not None and a < b,
+    "$lte": lambda a, b: a is not None and a <= b,
+}
+
+
+def _matches(value: dict[str, Any], conditions: dict[str, Any]) -> bool:
+    for field, wanted in conditions.items():
+        actual = value.get(field)
+        if isinstance(wanted, dict) and wanted and all(k.startswith("$") for k in wanted):
+            for op_name, operand in wanted.items():
+                check = _OPERATORS.get(op_name)
+                if check is None:
+                    raise InvalidInputError(
+                        f"unknown filter operator {op_name!r}: use one of {', '.join(_OPERATORS)}"
+                    )
+                try:
+                    if not check(actual, operand):
+                        return False
+                except TypeError:
+                    return False
+        elif actual != wanted:
+            return False
+    return True
+
+
+def _match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if not path:
+        return True
+    if len(path) > len(namespace):
+        return False
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
+    return all(p == "*" or p == n for p, n in zip(path, part, strict=True))
