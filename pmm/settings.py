@@ -65,6 +65,8 @@ class Settings:
     """How many relevant memories the context may add."""
     max_content_bytes: int = 1_048_576
     """Largest content one event may hold."""
+    facts_nlp: bool = False
+    """Check key facts with spaCy's parser and entities too (needs the [local] extra)."""
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

@@ -10,8 +10,8 @@ has a parser, one warning is logged and the rules' candidates are returned uncha
 
 What the parse decides:
 
-- a weak name ("I'm X", "this is X", "my sister X") is dropped when X is the adjectival
-  complement of "am" or an adjective, verb or adverb that is not a PERSON entity
+- a weak name ("I'm X", "this is X", "my sister X") is dropped when X is an adjectival
+  complement, adjective, verb or adverb and not a PERSON entity
   (``I'm Thrilled with ...``); any name is dropped when it is an adjective that spaCy calls a
   nationality or religion (NORP: ``I'm Nigerian``);
 - a place is dropped when none of its words is a noun or proper noun;
@@ -78,8 +78,7 @@ def refine(text: str, found: list[Candidate]) -> list[Fact]:
     spans = [
         (start, end)
         for start, end in statement_spans(norm)
-        if _FIRST_PERSON.search(norm, start, end)
-        or any(start <= c.start < end for c in found)
+        if _FIRST_PERSON.search(norm, start, end) or any(start <= c.start < end for c in found)
     ]
     kept: list[tuple[int, Fact]] = []
     docs = nlp.pipe(norm[start:end] for start, end in spans)
@@ -109,9 +108,8 @@ def _consistent(candidate: Candidate, span: Any) -> bool:
         if root.ent_type_ == "NORP" and root.pos_ == "ADJ":
             return False  # "I'm Nigerian" (NORP alone is no proof: it tags "Maria" too)
         if candidate.weak:
-            return root.dep_ != "acomp" and (
-                root.pos_ not in _NOT_NAME_POS or root.ent_type_ == "PERSON"
-            )
+            adjectival = root.dep_ == "acomp" or root.pos_ in _NOT_NAME_POS
+            return not adjectival or root.ent_type_ == "PERSON"
         return True
     if attribute in _PLACE_SLOTS:
         return any(token.pos_ in {"PROPN", "NOUN"} for token in span)
@@ -136,25 +134,31 @@ def _proper_phrase(token: Any) -> tuple[int, str]:
     return span.start_char, span.text
 
 
+def _slot_of(token: Any) -> str | None:
+    """``location`` / ``origin`` / ``name`` when ``token`` is the proper noun of "I live in X",
+    "I'm from X" or "I am X" (an unnegated statement with I/we as subject), else None."""
+    if token.dep_ == "pobj" and token.pos_ == "PROPN" and token.ent_type_ != "PERSON":
+        prep = token.head
+        verb = prep.head
+        while verb.dep_ in {"pobj", "prep"} and verb.head.i != verb.i:
+            verb = verb.head  # "live with my parents in Braga"
+        if prep.lower_ == "in" and verb.lower_ in _LIVE and _subject_is_me(verb):
+            return "location"
+        if prep.lower_ == "from" and prep.head.lower_ in _BE | {"come"}:
+            return "origin" if _subject_is_me(prep.head) else None
+        return None
+    if token.ent_type_ == "PERSON" and token.dep_ == "attr" and token.head.lower_ in _BE:
+        return "name" if _subject_is_me(token.head) else None
+    return None
+
+
 def _additions(doc: Any, text: str, start: int) -> list[tuple[int, Fact]]:
     out: list[tuple[int, Fact]] = []
     for token in doc:
         if guarded(text, start, start + token.idx):
             continue
-        if token.dep_ == "pobj" and token.pos_ == "PROPN" and token.ent_type_ not in {"PERSON"}:
-            prep = token.head
-            verb = prep.head
-            while verb.dep_ in {"pobj", "prep"} and verb.head is not verb:
-                verb = verb.head  # "live with my parents in Braga"
-            if prep.lower_ == "in" and verb.lower_ in _LIVE and _subject_is_me(verb):
-                offset, value = _proper_phrase(token)
-                out.append((offset, Fact("location", value)))
-            elif prep.lower_ == "from" and prep.head.lower_ in _BE | {"come"}:
-                if _subject_is_me(prep.head):
-                    offset, value = _proper_phrase(token)
-                    out.append((offset, Fact("origin", value)))
-        elif token.ent_type_ == "PERSON" and token.dep_ == "attr" and token.head.lower_ in _BE:
-            if _subject_is_me(token.head):
-                offset, value = _proper_phrase(token)
-                out.append((offset, Fact("name", value)))
+        slot = _slot_of(token)
+        if slot is not None:
+            offset, value = _proper_phrase(token)
+            out.append((offset, Fact(slot, value)))
     return out

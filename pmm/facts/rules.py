@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from .words import (
     FAMILY,
     JOBS,
+    NOT_JOBS,
     NOT_NAMES,
     NOT_PLACES,
     PET_KIND,
@@ -57,6 +58,11 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _QUESTION_START = re.compile(
     r"\s*(?:do|does|did|am|are|is|was|were|can|could|should|would|will|shall|have|has|where|"
     r"what|who|whom|whose|how|why|when|which)\b",
+    re.I,
+)
+_TAIL_QUESTION = re.compile(
+    r",\s*(?:do|does|did|am|are|is|was|can|could|should|would|will|what|how|why|any|right|"
+    r"ok|okay|or)\b[^,]*$",
     re.I,
 )
 # Words that, earlier in the same clause, make a first-person statement not the user's own.
@@ -100,11 +106,16 @@ def statement_spans(text: str) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of each sentence of ``text`` that is a statement, not a question."""
     for match in _SENTENCE.finditer(text):
         sentence = match.group()
-        if not sentence.strip() or sentence.rstrip().endswith("?"):
+        if not sentence.strip() or _QUESTION_START.match(sentence):
             continue
-        if _QUESTION_START.match(sentence):
-            continue
-        yield match.start(), match.end()
+        if sentence.rstrip().endswith("?"):
+            # "I'm 38, is that too late?": the statement before a trailing question clause
+            tail = _TAIL_QUESTION.search(sentence)
+            if tail is None:
+                continue
+            yield match.start(), match.start() + tail.start()
+        else:
+            yield match.start(), match.end()
 
 
 def guarded(text: str, sentence_start: int, position: int) -> bool:
@@ -154,7 +165,9 @@ def proper_run(
         word = words[i].group()
         if _is_capital(word):
             last, count, i = words[i], count + 1, i + 1
-        elif word.lower() in _CONNECTORS and i + 1 < len(words) and _is_capital(words[i + 1].group()):
+        elif (
+            word.lower() in _CONNECTORS and i + 1 < len(words) and _is_capital(words[i + 1].group())
+        ):
             last, count, i = words[i + 1], count + 2, i + 2
         else:
             break
@@ -199,7 +212,12 @@ Rule = Callable[[str, int, int], list[Candidate]]
 def _plausible_name(text: str, span: tuple[int, int], end: int, *, strict: bool) -> bool:
     value = text[span[0] : span[1]]
     first = value.split()[0].lower()
-    if first in NOT_NAMES or first in JOBS or value.endswith("'s") or value.isupper() and len(value) > 3:
+    if (
+        first in NOT_NAMES
+        or first in JOBS
+        or value.endswith("'s")
+        or (value.isupper() and len(value) > 3)
+    ):
         return False
     if strict:
         follower = _next_word(text, span[1], end)
@@ -214,7 +232,11 @@ def _plausible_place(text: str, span: tuple[int, int]) -> bool:
 
 
 def _skip_the(text: str, pos: int) -> int:
-    return pos + 4 if text[pos : pos + 4].lower() == "the " and text[pos + 4 : pos + 5].isupper() else pos
+    return (
+        pos + 4
+        if text[pos : pos + 4].lower() == "the " and text[pos + 4 : pos + 5].isupper()
+        else pos
+    )
 
 
 def _trigger_rule(
@@ -237,30 +259,55 @@ def _trigger_rule(
             elif take in {"place", "org"}:
                 pos = _skip_the(text, pos)
                 span = proper_run(text, pos, end, comma=take == "place")
-                if span is None or not _plausible_place(text, span) or not _ends_clause(
-                    text, span[1], end
+                if (
+                    span is None
+                    or not _plausible_place(text, span)
+                    or not _ends_clause(text, span[1], end)
                 ):
                     continue
             else:
                 article = _ARTICLE.match(text, pos, end)
-                span = phrase(text, article.end() if article else pos, end)
+                at = article.end() if article else pos
+                span = phrase(text, at, end, max_words=12 if take == "job" else 7)
+                if span is not None and take == "job":
+                    span = _job_head(text, span)
+                    if len(text[span[0] : span[1]].split()) > 4:
+                        continue
                 if span is None:
                     continue
             value = text[span[0] : span[1]]
             out.append(Candidate(Fact(attribute, value), span[0], span[1], weak))
             if attribute == "name":
-                out.extend(_origin_after_name(text, span[1], end))
+                out.extend(_after_name(text, span[1], end))
         return out
 
     return rule
+
+
+_JOB_TAIL = re.compile(r"\s+(?:at|in|on|for|with|from|by)\s", re.I)
+
+
+def _job_head(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """ "chef in a small restaurant" → "chef": a job without where it is done."""
+    tail = _JOB_TAIL.search(text, span[0], span[1])
+    return (span[0], tail.start()) if tail else span
 
 
 _ARTICLE = re.compile(r"(?:an?|the)\s+", re.I)
 _FROM = re.compile(r",?\s+from\s+", re.I)
 
 
-def _origin_after_name(text: str, pos: int, end: int) -> list[Candidate]:
-    """ "I'm Bob from Oslo": the origin that follows an introduction."""
+def _after_name(text: str, pos: int, end: int) -> list[Candidate]:
+    """ "I'm Bob from Oslo", "I am Henrik, a retired teacher from Aarhus": the job and origin
+    that follow an introduction."""
+    job = _APPOSITIVE_JOB.match(text, pos, end)
+    if job is None:
+        return _origin_at(text, pos, end)
+    found = [Candidate(Fact("job", job.group(1)), job.start(1), job.end(1))]
+    return found + _origin_at(text, job.end(1), end)
+
+
+def _origin_at(text: str, pos: int, end: int) -> list[Candidate]:
     match = _FROM.match(text, pos, end)
     if not match:
         return []
@@ -272,7 +319,10 @@ def _origin_after_name(text: str, pos: int, end: int) -> list[Candidate]:
 
 
 _CLAUSE_START = r"(?:^|(?<=[,;:!.])|(?<=\band))\s*"
-_GREETING = r"(?:(?:hi|hello|hey|yo|greetings|good\s+(?:morning|afternoon|evening))(?:\s+there|\s+all|\s+everyone)?[,!.]?\s+)"
+_GREETING = (
+    r"(?:(?:hi|hello|hey|yo|greetings|good\s+(?:morning|afternoon|evening))"
+    r"(?:\s+there|\s+all|\s+everyone)?[,!.]?\s+)"
+)
 _ADV = r"(?:\s+(?:currently|now|still|actually|also|just|recently|presently|finally|already))?"
 
 
@@ -299,12 +349,14 @@ _AGE = [
     re.compile(rf"\bmy\s+age\s+is\s+(\d{{1,3}}){_NUMBER_END}", re.I),
 ]
 
-_JOB_A = re.compile(
-    rf"\bi{_BE}(?:\s+(?:also|now))?\s+an?\s+((?:[^\W\d_][\w-]*\s+){{0,2}}?(?:{'|'.join(sorted(JOBS))}))"
-    r"(?=\s*(?:[,.;!?]|$)|\s+(?:at|for|in|and|by|from|with|who|but|working|since|now)\b)",
-    re.I,
+_JOB_NOUN = (
+    rf"(?:[^\W\d_][\w-]*\s+){{0,2}}?(?:(?:{'|'.join(sorted(JOBS))})\b"
+    r"|(?!(?:" + "|".join(sorted(NOT_JOBS)) + r")\b)[^\W\d_][\w-]*(?:er|or|ist|ian)\b)"
 )
-_AT_ORG = re.compile(r"\s+(?:at|for)\s+", re.I)
+_JOB_END = r"(?=\s*(?:[,.;!?]|$)|\s+(?:at|for|in|on|and|by|from|with|who|but|working|since|now)\b)"
+_JOB_A = re.compile(rf"\bi{_BE}(?:\s+(?:also|now))?\s+an?\s+({_JOB_NOUN}){_JOB_END}", re.I)
+_APPOSITIVE_JOB = re.compile(rf",\s+an?\s+({_JOB_NOUN}){_JOB_END}", re.I)
+_AT_ORG = re.compile(r"\s+(at|for|in)\s+", re.I)
 
 
 def _job_rule(text: str, start: int, end: int) -> list[Candidate]:
@@ -314,11 +366,12 @@ def _job_rule(text: str, start: int, end: int) -> list[Candidate]:
             continue
         out.append(Candidate(Fact("job", match.group(1)), match.start(1), match.end(1)))
         at = _AT_ORG.match(text, match.end(1), end)
-        if at:
+        if at:  # "I'm a developer at Spotify", "I'm a teacher in Graz"
             pos = _skip_the(text, at.end())
-            span = proper_run(text, pos, end)
-            if span and _ends_clause(text, span[1], end):
-                out.append(Candidate(Fact("works_at", text[span[0] : span[1]]), *span))
+            span = proper_run(text, pos, end, comma=at.group(1).lower() == "in")
+            if span and _plausible_place(text, span) and _ends_clause(text, span[1], end):
+                slot = "location" if at.group(1).lower() == "in" else "works_at"
+                out.append(Candidate(Fact(slot, text[span[0] : span[1]]), *span))
     return out
 
 
@@ -476,9 +529,13 @@ _RULES: list[Rule] = [
         r"|\bi\s+grew\s+up\s+in\s+",
         "place",
     ),
-    _trigger_rule("job", r"\bi\s+(?:work|am\s+working|'m\s+working)\s+as\s+", "phrase"),
     _trigger_rule(
-        "job", r"\bmy\s+(?:job|profession|occupation)\s+is\s+|\bi(?:'m|\s+am)\s+employed\s+as\s+", "phrase"
+        "job", r"\bi\s+(?:work|am\s+working|'m\s+working)(?:\s+[a-z-]+){0,2}?\s+as\s+", "job"
+    ),
+    _trigger_rule(
+        "job",
+        r"\bmy\s+(?:job|profession|occupation)\s+is\s+|\bi(?:'m|\s+am)\s+employed\s+as\s+",
+        "job",
     ),
     _trigger_rule(
         "works_at",

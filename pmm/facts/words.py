@@ -62,12 +62,24 @@ caregiver carer social worker postman miner
 )
 """Nouns that make "I'm a/an ..." a job."""
 
+NOT_JOBS = frozenset(
+    """beginner member believer lover fan user customer player owner foreigner stranger
+    newcomer winner loser fighter survivor supporter follower listener reader viewer speaker
+    learner partner visitor traveller traveler dreamer thinker worrier perfectionist optimist
+    pessimist realist introvert extrovert christian vegetarian brother sister mother father
+    daughter grandmother grandfather other order answer matter number corner computer
+    character monster disaster letter paper power water summer winter weather river
+    tourist guardian civilian indian canadian""".split()
+)
+"""Words ending like a job title (-er, -or, -ist, -ian) that are not one ("I'm a beginner")."""
+
 FAMILY = frozenset(
     """
 wife husband partner spouse son daughter brother sister mother father mom mum dad mommy
 daddy grandma grandmother grandpa grandfather grandson granddaughter aunt uncle cousin niece
 nephew fiancé fiancée fiance fiancee girlfriend boyfriend friend boss roommate flatmate kid
-child baby stepson stepdaughter stepmother stepfather twin
+child baby stepson stepdaughter stepmother stepfather twin grandchild
+granddad granny
 """.split()
 )
 """Relatives and close people whose names are worth keeping (``sister's name``)."""
