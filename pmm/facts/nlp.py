@@ -1,7 +1,8 @@
 """spaCy over the fact rules: drop candidates the parse contradicts, add what the rules miss.
 
-    refine("I'm Hungarian. i live in oslo", candidates("I'm Hungarian. i live in oslo"))
-    # [Fact('location', 'oslo')]: "Hungarian" is an adjective, "oslo" the object of "live in"
+    text = "I'm Overjoyed. i live in oslo"
+    refine(text, candidates(text))
+    # [Fact('location', 'oslo')]: "Overjoyed" is an adjective, "oslo" the object of "live in"
 
 Only first-person statement sentences are parsed (one batched ``nlp.pipe`` call), with the
 pipeline :func:`pmm.digest.keywords.load_spacy_pipeline` loads once per process
@@ -27,7 +28,8 @@ import re
 import threading
 from typing import Any
 
-from .rules import Candidate, Fact, guarded, statement_spans
+from .rules import Candidate, Fact
+from .spans import guarded, statement_spans
 
 logger = logging.getLogger("pmm.facts")
 

@@ -17,6 +17,15 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from .spans import (
+    ends_clause,
+    guarded,
+    next_word,
+    phrase,
+    proper_run,
+    statement_spans,
+    words_from,
+)
 from .words import (
     FAMILY,
     JOBS,
@@ -53,41 +62,7 @@ class Candidate:
 
 _I = r"(?:i|we)"
 _BE = r"(?:'m|\s+am|'re|\s+are)"
-_WORD = re.compile(r"[^\W\d_](?:[\w'-]*[^\W_])?")
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-_QUESTION_START = re.compile(
-    r"\s*(?:do|does|did|am|are|is|was|were|can|could|should|would|will|shall|have|has|where|"
-    r"what|who|whom|whose|how|why|when|which)\b",
-    re.I,
-)
-_TAIL_QUESTION = re.compile(
-    r",\s*(?:do|does|did|am|are|is|was|can|could|should|would|will|what|how|why|any|right|"
-    r"ok|okay|or)\b[^,]*$",
-    re.I,
-)
-# Words that, earlier in the same clause, make a first-person statement not the user's own.
-_GUARDS = frozenset(
-    """if unless whether wish wished pretend imagine suppose supposing say says said tell tells
-    told think thinks thought believe believes believed dreamed dreamt asked ask asks claims
-    claimed""".split()
-)
-_CLAUSE_BREAK = re.compile(r"[,;:\"“”—–(]")
-_CONNECTORS = frozenset(
-    "de da do dos das del della di du des van von der den la le el nad am im upon on sur y".split()
-)
 _NAME_FOLLOWERS = frozenset("from and but here speaking again btw".split())
-_PHRASE_STOP = re.compile(
-    r"\s*(?:[,.;!?:()\n\"“”]|$)"
-    r"|\s+(?:and|or)\s+(?:i|we|my|it|that|he|she|they|you|i'm|i've)\b"
-    r"|\s+(?:but|because|since|so|when|while|though|although|especially|except|which|who|"
-    r"whereas|if|as|whenever|unless|than|whom|whose)\b",
-    re.I,
-)
-_TRAILING = re.compile(
-    r"(?:\s+(?:too|a lot|so much|very much|as well|these days|nowadays|now|anymore|any more|"
-    r"at the moment|right now|in general|though))+$",
-    re.I,
-)
 _NUMBER_END = r"(?=\s*(?:[,.;!?]|$)|\s+(?:and|but|now|too|soon|next|this|myself)\b)"
 
 
@@ -100,108 +75,6 @@ def candidates(text: str) -> list[Candidate]:
             found.extend(rule(norm, start, end))
     found.sort(key=lambda c: c.start)
     return found
-
-
-def statement_spans(text: str) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each sentence of ``text`` that is a statement, not a question."""
-    for match in _SENTENCE.finditer(text):
-        sentence = match.group()
-        if not sentence.strip() or _QUESTION_START.match(sentence):
-            continue
-        if sentence.rstrip().endswith("?"):
-            # "I'm 38, is that too late?": the statement before a trailing question clause
-            tail = _TAIL_QUESTION.search(sentence)
-            if tail is None:
-                continue
-            yield match.start(), match.start() + tail.start()
-        else:
-            yield match.start(), match.end()
-
-
-def guarded(text: str, sentence_start: int, position: int) -> bool:
-    """Whether the statement at ``position`` is hypothetical, reported or quoted: a guard word
-    earlier in its clause, or an open quotation mark before it in the sentence."""
-    before = text[sentence_start:position]
-    if (before.count('"') + before.count("“") + before.count("”")) % 2 == 1:
-        return True
-    if "“" in before and "”" not in before:
-        return True
-    clause = _CLAUSE_BREAK.split(before)[-1]
-    return any(w.lower() in _GUARDS for w in _WORD.findall(clause))
-
-
-# -- value takers ---------------------------------------------------------------------------
-
-
-def _words_from(text: str, pos: int, end: int) -> Iterator[re.Match[str]]:
-    """Words starting at ``pos`` separated by single spaces (stops at anything else)."""
-    while pos < end:
-        space = pos
-        while space < end and text[space] == " ":
-            space += 1
-        match = _WORD.match(text, space, end)
-        if match is None:
-            return
-        yield match
-        pos = match.end()
-        if pos < end and text[pos] not in " ":
-            return
-
-
-def _is_capital(word: str) -> bool:
-    return word[0].isupper() and word not in {"I", "I'm", "I've", "I'd", "I'll"}
-
-
-def proper_run(
-    text: str, pos: int, end: int, *, max_words: int = 4, comma: bool = False
-) -> tuple[int, int] | None:
-    """Span of the capitalised run (``Rio de Janeiro``, ``Ana Évora``) starting at ``pos``;
-    with ``comma``, one ``, Country`` may follow. None when the first word is not capitalised."""
-    words = list(_words_from(text, pos, end))
-    if not words or not _is_capital(words[0].group()):
-        return None
-    first, last, count, i = words[0], words[0], 1, 1
-    while i < len(words) and count < max_words:
-        word = words[i].group()
-        if _is_capital(word):
-            last, count, i = words[i], count + 1, i + 1
-        elif (
-            word.lower() in _CONNECTORS and i + 1 < len(words) and _is_capital(words[i + 1].group())
-        ):
-            last, count, i = words[i + 1], count + 2, i + 2
-        else:
-            break
-    span_end = last.end()
-    if comma and text.startswith(", ", span_end):
-        tail = proper_run(text, span_end + 2, end, max_words=3)
-        if tail is not None and _ends_clause(text, tail[1], end):
-            span_end = tail[1]
-    return first.start(), span_end
-
-
-def _ends_clause(text: str, pos: int, end: int) -> bool:
-    """Nothing, punctuation, or a lower-case word follows ``pos``."""
-    rest = text[pos:end].lstrip(" ")
-    return not rest or not rest[0].isalpha() or (rest[0].islower() and not rest.startswith("i "))
-
-
-def _next_word(text: str, pos: int, end: int) -> str | None:
-    """The word right after ``pos`` when only spaces separate it, else None."""
-    match = _WORD.match(text, pos + 1, end) if text.startswith(" ", pos) else None
-    return match.group() if match else None
-
-
-def phrase(text: str, pos: int, end: int, *, max_words: int = 7) -> tuple[int, int] | None:
-    """Span of a short lower-case-ish phrase from ``pos`` to the end of its clause."""
-    stop = _PHRASE_STOP.search(text, pos, end)
-    stop_at = stop.start() if stop else end
-    if stop and stop.start() == pos:
-        return None
-    value = text[pos:stop_at]
-    trimmed = _TRAILING.sub("", value)
-    if not trimmed.strip() or len(trimmed.split()) > max_words:
-        return None
-    return pos, pos + len(trimmed.rstrip())
 
 
 # -- rules ----------------------------------------------------------------------------------
@@ -220,7 +93,7 @@ def _plausible_name(text: str, span: tuple[int, int], end: int, *, strict: bool)
     ):
         return False
     if strict:
-        follower = _next_word(text, span[1], end)
+        follower = next_word(text, span[1], end)
         if follower is not None and follower.islower() and follower not in _NAME_FOLLOWERS:
             return False
     return True
@@ -262,7 +135,7 @@ def _trigger_rule(
                 if (
                     span is None
                     or not _plausible_place(text, span)
-                    or not _ends_clause(text, span[1], end)
+                    or not ends_clause(text, span[1], end)
                 ):
                     continue
             else:
@@ -313,7 +186,7 @@ def _origin_at(text: str, pos: int, end: int) -> list[Candidate]:
         return []
     at = _skip_the(text, match.end())
     span = proper_run(text, at, end, comma=True)
-    if span is None or not _plausible_place(text, span) or not _ends_clause(text, span[1], end):
+    if span is None or not _plausible_place(text, span) or not ends_clause(text, span[1], end):
         return []
     return [Candidate(Fact("origin", text[span[0] : span[1]]), span[0], span[1])]
 
@@ -369,7 +242,7 @@ def _job_rule(text: str, start: int, end: int) -> list[Candidate]:
         if at:  # "I'm a developer at Spotify", "I'm a teacher in Graz"
             pos = _skip_the(text, at.end())
             span = proper_run(text, pos, end, comma=at.group(1).lower() == "in")
-            if span and _plausible_place(text, span) and _ends_clause(text, span[1], end):
+            if span and _plausible_place(text, span) and ends_clause(text, span[1], end):
                 slot = "location" if at.group(1).lower() == "in" else "works_at"
                 out.append(Candidate(Fact(slot, text[span[0] : span[1]]), *span))
     return out
@@ -387,7 +260,7 @@ def _teach_rule(text: str, start: int, end: int) -> list[Candidate]:
     for match in _TEACH.finditer(text, start, end):
         if guarded(text, start, match.start()):
             continue
-        words = list(_words_from(text, match.end(), end))
+        words = list(words_from(text, match.end(), end))
         if not words or words[0].group().lower() in WEAK_OBJECTS | {"my", "our", "a", "the"}:
             continue
         subject = words[0].group()
