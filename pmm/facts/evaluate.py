@@ -12,7 +12,7 @@ label exactly (values compared without case).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,10 +64,16 @@ def load_cases(path: str | Path) -> list[Case]:
     return cases
 
 
-def evaluate(cases: Iterable[Case], *, nlp: bool = False) -> Report:
+def evaluate(
+    cases: Iterable[Case],
+    *,
+    nlp: bool = False,
+    extract: Callable[[str], list[Fact]] | None = None,
+) -> Report:
+    """Score ``extract_facts`` (or ``extract``, another extractor) over ``cases``."""
     report = Report()
     for case in cases:
-        predicted = extract_facts(case.text, nlp=nlp)
+        predicted = extract(case.text) if extract else extract_facts(case.text, nlp=nlp)
         gold = {(f.attribute, f.value.lower()) for f in case.facts}
         got = {(f.attribute, f.value.lower()) for f in predicted}
         for attribute, value in gold | got:
