@@ -429,6 +429,9 @@ class Mind:
             raise InvalidInputError(f"session_id must be a non-empty string, got {session!r}")
         return session
 
+    def _new_session_state(self) -> _SessionState:
+        return _SessionState(facts=FactBook(nlp=self.settings.facts_nlp))
+
     def _state(self, session: str) -> tuple[int, list[str]]:
         """This session's clear marker and key facts, brought up to date with new events.
 
@@ -436,7 +439,7 @@ class Mind:
         text does not live on in the prompt.
         """
         with self._lock:
-            state = self._sessions.setdefault(session, _SessionState())
+            state = self._sessions.setdefault(session, self._new_session_state())
             new = self.store.events(
                 session_id=session,
                 kinds=("prompt", CLEAR_KIND, REDACTION_KIND),
@@ -444,7 +447,7 @@ class Mind:
             )
             seen_upto = max((e.id for e in new), default=state.scanned_upto)
             if any(e.kind == REDACTION_KIND for e in new):
-                state = self._sessions[session] = _SessionState()
+                state = self._sessions[session] = self._new_session_state()
                 new = self.store.events(
                     session_id=session, kinds=("prompt", CLEAR_KIND), before_id=seen_upto + 1
                 )

@@ -93,6 +93,8 @@ class Settings:
     """With summaries on, dream marks older user statements a newer one supersedes."""
     contradiction_similarity: float = 0.4
     """Cosine a pair of user statements needs (with shared keywords) to be checked."""
+    facts_nlp: bool = False
+    """Check key facts with spaCy's parser and entities too (needs the [local] extra)."""
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from pmm import Mind  # noqa: E402
-from pmm.integrations import PMMStore  # noqa: E402
+from pmm import Mind
+from pmm.integrations import PMMStore
 
 
 def test_pmmstore_put_get_search_delete_alike(log_target: str) -> None:

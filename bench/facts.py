@@ -1,0 +1,127 @@
+"""Key facts: precision and recall per slot, rules alone against rules + spaCy, and the cost
+per turn of each.
+
+    python bench/facts.py                 # every split of tests/data/facts_cases.jsonl
+    python bench/facts.py --split external --errors
+    python bench/facts.py --baseline /path/to/old/pmm/facts.py   # adds its column
+
+Splits: ``dev`` (written with the rules, tuned on), ``holdout`` (written before the rules,
+never tuned on), ``external`` (the user turns of bench/data/recall_dataset.json, written by
+someone else, labelled by hand). Per-turn cost is the median over the cases, measured after a
+warm-up (the one-off spaCy load is printed on its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pmm.facts import Fact, extract_facts  # noqa: E402
+from pmm.facts.evaluate import Case, Report, evaluate, load_cases  # noqa: E402
+from pmm.facts.nlp import pipeline  # noqa: E402
+
+CASES = ROOT / "tests" / "data" / "facts_cases.jsonl"
+
+
+def load_baseline(path: Path) -> Callable[[str], list[Fact]]:
+    """``extract_facts`` of an older, single-module pmm/facts.py (loaded as a pmm submodule)."""
+    spec = importlib.util.spec_from_file_location("pmm._baseline_facts", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return lambda text: [Fact(f.attribute, f.value) for f in module.extract_facts(text)]
+
+
+def per_turn_ms(cases: list[Case], *, nlp: bool, rounds: int = 3) -> float:
+    times = []
+    for _ in range(rounds):
+        for case in cases:
+            start = time.perf_counter()
+            extract_facts(case.text, nlp=nlp)
+            times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def table(reports: dict[str, Report]) -> str:
+    slots = sorted({slot for r in reports.values() for slot in r.by_slot})
+    names = list(reports)
+    head = "| slot | " + " | ".join(f"{n} P | {n} R" for n in names) + " |"
+    rule = "|---|" + "---:|---:|" * len(names)
+    rows = [head, rule]
+    for slot in [*slots, "overall"]:
+        cells = []
+        for name in names:
+            score = reports[name].overall if slot == "overall" else reports[name].by_slot.get(slot)
+            if score is None:
+                cells += ["–", "–"]
+            else:
+                support = score.tp + score.fn
+                cells += [f"{score.precision:.2f}", f"{score.recall:.2f} ({support})"]
+        label = f"**{slot}**" if slot == "overall" else slot
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=Path, default=CASES)
+    parser.add_argument("--split", action="append", help="only these splits (repeatable)")
+    parser.add_argument("--errors", action="store_true", help="print every wrong case")
+    parser.add_argument(
+        "--baseline", type=Path, help="an older pmm/facts.py (single module) to score beside"
+    )
+    args = parser.parse_args()
+
+    cases = [c for c in load_cases(args.cases) if not args.split or c.split in args.split]
+    splits = sorted({c.split for c in cases})
+    print(
+        f"{len(cases)} sentences ({', '.join(splits)}), "
+        f"{sum(1 for c in cases if not c.facts)} of them traps with no fact\n"
+    )
+
+    start = time.perf_counter()
+    nlp = pipeline()
+    load_s = time.perf_counter() - start
+    modes = {"rules": False} | ({"rules+spaCy": True} if nlp is not None else {})
+    if nlp is None:
+        print("spaCy or its model is not installed: rules only\n")
+    else:
+        print(
+            f"spaCy pipeline {nlp.meta.get('name')} {nlp.meta.get('version')}: "
+            f"loaded in {load_s:.2f} s (once per process)\n"
+        )
+
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    for split in [*splits, "all"]:
+        chosen = [c for c in cases if split in {"all", c.split}]
+        reports = {name: evaluate(chosen, nlp=flag) for name, flag in modes.items()}
+        if baseline is not None:
+            reports = {"baseline": evaluate(chosen, extract=baseline)} | reports
+        print(f"### {split} ({len(chosen)} sentences)\n")
+        print(table(reports) + "\n")
+        if args.errors:
+            for name, report in reports.items():
+                for case, got in report.errors:
+                    want = [(f.attribute, f.value) for f in case.facts]
+                    print(
+                        f"  [{name}] {case.text!r}\n      want {want}\n      got  "
+                        f"{[(f.attribute, f.value) for f in got]}"
+                    )
+
+    print("### cost per turn (median over all sentences, ms)\n")
+    for name, flag in modes.items():
+        print(f"- {name}: {per_turn_ms(cases, nlp=flag):.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
