@@ -80,4 +80,3 @@ def test_a_failed_install_leaves_no_stamp(tmp_path: Path) -> None:
     with pytest.raises(subprocess.CalledProcessError):
         _setup(folder)
     assert not (folder / ".venv" / ".pmm-installed").exists()
-
