@@ -97,6 +97,12 @@ class Mind:
         elif db_path is not None or overrides:
             settings = settings.with_(**({"db_path": db_path} if db_path else {}), **overrides)
         self.settings = settings
+        if settings.enable_embeddings and embedder is None:
+            from .embed import build_embedder
+
+            # Cheap (the model loads on first use), and a missing [embeddings] extra fails
+            # here, with one line saying what to install, not later in the worker.
+            embedder = build_embedder(settings)
         self.store = EventStore(settings.db_path, max_content_bytes=settings.max_content_bytes)
         self.counter: TokenCounter = get_token_counter()
         self._llm = llm
@@ -366,7 +372,7 @@ class Mind:
         stats = self.store.stats()
         turns = self.store.count(kinds=TURN_KINDS)
         stats["turns"] = turns
-        stats["pending_digests"] = self.store.count_undigested(kinds=TURN_KINDS)
+        stats["pending_digests"] = self.pending_count()  # 0 when summaries are off
         stats["token_counter"] = self.counter.name
         stats["settings"] = {
             "enable_summary": self.settings.enable_summary,

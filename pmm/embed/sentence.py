@@ -89,6 +89,15 @@ def embedding_model_id(name: str) -> str:
     return name
 
 
+def _importable(module: str) -> bool:
+    """Whether ``module`` can be found without importing it (False also when an import
+    hook or ``sys.modules[module] = None`` blocks it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 @dataclass
 class _Loaded:
     """One model in memory, shared by every embedder of this process that names it."""
@@ -168,8 +177,12 @@ class SentenceEmbedder:
     """
 
     def __init__(self, model: str = "", device: str = "auto", batch_size: int = 64) -> None:
-        if importlib.util.find_spec("sentence_transformers") is None:
-            raise MissingDependencyError(_FEATURE, "sentence-transformers", "embeddings")
+        for module, package in (
+            ("sentence_transformers", "sentence-transformers"),
+            ("torch", "torch"),
+        ):
+            if not _importable(module):
+                raise MissingDependencyError(_FEATURE, package, "embeddings")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
         self.source = resolve_embedding_model(model)
