@@ -89,7 +89,7 @@ def embedding_model_id(name: str) -> str:
     return name
 
 
-def _importable(module: str) -> bool:
+def importable(module: str) -> bool:
     """Whether ``module`` can be found without importing it (False also when an import
     hook or ``sys.modules[module] = None`` blocks it)."""
     try:
@@ -181,7 +181,7 @@ class SentenceEmbedder:
             ("sentence_transformers", "sentence-transformers"),
             ("torch", "torch"),
         ):
-            if not _importable(module):
+            if not importable(module):
                 raise MissingDependencyError(_FEATURE, package, "embeddings")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
