@@ -46,7 +46,7 @@ from .mind import TURN_KINDS
 from .records import Event
 from .settings import Settings
 from .store import EventStore
-from .text import snippet
+from .text import found_by, snippet
 
 if TYPE_CHECKING:
     from .mind import Mind
@@ -678,17 +678,6 @@ def cmd_search(args: argparse.Namespace) -> int:
         for rank, h in enumerate(hits, start=1)
     ]
     return _emit(args, data, _table(["#", "id", "session", "role", "found by", "text"], rows))
-
-
-def found_by(rankers: dict[str, int]) -> str:
-    """Which rankers found a hit and where each placed it: ``keyword 1st, semantic 3rd``
-    (what people can read, unlike fused scores that all look like 0.016)."""
-
-    def nth(n: int) -> str:
-        suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-        return f"{n}{suffix}"
-
-    return ", ".join(f"{name} {nth(rank)}" for name, rank in rankers.items()) or "-"
 
 
 def _has_current_vectors(path: str, settings: Settings) -> bool:

@@ -245,7 +245,8 @@ def test_unknown_variable_warns_once_naming_the_closest_setting(
     messages = [r.getMessage() for r in caplog.records]
     assert (
         messages.count(
-            "PMM_ENABLE_SUMARY is not a PMM setting and is ignored; did you mean PMM_ENABLE_SUMMARY?"
+            "PMM_ENABLE_SUMARY is not a PMM setting and is ignored; "
+            "did you mean PMM_ENABLE_SUMMARY?"
         )
         == 1
     )
