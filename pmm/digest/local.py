@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from ..devices import pick_device
 from ..errors import BackendError, MissingDependencyError
+from ..loading import quiet_model_loading
 from ..roles import roles_for, with_speaker
 from .base import Digest
 from .keywords import SpacyKeywords, heuristic_keywords
@@ -145,8 +146,9 @@ def _import_transformers() -> tuple[Any, Any]:
 
 def _from_pretrained(name: str, **kwargs: Any) -> tuple[Any, Any]:
     auto_tokenizer, auto_model = _import_transformers()
-    tokenizer = auto_tokenizer.from_pretrained(name, **kwargs)
-    model = auto_model.from_pretrained(name, **kwargs)
+    with quiet_model_loading():
+        tokenizer = auto_tokenizer.from_pretrained(name, **kwargs)
+        model = auto_model.from_pretrained(name, **kwargs)
     return tokenizer, model
 
 

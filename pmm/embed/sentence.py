@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import BackendError, InvalidInputError, MissingDependencyError
+from ..loading import quiet_model_loading
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,8 @@ def _load(source: str, device_preference: str) -> _Loaded:
         local = Path(source).is_dir()
         log.info("loading embedding model %s on %s", source, device)
         try:
-            model = SentenceTransformer(source, device=device, local_files_only=not local)
+            with quiet_model_loading():
+                model = SentenceTransformer(source, device=device, local_files_only=not local)
         except Exception as exc:
             raise BackendError(
                 f"cannot load the embedding model {source!r} ({type(exc).__name__}: {exc}). "
