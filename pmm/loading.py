@@ -15,6 +15,7 @@ import importlib.util
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 def progress_wanted() -> bool:
@@ -31,8 +32,9 @@ def quiet_model_loading(show: bool | None = None) -> Iterator[None]:
     if show or importlib.util.find_spec("transformers") is None:
         yield
         return
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_module
 
+    hf_logging: Any = hf_module  # its switches are untyped
     was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
