@@ -44,7 +44,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TURN_KINDS = ("prompt", "response")
-"""Kinds that hold conversation turns (and are digested, embedded and recalled)."""
+"""Kinds that hold conversation turns (and are digested, embedded and recalled). A turn is
+ONE message (a user prompt or an assistant reply) everywhere in PMM: stats, ``pmm``, the
+chat and the docs count messages; :meth:`Mind.remember_turn` stores an exchange, i.e. two
+turns."""
 CLEAR_KIND = "clear"
 REDACTION_KIND = "redaction"
 ROLE_KINDS = {"user": "prompt", "assistant": "response", "system": "event", "tool": "event"}
@@ -176,7 +179,8 @@ class Mind:
         session_id: str | None = None,
         meta: dict[str, Any] | None = None,
     ) -> tuple[Event, Event]:
-        """Append a user turn and the AI's reply as two chained events, atomically."""
+        """Append one exchange, the user's turn and the AI's reply (two turns, two chained
+        events), atomically."""
         session = self._session(session_id)
         user, ai = self.remember_many(
             [
