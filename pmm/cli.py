@@ -10,8 +10,11 @@
     pmm search "where do I live?"   # recall, as a table
 
 Every command takes ``--db`` (default: ``PMM_DB_PATH``, else ``pmm.db``) and ``--json``
-(machine-readable output). Exit codes: 0 ok, 1 a failure was found (the chain does not
-verify, a tampered import), 2 a usage or input error (the message says what to do).
+(machine-readable output; paths in it are absolute, and an error is a JSON object
+``{"error": ..., "exit_code": ...}`` on stdout too). Exit codes: 0 ok, 1 a failure was found
+(the chain does not verify, a tampered import, a backend or the file failed mid-run), 2 a
+usage or input error: bad arguments, or a --db that is no PMM database (a folder, a missing
+folder, another application's SQLite file, a file that is not SQLite), or a missing extra.
 """
 
 from __future__ import annotations
@@ -30,12 +33,20 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from . import __version__
-from .errors import BackendError, DatabaseError, IntegrityError, InvalidInputError, PMMError
+from .errors import (
+    BackendError,
+    DatabaseError,
+    IntegrityError,
+    InvalidInputError,
+    NotADatabaseError,
+    PMMError,
+    ReadOnlyDatabaseError,
+)
 from .mind import TURN_KINDS
 from .records import Event
 from .settings import Settings
 from .store import EventStore
-from .text import snippet
+from .text import found_by, snippet
 
 if TYPE_CHECKING:
     from .mind import Mind
@@ -89,9 +100,19 @@ examples:
   pmm search "where do I live?" --mode keyword -k 5
 
 --db defaults to PMM_DB_PATH (environment or .env), else pmm.db.
-exit codes: 0 ok, 1 a failure was found (verify failed, tampered import),
-            2 usage or input error.
+exit codes: 0 ok, 1 a failure was found (verify failed, tampered import, a backend
+            failed), 2 usage or input error (bad arguments, a --db that is no PMM
+            database, a missing extra). With --json, errors are JSON on stdout too.
 """
+
+
+class _UsageError(Exception):
+    """An argparse error, raised instead of exiting so that --json can report it."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's hook; never returns
+        raise _UsageError(f"{self.prog}: error: {message}")
 
 
 # -- entry point ---------------------------------------------------------------------
@@ -100,7 +121,15 @@ exit codes: 0 ok, 1 a failure was found (verify failed, tampered import),
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``pmm`` command; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        parser.print_usage(sys.stderr)
+        print(exc, file=sys.stderr)
+        if "--json" in argv:
+            _json_error(str(exc), EXIT_USAGE)
+        return EXIT_USAGE
     for name, default in (("db", None), ("json", False), ("verbose", False)):
         if not hasattr(args, name):  # the options are accepted before and after COMMAND
             setattr(args, name, default)
@@ -114,27 +143,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.func
     try:
         return handler(args)
-    except (DatabaseError, BackendError) as exc:  # the file or a backend failed
-        _error(str(exc))
-        return EXIT_FAILED
-    except PMMError as exc:  # bad input, settings or arguments
-        _error(str(exc))
-        return EXIT_USAGE
     except BrokenPipeError:
-        # The reader went away (e.g. `pmm export - | head`): stop quietly.
+        # The reader went away (e.g. `pmm export - | head -1`): it has what it wanted.
         _silence_stdout()
-        return EXIT_FAILED
+        return EXIT_OK
+    except PMMError as exc:
+        return _fail(args, str(exc), exit_code_of(exc))
     except OSError as exc:
-        _error(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-        return EXIT_USAGE
+        return _fail(args, f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), EXIT_USAGE)
     except KeyboardInterrupt:
-        _error("interrupted")
-        return 130
+        return _fail(args, "interrupted", 130)
+
+
+def exit_code_of(exc: PMMError) -> int:
+    """1 when a failure was found or happened mid-run (a chain that does not verify, a
+    backend or the file failing); 2 when the input is wrong: arguments, settings, a missing
+    extra, or a --db that is no PMM database (the same code ``pmm-chat`` exits with)."""
+    if isinstance(exc, NotADatabaseError | ReadOnlyDatabaseError):
+        return EXIT_USAGE
+    if isinstance(exc, IntegrityError | BackendError | DatabaseError):
+        return EXIT_FAILED
+    return EXIT_USAGE
+
+
+def _fail(args: argparse.Namespace, message: str, code: int) -> int:
+    _error(message)
+    if getattr(args, "json", False):
+        _json_error(message, code)
+    return code
+
+
+def _json_error(message: str, code: int) -> None:
+    print(json.dumps({"error": message, "exit_code": code}, ensure_ascii=False))
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command (``pmm --help`` shows it)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--db",
         metavar="PATH",
@@ -154,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="log what PMM does (migrations, backends) on stderr",
     )
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pmm",
         description="Admin tool of a PMM (Persistent Mind Memory) event log: create, "
         "migrate, inspect, verify, export/import, digest and search it.",
@@ -265,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--mode",
         choices=("hybrid", "keyword", "semantic"),
         help="keyword (BM25), semantic (embeddings) or both fused (default: hybrid when "
-        "PMM_ENABLE_EMBEDDINGS is on, else keyword)",
+        "the log holds vectors of the embedding model, else the recall default)",
     )
     p.add_argument("-k", type=_positive_int, default=10, metavar="K", help="how many (10)")
     p.add_argument("--session", metavar="S", help="only this session (default: all)")
@@ -409,18 +454,24 @@ def cmd_stats(args: argparse.Namespace) -> int:
         from .embed.backfill import embedding_coverage
 
         turns = int(stats["turns"])
-        pending = int(stats["pending_digests"])
+        pending = int(stats["pending_digests"])  # 0 when summaries are off
+        stats["undigested_turns"] = mind.store.count_undigested(kinds=TURN_KINDS)
         embeddings = {
             model: embedding_coverage(mind.store, model, kinds=TURN_KINDS)
             for model in stats["embeddings"]
         }
     stats["coverage"] = {
-        "digests": {"turns": turns, "digested": turns - pending, "pending": pending},
+        "digests": {
+            "turns": turns,
+            "digested": turns - int(stats["undigested_turns"]),
+            "pending": pending,
+        },
         "embeddings": {
             model: {"vectors": c["vectors"], "missing": c["missing"]}
             for model, c in embeddings.items()
         },
     }
+    stats["path"] = _abs(str(stats["path"]))
     if args.json:
         return _emit(args, stats, "")
     lines = [
@@ -429,11 +480,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         f"size on disk: {_bytes(int(stats['bytes_on_disk']))}",
         f"events: {stats['events']:,}   turns: {turns:,}",
         "",
-        "digests: "
-        + (
-            f"{turns - pending:,} of {turns:,} turns digested ({_percent(turns - pending, turns)}),"
-            f" {pending:,} pending"
-        ),
+        _digest_line(stats, turns, pending),
     ]
     methods = {k: v for k, v in stats["by_digest_method"].items() if k != "None"}
     if methods:
@@ -456,12 +503,30 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return _emit(args, stats, "\n".join(lines))
 
 
+def _digest_line(stats: dict[str, Any], turns: int, pending: int) -> str:
+    digested = turns - int(stats["undigested_turns"])
+    if not stats["settings"]["enable_summary"]:
+        return (
+            f"digests: summaries off (PMM_ENABLE_SUMMARY); {digested:,} of {turns:,} turns "
+            "have one from an earlier run"
+            if digested
+            else "digests: summaries off (PMM_ENABLE_SUMMARY); turns are kept as raw text"
+        )
+    return (
+        f"digests: {digested:,} of {turns:,} turns digested ({_percent(digested, turns)}),"
+        f" {pending:,} pending"
+    )
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     path = _existing_db(args)
+    expected = _head_pin(args.expect_head)
     with EventStore(path) as store:
-        report = store.verify(expect_head=args.expect_head)
+        if expected is not None and len(expected) < HASH_HEX:
+            expected = _unique_hash(store, expected)
+        report = store.verify(expect_head=expected)
     rate = report.rows / report.seconds if report.seconds > 0 else 0.0
-    result = {**report.to_dict(), "rows_per_second": round(rate), "path": path}
+    result = {**report.to_dict(), "rows_per_second": round(rate), "path": _abs(path)}
     speed = f"{report.seconds:.3f} s ({rate:,.0f} rows/s)"
     if report.ok:
         lines = [f"OK: {report.rows:,} rows verified in {speed}"]
@@ -480,6 +545,38 @@ def cmd_verify(args: argparse.Namespace) -> int:
             lines.append(f"last good row: id {report.head_id}  hash {report.head}")
     _emit(args, result, "\n".join(lines))
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+HASH_HEX = 64
+MIN_HEAD_PREFIX = 8
+
+
+def _head_pin(value: str | None) -> str | None:
+    """``--expect-head``: a full hash or a prefix of at least 8 hex digits (lower-cased)."""
+    if value is None:
+        return None
+    pin = value.strip().lower()
+    if not pin or len(pin) > HASH_HEX or any(c not in "0123456789abcdef" for c in pin):
+        raise InvalidInputError(
+            f"--expect-head {value!r} is not a hash: give the 64 hex digits that verify "
+            f"printed, or at least their first {MIN_HEAD_PREFIX}"
+        )
+    if len(pin) < MIN_HEAD_PREFIX:
+        raise InvalidInputError(
+            f"--expect-head {value!r} is too short: give at least {MIN_HEAD_PREFIX} hex digits"
+        )
+    return pin
+
+
+def _unique_hash(store: EventStore, prefix: str) -> str:
+    """The one event hash that starts with ``prefix``; the prefix itself when none does
+    (verify then reports that the pinned head is not in the log)."""
+    matches = [e.hash for e in store.iter_events() if e.hash.startswith(prefix)]
+    if len(matches) > 1:
+        raise InvalidInputError(
+            f"--expect-head {prefix} matches {len(matches)} events: give more digits"
+        )
+    return matches[0] if matches else prefix
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
@@ -528,8 +625,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             count += 1
             head = event
     result = {
-        "path": path,
-        "file": args.file,
+        "path": _abs(path),
+        "file": _abs(args.file),
         "events": count,
         "head_id": head.id if head else None,
         "head": head.hash if head else None,
@@ -560,8 +657,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         if created and not imported:  # leave no empty file behind
             _remove_db(path)
     result = {
-        "path": path,
-        "file": args.file,
+        "path": _abs(path),
+        "file": _abs(args.file),
         "events": len(events),
         "verified": report.ok,
         "head_id": report.head_id,
@@ -639,27 +736,48 @@ def cmd_search(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     if not args.text.strip():
         raise InvalidInputError("search needs some text to look for")
-    overrides: dict[str, Any] = {"enable_embeddings": True} if args.mode == "semantic" else {}
+    settings = _settings(args)
+    mode = args.mode or ("hybrid" if _has_current_vectors(path, settings) else None)
+    overrides: dict[str, Any] = (
+        {"enable_embeddings": True} if mode in ("semantic", "hybrid") else {}
+    )
     with _mind(path, **overrides) as mind:
-        mode = args.mode
         hits = mind.recall(args.text, args.k, session_id=args.session, mode=mode)
-    data = [{"score": h.score, "rankers": h.rankers, "event": h.event.to_dict()} for h in hits]
+    data = [
+        {"rank": rank, "score": h.score, "rankers": h.rankers, "event": h.event.to_dict()}
+        for rank, h in enumerate(hits, start=1)
+    ]
     if args.json:
         return _emit(args, data, "")
     if not hits:
         return _emit(args, data, f"nothing found for {args.text!r}")
     rows = [
         [
+            str(rank),
             str(h.event.id),
             h.event.session_id or "",
             h.event.role or "",
-            f"{h.score:.4f}",
-            ", ".join(f"{name}#{rank}" for name, rank in h.rankers.items()),
+            found_by(h.rankers),
             snippet(_shown_text(h.event)),
         ]
-        for h in hits
+        for rank, h in enumerate(hits, start=1)
     ]
-    return _emit(args, data, _table(["id", "session", "role", "score", "rankers", "text"], rows))
+    return _emit(args, data, _table(["#", "id", "session", "role", "found by", "text"], rows))
+
+
+def _has_current_vectors(path: str, settings: Settings) -> bool:
+    """Whether the log holds vectors of the configured embedding model and the
+    [embeddings] extra is installed (then search defaults to hybrid)."""
+    from .embed.backfill import embedding_coverage
+    from .embed.sentence import embedding_model_id, importable
+
+    if not (importable("sentence_transformers") and importable("torch")):
+        return False
+    with EventStore(path) as store:
+        coverage = embedding_coverage(
+            store, embedding_model_id(settings.embedding_model), kinds=TURN_KINDS
+        )
+    return int(coverage["vectors"]) > 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -676,7 +794,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         "platform": platform.platform(),
         "sqlite": sqlite3.sqlite_version,
         "packages": {name: _package_version(name) for name in _PACKAGES},
-        "db_path": settings.db_path,
+        "db_path": _abs(settings.db_path),
         "db_exists": Path(settings.db_path).exists(),
         "settings": settings.as_dict(),
         "digest_backends": backends,
@@ -875,7 +993,23 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _db_path(args: argparse.Namespace) -> str:
-    return _settings(args).db_path
+    """The --db path, checked: a folder or a path in a missing folder is a usage error."""
+    path = _settings(args).db_path
+    if path != ":memory:":
+        target = Path(path)
+        if target.is_dir():
+            raise InvalidInputError(f"{path} is a folder: give the path of a database file")
+        if not target.parent.is_dir():
+            raise InvalidInputError(
+                f"folder {target.parent} does not exist: create it (mkdir -p "
+                f"{target.parent}) or use another path"
+            )
+    return path
+
+
+def _abs(path: str) -> str:
+    """``path`` made absolute for --json output (``-`` and ``:memory:`` stay as they are)."""
+    return path if path in ("-", ":memory:") else str(Path(path).resolve())
 
 
 def _existing_db(args: argparse.Namespace) -> str:

@@ -7,8 +7,9 @@
 
 The newest turn is always kept (cut to fit if it alone exceeds the budget); then the key
 facts (up to a fifth of the budget) and relevant memories (up to three tenths); then older
-turns, newest first, until the budget is spent. With no facts and no memories the text is
-exactly LangChain's buffer format (``Human: ...\\nAI: ...``).
+turns, newest first, until the budget is spent. The shown history starts with a user
+turn whenever it holds one (older assistant turns before it are left out). With no facts
+and no memories the text is exactly LangChain's buffer format (``Human: ...\\nAI: ...``).
 """
 
 from __future__ import annotations
@@ -263,6 +264,12 @@ def assemble(
         while older and turn_cost(older[0]) <= remaining:  # what the summary left
             remaining -= turn_cost(older[0])
             shown.append(older.pop(0))
+
+    # 5. Start at a user message when one is shown (some chat APIs refuse a history that
+    # opens with the assistant): drop the older assistant turns in front of it.
+    if any(turn.role == "user" for turn in shown):
+        while shown[-1].role != "user":
+            remaining += turn_cost(shown.pop())
 
     shown.reverse()
     return Context(

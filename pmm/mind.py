@@ -50,7 +50,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TURN_KINDS = ("prompt", "response")
-"""Kinds that hold conversation turns (and are digested, embedded and recalled)."""
+"""Kinds that hold conversation turns (and are digested, embedded and recalled). A turn is
+ONE message (a user prompt or an assistant reply) everywhere in PMM: stats, ``pmm``, the
+chat and the docs count messages; :meth:`Mind.remember_turn` stores an exchange, i.e. two
+turns."""
 CLEAR_KIND = "clear"
 SUPERSEDES_EDGE = "SUPERSEDES"
 """Edge kind: ``(newer, older)``, the newer event replaces the older one (pmm/consolidate)."""
@@ -105,6 +108,12 @@ class Mind:
         elif db_path is not None or overrides:
             settings = settings.with_(**({"db_path": db_path} if db_path else {}), **overrides)
         self.settings = settings
+        if settings.enable_embeddings and embedder is None:
+            from .embed import build_embedder
+
+            # Cheap (the model loads on first use), and a missing [embeddings] extra fails
+            # here, with one line saying what to install, not later in the worker.
+            embedder = build_embedder(settings)
         self.store: EventLog = open_store(
             settings.db_url or settings.db_path, max_content_bytes=settings.max_content_bytes
         )
@@ -198,7 +207,8 @@ class Mind:
         session_id: str | None = None,
         meta: dict[str, Any] | None = None,
     ) -> tuple[Event, Event]:
-        """Append a user turn and the AI's reply as two chained events, atomically."""
+        """Append one exchange, the user's turn and the AI's reply (two turns, two chained
+        events), atomically."""
         session = self._session(session_id)
         user, ai = self.remember_many(
             [
@@ -410,7 +420,7 @@ class Mind:
         stats = self.store.stats()
         turns = self.store.count(kinds=TURN_KINDS)
         stats["turns"] = turns
-        stats["pending_digests"] = self.store.count_undigested(kinds=TURN_KINDS)
+        stats["pending_digests"] = self.pending_count()  # 0 when summaries are off
         stats["token_counter"] = self.counter.name
         stats["settings"] = {
             "enable_summary": self.settings.enable_summary,

@@ -29,11 +29,13 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from .errors import MissingDependencyError, PMMError
+from .offline import OfflineResponder
+from .records import NewEvent
 from .settings import Settings
-from .text import snippet
+from .text import found_by, snippet
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -59,7 +61,6 @@ commands:
 anything else is a message."""
 PROMPT = "you> "
 REPLY_PREFIX = "pmm> "
-OFFLINE_PREFIX = "I'm offline (no OPENAI_API_KEY)."
 
 AGENT_THREAD_MESSAGES = 40
 """Messages the agent keeps in its thread; older ones come back from PMM (lossless trim)."""
@@ -185,35 +186,6 @@ def _chat_model(model: str, api_key: str, base_url: str | None) -> BaseChatModel
     )
 
 
-class OfflineResponder:
-    """Answers from memory alone: the session's key facts and the best recalled turns."""
-
-    banner = "OFFLINE (no OPENAI_API_KEY): replies come from memory only"
-
-    def reply(self, mind: Mind, session: str, text: str) -> str:
-        facts = mind.context(session, query=None).facts
-        hits = _recall(mind, text, k=3, session=_scope(mind, session))
-        # Its own earlier offline answers are in the log too: they are no news.
-        said = [_said(h) for h in hits if h.event.content and not _is_offline_answer(h)]
-        parts: list[str] = []
-        if facts:
-            parts.append("what I know about you: " + "; ".join(facts) + ".")
-        if said:
-            parts.append("related: " + "; ".join(said) + ".")
-        if not parts:
-            return f"{OFFLINE_PREFIX} From memory: nothing about that yet, but I'll remember it."
-        return f"{OFFLINE_PREFIX} From memory: " + " ".join(parts)
-
-
-def _is_offline_answer(hit: Hit) -> bool:
-    return hit.event.role == "assistant" and hit.event.text.startswith(OFFLINE_PREFIX)
-
-
-def _said(hit: Hit) -> str:
-    who = "you" if hit.event.role == "user" else "I"
-    return f'{who} said "{snippet(hit.event.text, 100)}" ({hit.event.ts[:10]})'
-
-
 # -- the loop ------------------------------------------------------------------------
 
 
@@ -247,9 +219,21 @@ class Chat:
             )
             return True
         # Saved, then shown: a reply on screen is in the log. Ctrl-C cannot split the two.
+        # A reply of another kind than "response" (offline mode's) is logged but is no
+        # turn: it never fills the history, the context or recall.
+        reply_kind = getattr(self.responder, "reply_kind", "response")
         with _interrupts_deferred():
-            if not getattr(self.responder, "remembers", False):  # the agent's middleware did
+            if getattr(self.responder, "remembers", False):
+                pass  # the agent's middleware stored the exchange, each message once
+            elif reply_kind == "response":
                 self.mind.remember_turn(text, answer, session_id=self.session)
+            else:
+                self.mind.remember_many(
+                    [
+                        NewEvent("prompt", text, self.session, "user", None),
+                        NewEvent(reply_kind, answer, self.session, "assistant", None),
+                    ]
+                )
             self.write(REPLY_PREFIX + answer)
         return True
 
@@ -297,14 +281,14 @@ class Chat:
         sessions = stats["by_session"]
         here = self.mind.store.count(session_id=self.session)
         pending = (
-            f"; {stats['pending_digests']:,} turns wait for a digest"
+            f"; {_count(stats['pending_digests'], 'turn')} wait for a digest"
             if self.mind.settings.enable_summary
             else ""
         )
         self.write(
-            f"{stats['events']:,} events ({stats['turns']:,} turns) in {len(sessions):,} "
-            f"session(s), {here:,} of them in {self.session!r}{pending}; "
-            f"{stats['bytes_on_disk']:,} bytes in {stats['path']}"
+            f"{_count(stats['events'], 'event')} ({_count(stats['turns'], 'turn')}: a turn "
+            f"is one message) in {_count(len(sessions), 'session')}, {here:,} of the events "
+            f"in {self.session!r}{pending}; {stats['bytes_on_disk']:,} bytes in {stats['path']}"
         )
 
     def show_verify(self) -> None:
@@ -327,7 +311,7 @@ class Chat:
             text = event.content if event.content is not None else "(redacted)"
             self.write(
                 f"#{event.id} [{event.session_id}] {event.role or event.kind}: "
-                f"{snippet(text, 90)}  (score {hit.score:.3f})"
+                f"{snippet(text, 90)}  ({found_by(hit.rankers)})"
             )
 
     def switch(self, name: str) -> None:
@@ -339,7 +323,9 @@ class Chat:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the chat until /quit, Ctrl-D or Ctrl-C; returns the exit code."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="pmm: %(levelname)s: %(message)s")
+    log_handler = PromptAwareHandler()
+    log_handler.setFormatter(logging.Formatter("pmm: %(levelname)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[log_handler])
     try:
         settings = Settings.load(db_path=args.db, session_id=args.session)
         api_key, base_url = _openai_env()
@@ -364,15 +350,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("Type a message, or /help for commands; Ctrl-D leaves.")
         _enable_line_editing()
         chat = Chat(mind, settings.session_id, responder)
-        return _loop(chat)
+        return _loop(chat, log_handler)
     finally:
         mind.close()
 
 
-def _loop(chat: Chat) -> int:
+def _loop(chat: Chat, log_handler: PromptAwareHandler | None = None) -> int:
     while True:
         try:
-            line = input(PROMPT)
+            if log_handler is not None:
+                log_handler.at_prompt = True
+            try:
+                line = input(PROMPT)
+            finally:
+                if log_handler is not None:
+                    log_handler.at_prompt = False
         except (EOFError, KeyboardInterrupt):
             print("\nGoodbye.")
             return 0
@@ -387,6 +379,45 @@ def _loop(chat: Chat) -> int:
 
 
 # -- helpers -------------------------------------------------------------------------
+
+
+class PromptAwareHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Log records on their own line: while the prompt waits for input (``at_prompt``), a
+    warning from the background worker starts on a fresh line and the prompt, with what
+    was typed so far, is drawn again below it, instead of landing inside the prompt line.
+    """
+
+    def __init__(self, stream: IO[str] | None = None, prompt_stream: IO[str] | None = None):
+        super().__init__(stream if stream is not None else sys.stderr)
+        self.prompt_stream = prompt_stream
+        self.at_prompt = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.at_prompt:
+            super().emit(record)
+            return
+        try:
+            message = self.format(record)
+            prompt_stream = self.prompt_stream or sys.stdout
+            prompt_stream.flush()
+            self.stream.write("\n" + message + "\n")
+            self.flush()
+            prompt_stream.write(PROMPT + _typed_so_far())
+            prompt_stream.flush()
+        except Exception:  # logging's own policy: report through handleError, never raise
+            self.handleError(record)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _typed_so_far() -> str:
+    try:
+        import readline
+    except ImportError:
+        return ""
+    return readline.get_line_buffer()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -443,10 +474,6 @@ def _interrupts_deferred() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
-
-
-def _scope(mind: Mind, session: str) -> str | None:
-    return None if mind.settings.recall_scope == "all" else session
 
 
 def _recall(mind: Mind, query: str, *, k: int, session: str | None) -> list[Hit]:

@@ -9,6 +9,8 @@ the keyword argument ``x`` of :class:`pmm.Mind` and the LangChain classes.
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -23,6 +25,9 @@ DeviceName = Literal["auto", "cpu", "cuda", "mps"]
 
 SIGNED_SETTINGS = frozenset({"summary_prior"})
 """Numeric settings that may be negative."""
+
+log = logging.getLogger("pmm")
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -103,6 +108,7 @@ class Settings:
         if env is None:
             env = {**_dotenv(), **os.environ}
         known = {f.name: f for f in fields(cls)}
+        warn_unknown_variables(env, ["PMM_" + name.upper() for name in known])
         unknown = set(overrides) - set(known)
         if unknown:
             raise ConfigurationError(
@@ -139,7 +145,9 @@ def _dotenv() -> dict[str, str]:
     """The values of the nearest ``.env`` (searched from the working directory up).
 
     Only :data:`EXPORTED_FROM_DOTENV` reach ``os.environ`` (and only when not set there), so
-    that ChatOpenAI finds a key kept in ``.env``; ``PMM_*`` values stay in the settings.
+    that ChatOpenAI finds a key kept in ``.env``; ``PMM_*`` values stay in the settings. A
+    relative ``PMM_DB_PATH`` there is made absolute against the ``.env`` file's folder, so
+    that running from a subfolder opens the same memory, not a second one.
     """
     from dotenv import dotenv_values, find_dotenv
 
@@ -150,7 +158,30 @@ def _dotenv() -> dict[str, str]:
     for name in EXPORTED_FROM_DOTENV:
         if values.get(name):
             os.environ.setdefault(name, values[name])
+    db_path = values.get("PMM_DB_PATH", "").strip()
+    if (
+        db_path
+        and db_path != ":memory:"
+        and "://" not in db_path  # a postgresql:// URL is no file path
+        and not Path(db_path).expanduser().is_absolute()
+    ):
+        values["PMM_DB_PATH"] = str(Path(path).resolve().parent / db_path)
     return values
+
+
+_warned_unknown: set[str] = set()
+
+
+def warn_unknown_variables(env: dict[str, str], known: list[str]) -> None:
+    """Log one warning per process for each ``PMM_*`` variable that is no setting, naming
+    the closest known one (``PMM_ENABLE_SUMARY`` -> ``PMM_ENABLE_SUMMARY``)."""
+    for name in sorted(env):
+        if not name.startswith("PMM_") or name in known or name in _warned_unknown:
+            continue
+        _warned_unknown.add(name)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else "; see .env.example for the settings"
+        log.warning("%s is not a PMM setting and is ignored%s", name, hint)
 
 
 def _coerce(source: str, raw: Any, annotation: Any, default: Any) -> Any:

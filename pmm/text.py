@@ -54,3 +54,14 @@ def snippet(text: str, width: int = 60) -> str:
     """
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def found_by(rankers: dict[str, int]) -> str:
+    """Which rankers found a recall hit and where each placed it: ``keyword 1st, semantic
+    3rd`` (readable, unlike fused scores that all look like 0.016)."""
+
+    def nth(n: int) -> str:
+        suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+        return f"{n}{suffix}"
+
+    return ", ".join(f"{name} {nth(rank)}" for name, rank in rankers.items()) or "-"

@@ -5,7 +5,8 @@
     worker.flush(10.0)       # wait until everything pending now is done
     worker.close(10.0)       # flush, then stop the thread
 
-Work that fails is logged (once per distinct error) and retried after a growing pause
+Work that fails is logged (one line, once per distinct error; the traceback only at DEBUG
+level) and retried after a growing pause
 (0.5 s doubling up to 30 s) without waiting to be woken; the events stay pending in the
 database, so nothing is lost, and a later process picks them up. Live workers are flushed at
 interpreter exit within their timeout. A bound method is held weakly, so a worker never
@@ -71,7 +72,14 @@ class BackgroundWorker:
             return True
         flushed = self.flush(timeout)
         self.stop()
-        if not flushed:
+        if not flushed and self.last_error is not None:
+            log.warning(
+                "background digest stopped on an error (%s: %s): the remaining events stay "
+                "pending and are picked up by the next Mind or `pmm dream`",
+                type(self.last_error).__name__,
+                self.last_error,
+            )
+        elif not flushed:
             log.warning(
                 "background digest did not finish within %.1fs: the remaining events stay "
                 "pending and are picked up by the next Mind or `pmm dream`",
@@ -118,12 +126,13 @@ class BackgroundWorker:
                 key = f"{type(exc).__name__}: {exc}"
                 if key not in self._errors_seen:
                     self._errors_seen.add(key)
+                    # One line for the user; the traceback only in debug logging.
                     log.warning(
                         "background digest failed (%s); the events stay pending and will "
                         "be retried",
                         key,
-                        exc_info=exc,
                     )
+                    log.debug("traceback of the background digest failure", exc_info=exc)
                 backoff = min(max(backoff * 2, 0.5), MAX_BACKOFF)
             del work
             with self._cond:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up (if needed) and start the chat REPL. Without OPENAI_API_KEY it runs offline.
+# Set up (only when needed: see scripts/setup.sh) and start the chat REPL.
+# Without OPENAI_API_KEY it runs offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-. .venv/bin/activate
-exec python chat.py "$@"
+exec .venv/bin/python chat.py "$@"

@@ -173,10 +173,9 @@ def test_usage_errors_exit_2(db: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert main([]) == 2  # no command: help on stderr
     assert "COMMAND" in capsys.readouterr().err
     for argv in (["tail", "-n", "0"], ["show", "one"], ["redact", "1"], ["frobnicate"]):
-        with pytest.raises(SystemExit) as exit_info:
-            main([*argv, "--db", str(db)])
-        assert exit_info.value.code == 2
-        capsys.readouterr()
+        assert main([*argv, "--db", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert "usage: pmm" in err and "error:" in err
 
 
 def test_options_work_before_the_command(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -225,12 +224,13 @@ def test_stats(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert data["events"] == 6 and data["turns"] == 6
     assert data["by_session"] == {"s1": 4, "s2": 2}
     assert data["by_role"] == {"user": 3, "assistant": 3}
-    assert data["coverage"]["digests"] == {"turns": 6, "digested": 0, "pending": 6}
+    # summaries are off: nothing is "pending" (nothing will ever digest these turns)
+    assert data["coverage"]["digests"] == {"turns": 6, "digested": 0, "pending": 0}
     assert data["coverage"]["embeddings"] == {}
     assert data["bytes_on_disk"] > 0
     code, out, _ = run(capsys, "stats", "--db", str(filled))
     assert code == 0
-    assert "0 of 6 turns digested" in out
+    assert "summaries off" in out and "pending" not in out
     assert "s1" in out and "assistant" in out
 
 
@@ -501,14 +501,22 @@ def test_embed_backfills_vectors(
     hits = run_json(capsys, "search", "skiing winter", "--mode", "semantic", "--db", str(filled))
     assert hits[0]["event"]["id"] == 3
     assert "semantic" in hits[0]["rankers"]
+    # vectors of the configured model exist: search without --mode uses them (hybrid)
+    monkeypatch.setenv("PMM_EMBEDDING_MODEL", "test/fake")
+    hits = run_json(capsys, "search", "skiing winter", "--db", str(filled))
+    assert any("semantic" in h["rankers"] for h in hits)
+    assert any("keyword" in h["rankers"] for h in hits)
+    monkeypatch.setenv("PMM_EMBEDDING_MODEL", "test/other-model")  # no vectors of it
+    hits = run_json(capsys, "search", "skiing winter", "--db", str(filled))
+    assert all(set(h["rankers"]) == {"keyword"} for h in hits)
 
 
 def test_search_finds_a_stored_turn(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "search", "where does Zed live? Oslo", "--db", str(filled))
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["id", "session", "role", "score", "rankers", "text"]
-    assert lines[2].startswith("1 ") and "keyword#1" in lines[2]
+    assert lines[0].split() == ["#", "id", "session", "role", "found", "by", "text"]
+    assert lines[2].startswith("1 ") and "keyword 1st" in lines[2]
     assert "Hi, my name is Zed and I live in Oslo" in lines[2]
     hits = run_json(capsys, "search", "skiing", "--db", str(filled), "--mode", "keyword")
     assert sorted(h["event"]["id"] for h in hits) == [3, 4]
@@ -550,3 +558,110 @@ def test_redact(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "no event with id 1 holding text" in err
     code, _, err = run(capsys, "redact", "2", "--reason", " ", "--db", str(filled))
     assert code == 2 and "needs a reason" in err
+
+
+# -- first-hour fixes: exit codes, --json errors and paths, head prefixes, pipes -----------
+
+
+def test_bad_db_paths_exit_2_like_pmm_chat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    from pmm.repl import main as chat_main
+
+    folder = tmp_path / "afolder"
+    folder.mkdir()
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE invoices(id INTEGER)")
+    missing = tmp_path / "nope" / "x.db"
+    text = tmp_path / "notes.db"
+    text.write_text("hello, not a database at all " * 100)
+    for path, says in (
+        (folder, "is a folder"),
+        (other, "another application"),
+        (missing, "does not exist"),
+        (text, "not a PMM/SQLite database"),
+    ):
+        for command in ("init", "stats", "verify"):
+            if command != "init" and path == missing:
+                continue
+            code, _, err = run(capsys, command, "--db", str(path))
+            assert code == 2, (command, path, err)
+            assert says in err
+        assert chat_main(["--db", str(path)]) == 2
+        capsys.readouterr()
+
+
+def test_json_errors_are_json_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "init", "--db", str(tmp_path / "nope" / "x.db"), "--json")
+    assert code == 2 and "does not exist" in err
+    assert json.loads(out) == {"error": json.loads(out)["error"], "exit_code": 2}
+    assert "does not exist" in json.loads(out)["error"]
+    code, out, _ = run(capsys, "tail", "-n", "zero", "--json")
+    assert code == 2 and json.loads(out)["exit_code"] == 2
+
+
+def test_json_paths_are_absolute(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    os.chdir(filled.parent)
+    name = filled.name
+    assert Path(run_json(capsys, "stats", "--db", name)["path"]) == filled.resolve()
+    assert Path(run_json(capsys, "verify", "--db", name)["path"]) == filled.resolve()
+    exported = run_json(capsys, "export", "out.jsonl", "--db", name)
+    assert exported["path"] == str(filled.resolve())
+    assert exported["file"] == str((filled.parent / "out.jsonl").resolve())
+    imported = run_json(capsys, "import", "out.jsonl", "--db", "copy.db")
+    assert imported["path"] == str((filled.parent / "copy.db").resolve())
+    assert Path(run_json(capsys, "doctor", "--db", name)["db_path"]).is_absolute()
+
+
+def test_verify_accepts_a_unique_head_prefix(
+    filled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = run_json(capsys, "verify", "--db", str(filled))["head"]
+    for pin in (head[:8], head[:20].upper(), head):
+        code, out, err = run(capsys, "verify", "--db", str(filled), "--expect-head", pin)
+        assert code == 0, (pin, out, err)
+    with EventStore(str(filled)) as store:
+        older = store.get(2).hash
+    code, out, _ = run(capsys, "verify", "--db", str(filled), "--expect-head", older[:10])
+    assert code == 0  # an earlier head is still in the chain
+    code, out, _ = run(capsys, "verify", "--db", str(filled), "--expect-head", "0" * 64)
+    assert code == 1 and "not in the log" in out
+    for bad, says in (("c7a8ab8", "too short"), ("xyz12345", "not a hash"), ("a" * 65, "not")):
+        code, _, err = run(capsys, "verify", "--db", str(filled), "--expect-head", bad)
+        assert code == 2 and says in err, (bad, err)
+
+
+def test_export_to_a_closed_pipe_is_not_an_error(filled: Path) -> None:
+    with Mind(str(filled)) as mind:
+        for i in range(300):
+            mind.remember(f"line {i} " + "x" * 200, role="user", session_id="s1")
+    run_ = subprocess.run(
+        f"{sys.executable} {SCRIPT} export - --db {filled} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=filled.parent,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        executable="/bin/bash",
+    )
+    assert json.loads(run_.stdout)["id"] == 1
+    assert "Error" not in run_.stderr and "Traceback" not in run_.stderr
+    status = subprocess.run(
+        f"set -o pipefail; {sys.executable} {SCRIPT} export - --db {filled} | head -1 >/dev/null",
+        shell=True,
+        cwd=filled.parent,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        executable="/bin/bash",
+    )
+    assert status.returncode == 0
+
+
+def test_found_by_reads_as_places() -> None:
+    from pmm.text import found_by
+
+    assert found_by({"keyword": 1, "semantic": 3}) == "keyword 1st, semantic 3rd"
+    assert found_by({"keyword": 12, "semantic": 22}) == "keyword 12th, semantic 22nd"
+    assert found_by({}) == "-"

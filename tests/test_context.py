@@ -133,3 +133,34 @@ def test_older_turns_never_show_without_the_newest() -> None:
     history = turns("ok", "x " * 500)  # the newest turn cannot fit, even cut
     ctx = assemble(session_id="s", history=history, budget=4, counter=COUNTER)
     assert ctx.history == []
+
+
+def test_the_window_starts_at_a_user_message_when_one_fits() -> None:
+    # Four turns of ~20 words: a budget that fits three would open with an AI message.
+    history = turns(*[f"turn number {i} " + "word " * 20 for i in range(4)])
+    shown = zip("AHA", history[:3], strict=True)
+    three = sum(COUNTER.count(f"{p}: {t.text}") + 1 for p, t in shown)
+    for as_messages in (False, True):
+        ctx = assemble(
+            session_id="s",
+            history=history,
+            budget=three + 2,
+            counter=COUNTER,
+            as_messages=as_messages,
+        )
+        assert [t.event_id for t in ctx.history] == [3, 4]  # not [2, 3, 4] (2 is the AI's)
+        assert ctx.history[0].role == "user"
+        first = ctx.messages()[0]
+        assert isinstance(first, HumanMessage)
+        assert ctx.tokens == sum(
+            (COUNTER.count(t.text) + MESSAGE_OVERHEAD)
+            if as_messages
+            else COUNTER.count(f"{'Human' if t.role == 'user' else 'AI'}: {t.text}") + 1
+            for t in ctx.history
+        )
+
+
+def test_an_assistant_only_window_is_kept_when_no_user_turn_fits() -> None:
+    history = turns("x " * 500, "short answer")  # the user turn is far over budget
+    ctx = assemble(session_id="s", history=history, budget=30, counter=COUNTER)
+    assert [t.role for t in ctx.history] == ["assistant"]

@@ -78,18 +78,21 @@ def test_offline_chat_remembers_across_restarts(db: Path, tmp_path: Path) -> Non
     chat = Chat("--db", str(db), "--session", "s1", cwd=tmp_path)
     assert "OFFLINE" in chat.first_line and "OPENAI_API_KEY" in chat.first_line
 
-    reply = chat.say(ZED)
-    assert reply.startswith("pmm> I'm offline (no OPENAI_API_KEY). From memory:")
+    reply = chat.say(ZED)  # a statement: acknowledged, not answered with the fact list
+    assert reply.strip() == "pmm> I'm offline (no OPENAI_API_KEY). Noted: I'll remember that."
 
     memory = chat.say("/memory")
     assert "Name: Zed" in memory and "Lives in: Oslo" in memory
     assert f"Human: {ZED}" in memory
+    assert "offline" not in memory  # its own boilerplate is no memory
 
     found = chat.say("/search Oslo")
     assert f"#1 [s1] user: {ZED}" in found
 
     stats = chat.say("/stats")
-    assert "2 events (2 turns) in 1 session(s), 2 of them in 's1'" in stats
+    assert "2 events (1 turn: a turn is one message) in 1 session, 2 of the events in 's1'" in (
+        stats
+    )
 
     verified = chat.say("/verify")
     assert "chain OK: 2 rows verified" in verified
@@ -112,14 +115,23 @@ def test_offline_chat_remembers_across_restarts(db: Path, tmp_path: Path) -> Non
     assert "Name: Zed" in chat.say("/memory")
     answer = chat.say("What is my name?")
     assert "Name: Zed" in answer and ZED in answer
+    assert "Lives in" not in answer  # only what was asked about
+    again = chat.say("What is my name again?")
+    assert "What is my name?" not in again  # an earlier question is no answer
+    assert "nothing about that" in chat.say("Do I have a boat?")
+    assert "nothing found for 'offline'" in chat.say("/search offline")
     chat.child.sendintr()  # Ctrl-C at the prompt
     assert "Goodbye." in chat.finish()
-    assert turns(db, "s1") == [
+    logged = turns(db, "s1")
+    assert logged[:4] == [
         ("user", ZED),
-        ("assistant", turns(db, "s1")[1][1]),
+        ("assistant", logged[1][1]),
         ("user", "What is my name?"),
         ("assistant", answer.removeprefix("pmm> ").strip()),
     ]
+    with EventStore(db) as store:  # the replies are logged, but as no turn kind
+        kinds = [e.kind for e in store.events(session_id="s1")]
+    assert kinds[:4] == ["prompt", "offline_reply", "prompt", "offline_reply"]
 
 
 def test_quit_command_and_bad_database(tmp_path: Path) -> None:

@@ -202,3 +202,63 @@ def test_bad_arguments_raise() -> None:
     with pytest.raises(ConfigurationError, match="max_tokens='x' is not valid"):
         Settings().with_(max_tokens="x")
     assert Settings().with_(max_tokens="12").max_tokens == 12
+
+
+# -- .env paths and unknown variables ----------------------------------------------------
+
+
+def test_relative_db_path_in_dotenv_resolves_against_the_dotenv_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_dotenv(tmp_path, db_path="data/pmm.db")
+    sub = tmp_path / "src" / "deep"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    assert Path(Settings.load().db_path) == tmp_path.resolve() / "data" / "pmm.db"
+    monkeypatch.chdir(tmp_path)
+    assert Path(Settings.load().db_path) == tmp_path.resolve() / "data" / "pmm.db"
+
+
+def test_db_path_from_environment_or_argument_stays_as_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_dotenv(tmp_path, db_path="data/pmm.db")
+    assert Settings.load(db_path="mine.db").db_path == "mine.db"
+    monkeypatch.setenv("PMM_DB_PATH", "env.db")  # relative to the cwd, as shells expect
+    assert Settings.load().db_path == "env.db"
+    write_dotenv(tmp_path, db_path=":memory:")
+    monkeypatch.delenv("PMM_DB_PATH")
+    assert Settings.load().db_path == ":memory:"
+
+
+def test_unknown_variable_warns_once_naming_the_closest_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import pmm.settings as settings_module
+
+    monkeypatch.setattr(settings_module, "_warned_unknown", set())
+    monkeypatch.setenv("PMM_ENABLE_SUMARY", "1")
+    (tmp_path / ".env").write_text("PMM_MAX_TOKEN=10\nPMM_WHATEVER_ELSE=1\n", "utf-8")
+    with caplog.at_level("WARNING", logger="pmm"):
+        Settings.load()
+        Settings.load()
+    messages = [r.getMessage() for r in caplog.records]
+    assert (
+        messages.count(
+            "PMM_ENABLE_SUMARY is not a PMM setting and is ignored; "
+            "did you mean PMM_ENABLE_SUMMARY?"
+        )
+        == 1
+    )
+    assert any(m.startswith("PMM_MAX_TOKEN ") and "PMM_MAX_TOKENS?" in m for m in messages)
+    assert any(m.startswith("PMM_WHATEVER_ELSE ") and ".env.example" in m for m in messages)
+    assert len(messages) == 3
+
+
+def test_a_database_url_in_dotenv_is_not_made_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "postgresql://app@db.internal/pmm"
+    write_dotenv(tmp_path, db_path=url)
+    monkeypatch.chdir(tmp_path)
+    assert Settings.load().db_path == url

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from ..devices import pick_device
 from ..errors import BackendError, MissingDependencyError
+from ..loading import quiet_model_loading
 from ..roles import roles_for, with_speaker
 from .base import Digest
 from .keywords import SpacyKeywords, heuristic_keywords
@@ -67,13 +68,18 @@ class Seq2SeqModel:
 
 
 _MODELS: dict[tuple[str, str], Seq2SeqModel] = {}
+_LOAD_FAILURES: dict[tuple[str, str], BackendError] = {}
+"""Models that failed to load, by (model, device asked for): asked again in the same
+process, :func:`load_seq2seq` raises the same error at once instead of trying for seconds."""
 _MODELS_LOCK = threading.Lock()
 
 
 def clear_model_cache() -> None:
-    """Forget every loaded model (tests; freeing memory)."""
+    """Forget every loaded model and every remembered load failure (tests; freeing
+    memory; after installing a model)."""
     with _MODELS_LOCK:
         _MODELS.clear()
+        _LOAD_FAILURES.clear()
 
 
 def _offline() -> bool:
@@ -140,8 +146,9 @@ def _import_transformers() -> tuple[Any, Any]:
 
 def _from_pretrained(name: str, **kwargs: Any) -> tuple[Any, Any]:
     auto_tokenizer, auto_model = _import_transformers()
-    tokenizer = auto_tokenizer.from_pretrained(name, **kwargs)
-    model = auto_model.from_pretrained(name, **kwargs)
+    with quiet_model_loading():
+        tokenizer = auto_tokenizer.from_pretrained(name, **kwargs)
+        model = auto_model.from_pretrained(name, **kwargs)
     return tokenizer, model
 
 
@@ -174,8 +181,13 @@ def load_seq2seq(model: str = DEFAULT_LOCAL_MODEL, device: str = "auto") -> Seq2
     once per process and cached by (model, resolved device).
 
     Raises :class:`~pmm.errors.MissingDependencyError` without torch/transformers and
-    :class:`~pmm.errors.BackendError` when the model cannot be found or loaded.
+    :class:`~pmm.errors.BackendError` when the model cannot be found or loaded; a model
+    that failed to load is not tried again in this process (the same error is raised at
+    once; :func:`clear_model_cache` forgets it).
     """
+    remembered = _LOAD_FAILURES.get((model, device))
+    if remembered is not None:
+        raise BackendError(f"{remembered} (remembered from an earlier attempt)")
     path = Path(model).expanduser()
     if not path.is_dir() and (path.exists() or _looks_like_path(model)):
         raise BackendError(
@@ -191,10 +203,15 @@ def load_seq2seq(model: str = DEFAULT_LOCAL_MODEL, device: str = "auto") -> Seq2
             return cached
         try:
             tokenizer, network = _load_files(model)
-        except (BackendError, MissingDependencyError):
+        except MissingDependencyError:
+            raise
+        except BackendError as exc:
+            _LOAD_FAILURES[(model, device)] = exc
             raise
         except Exception as exc:
-            raise BackendError(f"cannot load seq2seq model {model!r}: {exc}") from exc
+            failure = BackendError(f"cannot load seq2seq model {model!r}: {exc}")
+            _LOAD_FAILURES[(model, device)] = failure
+            raise failure from exc
         if not getattr(network.config, "is_encoder_decoder", False):
             raise BackendError(
                 f"{model!r} is not a seq2seq (encoder-decoder) model: the local summarizer "

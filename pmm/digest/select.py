@@ -9,7 +9,8 @@ fallback to the next one down, and a report for ``doctor``.
 The chains:
 
 - ``auto``: llm (only when a chat model is passed in or ``OPENAI_API_KEY`` is set), then
-  local, then heuristic;
+  local (only when ``doctor``'s probe finds torch, transformers and the model's files here;
+  the probe is cached per process), then heuristic;
 - ``llm``: llm, then heuristic; ``local``: local, then heuristic; ``heuristic``: heuristic.
 
 Turns shorter than ``summary_min_chars`` are their own summary (method ``verbatim``) and never
@@ -26,6 +27,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import BackendError
@@ -244,7 +246,21 @@ def chain_names(settings: Settings, llm: BaseChatModel | None = None) -> list[st
         return ["llm", "heuristic"]
     if choice == "local":
         return ["local", "heuristic"]
-    return (["llm"] if _llm_configured(llm) else []) + ["local", "heuristic"]
+    local = ["local"] if local_probe(settings.local_summary_model)[0] else []
+    return (["llm"] if _llm_configured(llm) else []) + local + ["heuristic"]
+
+
+@lru_cache(maxsize=32)
+def local_probe(model: str) -> tuple[bool, str]:
+    """Whether the local summarizer can load ``model`` here, and why not: torch and
+    transformers installed and the model's files on disk (no model is loaded). Cached per
+    process; ``local_probe.cache_clear()`` after installing something."""
+    missing = [p for p in ("torch", "transformers") if importlib.util.find_spec(p) is None]
+    if missing:
+        return False, f"{' and '.join(missing)} not installed (pip install 'pmm-memory[local]')"
+    from .local import model_resolves_locally
+
+    return model_resolves_locally(model)
 
 
 def build_digester(settings: Settings, llm: BaseChatModel | None = None) -> FallbackDigester:
@@ -280,16 +296,9 @@ def _llm_status(settings: Settings, llm: BaseChatModel | None) -> BackendStatus:
 
 
 def _local_status(settings: Settings) -> BackendStatus:
-    missing = [p for p in ("torch", "transformers") if importlib.util.find_spec(p) is None]
-    if missing:
-        return BackendStatus(
-            "local",
-            False,
-            f"{' and '.join(missing)} not installed (pip install 'pmm-memory[local]')",
-        )
-    from .local import model_resolves_locally
-
-    found, where = model_resolves_locally(settings.local_summary_model)
+    found, where = local_probe(settings.local_summary_model)
+    if not found and "not installed" in where:
+        return BackendStatus("local", False, where)
     _, keywords = spacy_pipeline_status()
     return BackendStatus("local", found, f"{where}; device {settings.device}; keywords: {keywords}")
 

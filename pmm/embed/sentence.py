@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import BackendError, InvalidInputError, MissingDependencyError
+from ..loading import quiet_model_loading
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,15 @@ def embedding_model_id(name: str) -> str:
     return name
 
 
+def importable(module: str) -> bool:
+    """Whether ``module`` can be found without importing it (False also when an import
+    hook or ``sys.modules[module] = None`` blocks it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 @dataclass
 class _Loaded:
     """One model in memory, shared by every embedder of this process that names it."""
@@ -129,7 +139,8 @@ def _load(source: str, device_preference: str) -> _Loaded:
         local = Path(source).is_dir()
         log.info("loading embedding model %s on %s", source, device)
         try:
-            model = SentenceTransformer(source, device=device, local_files_only=not local)
+            with quiet_model_loading():
+                model = SentenceTransformer(source, device=device, local_files_only=not local)
         except Exception as exc:
             raise BackendError(
                 f"cannot load the embedding model {source!r} ({type(exc).__name__}: {exc}). "
@@ -168,8 +179,12 @@ class SentenceEmbedder:
     """
 
     def __init__(self, model: str = "", device: str = "auto", batch_size: int = 64) -> None:
-        if importlib.util.find_spec("sentence_transformers") is None:
-            raise MissingDependencyError(_FEATURE, "sentence-transformers", "embeddings")
+        for module, package in (
+            ("sentence_transformers", "sentence-transformers"),
+            ("torch", "torch"),
+        ):
+            if not importable(module):
+                raise MissingDependencyError(_FEATURE, package, "embeddings")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
         self.source = resolve_embedding_model(model)

@@ -66,3 +66,16 @@ def pmm_warnings(caplog: pytest.LogCaptureFixture) -> Callable[[], list[str]]:
         ]
 
     return collect
+
+
+@pytest.fixture(autouse=True)
+def forget_local_probes() -> Iterator[None]:
+    """Each test starts without remembered load failures or cached local probes (the
+    loaded models themselves stay cached: loading them is slow)."""
+    from pmm.digest import local, select
+
+    local._LOAD_FAILURES.clear()
+    select.local_probe.cache_clear()
+    yield
+    local._LOAD_FAILURES.clear()
+    select.local_probe.cache_clear()

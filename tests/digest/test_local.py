@@ -216,3 +216,26 @@ def test_bad_arguments(tiny_bart: Path) -> None:
         LocalDigester(str(tiny_bart), batch_size=0)
     with pytest.raises(ValueError):
         LocalDigester(str(tiny_bart), max_new_tokens=4, min_new_tokens=8)
+
+
+def test_a_load_failure_is_remembered_for_the_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text(json.dumps({"model_type": "no-such-architecture"}))
+    with pytest.raises(BackendError, match="cannot load") as first:
+        LocalDigester(str(broken))
+    tries: list[str] = []
+    monkeypatch.setattr(
+        "pmm.digest.local._load_files", lambda name: tries.append(name) or (None, None)
+    )
+    for _ in range(3):  # a dream, a REPL start, ...: no second attempt, the same message
+        with pytest.raises(BackendError, match="remembered") as again:
+            LocalDigester(str(broken))
+        assert str(first.value) in str(again.value)
+    assert tries == []
+    clear_model_cache()  # forgets the failure: the next call tries again
+    with pytest.raises(Exception):  # noqa: B017 - the patched loader returns no model
+        LocalDigester(str(broken))
+    assert tries == [str(broken)]

@@ -75,18 +75,20 @@ def no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def test_chains(no_openai_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_chains(no_openai_env: None, monkeypatch: pytest.MonkeyPatch, tiny_bart: Path) -> None:
+    model = str(tiny_bart)  # a local model that loads: auto tries it
     assert chain_names(settings(summarizer="heuristic")) == ["heuristic"]
     assert chain_names(settings(summarizer="llm")) == ["llm", "heuristic"]
     assert chain_names(settings(summarizer="local")) == ["local", "heuristic"]
-    assert chain_names(settings(summarizer="auto")) == ["local", "heuristic"]
-    assert chain_names(settings(summarizer="auto"), llm=BrokenChat()) == [
-        "llm",
+    assert chain_names(settings(summarizer="auto", local_summary_model=model)) == [
         "local",
         "heuristic",
     ]
+    assert chain_names(
+        settings(summarizer="auto", local_summary_model=model), llm=BrokenChat()
+    ) == ["llm", "local", "heuristic"]
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    assert chain_names(settings()) == ["llm", "local", "heuristic"]
+    assert chain_names(settings(local_summary_model=model)) == ["llm", "local", "heuristic"]
     digester = build_digester(Settings.load(env={"PMM_SUMMARIZER": "local"}))
     assert digester.chain == ["local", "heuristic"]
 
@@ -119,16 +121,41 @@ def test_auto_without_llm_or_local_model_is_heuristic(
     no_openai_env: None, tmp_path: Path, pmm_warnings: Warnings
 ) -> None:
     missing = str(tmp_path / "no-model")
+    # doctor's probe already knows the local model cannot load: auto does not try it
     digester = build_digester(settings(summarizer="auto", local_summary_model=missing))
-    assert digester.chain == ["local", "heuristic"]
+    assert digester.chain == ["heuristic"]
     digests = digester.digest_many(LONG, ROLES)
     assert {d.method for d in digests} == {"heuristic"}
+    assert pmm_warnings() == []
+    # asked for by name, it is tried, fails once with one warning, and is not retried
+    digester = build_digester(settings(summarizer="local", local_summary_model=missing))
+    digester.digest_many(LONG, ROLES)
     [warning] = pmm_warnings()
     assert "'local' failed to load" in warning and "no-model" in warning
     assert "'heuristic'" in warning
     assert digester.failed.keys() == {"local"} and digester.active == "heuristic"
     digester.digest_many(LONG[:2])
     assert len(pmm_warnings()) == 1  # not retried, not warned again
+
+
+def test_the_local_probe_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pmm.digest import local as local_module
+    from pmm.digest.select import local_probe
+
+    calls: list[str] = []
+    real = local_module.model_resolves_locally
+
+    def counting(name: str) -> tuple[bool, str]:
+        calls.append(name)
+        return real(name)
+
+    monkeypatch.setattr(local_module, "model_resolves_locally", counting)
+    missing = str(tmp_path / "no-model")
+    for _ in range(3):
+        chain_names(settings(summarizer="auto", local_summary_model=missing))
+        backend_status(settings(local_summary_model=missing))
+    assert calls == [missing]
+    assert local_probe(missing)[0] is False
 
 
 def test_local_model_missing_falls_back(no_openai_env: None, pmm_warnings: Warnings) -> None:
@@ -188,7 +215,7 @@ def test_llm_http_500_falls_back(
 ) -> None:
     fake_openai.reply_status(500, "the model is overloaded")
     digester = build_digester(settings(summarizer="auto"), llm=chat_openai(max_retries=0))
-    assert digester.chain == ["llm", "local", "heuristic"]
+    assert digester.chain[0] == "llm" and digester.chain[-1] == "heuristic"
     digester = build_digester(settings(summarizer="llm"), llm=chat_openai(max_retries=0))
     [digest] = digester.digest_many([LONG[0]], ["user"])
     assert digest.method == "heuristic"
