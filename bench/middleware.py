@@ -2,6 +2,7 @@
 
     python bench/middleware.py                    # 100,000 events, 200 rounds
     python bench/middleware.py --events 20000 --rounds 50
+    python bench/middleware.py --thread-events 20000   # one long session of 20,000 events
 
 The file gets N events (prompt/response turns of Zipf-distributed made-up words, 50 turns
 per session, each with a LangChain message id in its meta, as the middleware stores them),
@@ -45,11 +46,12 @@ WINDOW = 20
 """Messages the bench thread keeps in its state (what a trimmed thread would hold)."""
 
 
-def fill(path: Path, events: int, rng: random.Random) -> None:
+def fill(path: Path, events: int, rng: random.Random, thread_events: int = 0) -> None:
+    """``events`` turns, 50 per session, the first ``thread_events`` of them in "bench"."""
     with EventStore(path) as store:
         batch: list[NewEvent] = []
         for i in range(events // 2):
-            session = f"session-{i // 25}"
+            session = "bench" if i < thread_events // 2 else f"session-{i // 25}"
             for kind, role, n in (("prompt", "user", 18), ("response", "assistant", 30)):
                 meta = {"message_id": str(uuid.UUID(int=rng.getrandbits(128))), "source": "agent"}
                 batch.append(NewEvent(kind, sentence(rng, n), session, role, meta))
@@ -79,6 +81,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--thread-events",
+        type=int,
+        default=0,
+        help="events already in the bench thread's session (its length drives the "
+        "exactly-once check)",
+    )
     args = parser.parse_args()
 
     from fake_models import fake_model  # tests/integrations/fake_models.py
@@ -92,7 +101,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         started = time.perf_counter()
-        fill(path, args.events, rng)
+        fill(path, args.events, rng, args.thread_events)
         fill_s = time.perf_counter() - started
 
         middleware = PMMMiddleware(db_path=str(path), session_id="bench")
@@ -131,7 +140,8 @@ def main() -> None:
 
     print(
         f"# PMMMiddleware hooks: {events:,} events in the file (filled in {fill_s:.1f} s), "
-        f"{args.rounds} rounds, thread state {WINDOW} messages; {platform.processor() or '?'}, "
+        f"{args.rounds} rounds, {args.thread_events:,} of them in the bench thread's session "
+        f"before the rounds, thread state {WINDOW} messages; {platform.processor() or '?'}, "
         f"Python {platform.python_version()}"
     )
     print("| step | p50 ms | p90 ms | n |")

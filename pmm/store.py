@@ -877,18 +877,18 @@ class EventStore:
         """Which of ``values`` some event of this session holds in ``meta[field]``, e.g.
         ``store.stored_meta_values(session_id="t1", field="message_id", values=ids)``.
 
-        Reads the session's rows through the (session_id, id) index; cost grows with the
-        session's length, not the log's."""
+        ``message_id`` and ``key`` have their own indexes (migration 0006): one index probe
+        per value; another field reads the session's rows."""
         wanted = list(dict.fromkeys(values))
         found: set[str] = set()
-        path = f"$.{field}"
+        value = _meta_path(field)
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._read(
-                "SELECT DISTINCT json_extract(meta, ?) FROM events WHERE session_id = ?"
-                f" AND json_extract(meta, ?) IN ({marks})",
-                [path, session_id, path, *chunk],
+                f"SELECT DISTINCT {value} FROM events WHERE session_id = ?"
+                f" AND {value} IN ({marks})",
+                [session_id, *chunk],
             )
             found.update(str(r[0]) for r in rows)
         return found
@@ -906,7 +906,7 @@ class EventStore:
         session ``session_id`` or in every session starting with ``session_prefix``; with
         ``value``, only that key. Oldest first. (A key/value view of an append-only log.)"""
         kind_list = list(kinds)
-        path = f"$.{field}"
+        path = _meta_path(field)
         clauses = [f"kind IN ({','.join('?' * len(kind_list))})"]
         params: list[Any] = [*kind_list]
         if session_id is not None:
@@ -916,16 +916,23 @@ class EventStore:
             clauses.append("substr(session_id, 1, ?) = ?")  # exact, unlike LIKE
             params.extend([len(session_prefix), session_prefix])
         if value is not None:
-            clauses.append("json_extract(meta, ?) = ?")
-            params.extend([path, value])
+            clauses.append(f"{path} = ?")
+            params.append(value)
         latest = (
-            f"SELECT max(id) FROM events WHERE {' AND '.join(clauses)}"
-            " GROUP BY session_id, json_extract(meta, ?)"
+            f"SELECT max(id) FROM events WHERE {' AND '.join(clauses)} GROUP BY session_id, {path}"
         )
         rows = self._read(
-            f"SELECT {_COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", [*params, path]
+            f"SELECT {_COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", params
         )
         return [_row_to_event(r) for r in rows]
+
+
+def _meta_path(field: str) -> str:
+    """``json_extract(meta, '$.field')`` written as the indexes of migration 0006 write it
+    (a bound parameter would not match them); ``field`` must be a plain name."""
+    if not field.isidentifier():
+        raise InvalidInputError(f"meta field must be a plain name, got {field!r}")
+    return f"json_extract(meta, '$.{field}')"
 
 
 class _WriteTransaction:
