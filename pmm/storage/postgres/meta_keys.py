@@ -4,12 +4,22 @@ which message ids a session holds, and a key/value view of an append-only log. M
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
+from ...errors import InvalidInputError
 from ...records import Event
 from .connection import Database
 from .rows import COLUMNS, row_to_event
+
+
+def _meta_field(field: str) -> str:
+    """``meta``'s text at ``field``, written literally (as migration 0002's indexes are, so
+    the planner uses them); only plain names are allowed, never SQL."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field):
+        raise InvalidInputError(f"meta field must be a plain name, got {field!r}")
+    return f"(meta::jsonb ->> '{field}')"
 
 
 class MetaKeys:
@@ -19,10 +29,10 @@ class MetaKeys:
 
     def stored_meta_values(self, *, session_id: str, field: str, values: Iterable[str]) -> set[str]:
         """Which of ``values`` some event of this session holds in ``meta[field]``."""
+        value = _meta_field(field)
         rows = self._db.read(
-            "SELECT DISTINCT meta::jsonb ->> %s FROM events WHERE session_id = %s"
-            " AND meta::jsonb ->> %s = ANY(%s)",
-            (field, session_id, field, list(dict.fromkeys(values))),
+            f"SELECT DISTINCT {value} FROM events WHERE session_id = %s AND {value} = ANY(%s)",
+            (session_id, list(dict.fromkeys(values))),
         )
         return {str(r[0]) for r in rows}
 
@@ -37,6 +47,7 @@ class MetaKeys:
     ) -> list[Event]:
         """The newest event of ``kinds`` for each (session, ``meta[field]``) pair, in one
         session or in every session starting with ``session_prefix``; oldest first."""
+        path = _meta_field(field)
         clauses = ["kind = ANY(%s)"]
         params: list[Any] = [list(kinds)]
         if session_id is not None:
@@ -46,13 +57,12 @@ class MetaKeys:
             clauses.append("left(session_id, %s) = %s")  # exact, unlike LIKE
             params.extend([len(session_prefix), session_prefix])
         if value is not None:
-            clauses.append("meta::jsonb ->> %s = %s")
-            params.extend([field, value])
+            clauses.append(f"{path} = %s")
+            params.append(value)
         latest = (
-            f"SELECT max(id) FROM events WHERE {' AND '.join(clauses)}"
-            " GROUP BY session_id, meta::jsonb ->> %s"
+            f"SELECT max(id) FROM events WHERE {' AND '.join(clauses)} GROUP BY session_id, {path}"
         )
         rows = self._db.read(
-            f"SELECT {COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", [*params, field]
+            f"SELECT {COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", params
         )
         return [row_to_event(r) for r in rows]
