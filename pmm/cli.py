@@ -41,10 +41,12 @@ from .errors import (
     NotADatabaseError,
     PMMError,
     ReadOnlyDatabaseError,
+    UnsupportedOperationError,
 )
 from .mind import TURN_KINDS
 from .records import Event
 from .settings import Settings
+from .storage import EventLog, is_postgres_url, open_store
 from .store import EventStore
 from .text import found_by, snippet
 
@@ -184,7 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--db",
         metavar="PATH",
         default=argparse.SUPPRESS,
-        help="the SQLite event log (default: PMM_DB_PATH, else pmm.db)",
+        help="the SQLite event log or a postgresql:// URL (default: PMM_DB_URL, else "
+        "PMM_DB_PATH, else pmm.db)",
     )
     common.add_argument(
         "--json",
@@ -401,6 +404,16 @@ def _add_storage_commands(
     p.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 2w")
     p.add_argument("--session", metavar="S", help="only this session")
     p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
+    p = command(
+        "migrate-to",
+        cmd_migrate_to,
+        "Copy the whole log to another place or backend, verbatim, and verify it there.",
+        "TARGET is a postgresql:// URL or a SQLite path, and must be empty. Every event keeps\n"
+        "its id, timestamp and hash; vectors come along. A source that does not verify is\n"
+        "not copied. Works both ways: pmm migrate-to new.db --from postgresql://...",
+    )
+    p.add_argument("target", metavar="TARGET", help="a postgresql:// URL or a SQLite path")
+    p.add_argument("--from", dest="source", metavar="SOURCE", help="default: --db")
 
 
 # -- commands ------------------------------------------------------------------------
@@ -521,7 +534,7 @@ def _digest_line(stats: dict[str, Any], turns: int, pending: int) -> str:
 def cmd_verify(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     expected = _head_pin(args.expect_head)
-    with EventStore(path) as store:
+    with open_store(path) as store:
         if expected is not None and len(expected) < HASH_HEX:
             expected = _unique_hash(store, expected)
         report = store.verify(expect_head=expected)
@@ -568,7 +581,7 @@ def _head_pin(value: str | None) -> str | None:
     return pin
 
 
-def _unique_hash(store: EventStore, prefix: str) -> str:
+def _unique_hash(store: EventLog, prefix: str) -> str:
     """The one event hash that starts with ``prefix``; the prefix itself when none does
     (verify then reports that the pinned head is not in the log)."""
     matches = [e.hash for e in store.iter_events() if e.hash.startswith(prefix)]
@@ -581,7 +594,7 @@ def _unique_hash(store: EventStore, prefix: str) -> str:
 
 def cmd_tail(args: argparse.Namespace) -> int:
     path = _existing_db(args)
-    with EventStore(path) as store:
+    with open_store(path) as store:
         events = store.events(session_id=args.session, newest_first=True, limit=args.n)
     events.reverse()
     if args.json:
@@ -598,7 +611,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     path = _existing_db(args)
-    with EventStore(path) as store:
+    with open_store(path) as store:
         event = store.get(args.id)
     data = event.to_dict()
     if args.json:
@@ -619,7 +632,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     count = 0
     head: Event | None = None
-    with EventStore(path) as store, _output(args.file) as out:
+    with open_store(path) as store, _output(args.file) as out:
         for event in store.iter_events():
             out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
             count += 1
@@ -644,7 +657,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     path = _db_path(args)
     events = list(_read_export(args.file))
     created = not Path(path).exists()
-    store = EventStore(path)
+    store = open_store(path)
     imported = False
     try:
         report = store.import_events(events)
@@ -773,7 +786,7 @@ def _has_current_vectors(path: str, settings: Settings) -> bool:
 
     if not (importable("sentence_transformers") and importable("torch")):
         return False
-    with EventStore(path) as store:
+    with open_store(path) as store:
         coverage = embedding_coverage(
             store, embedding_model_id(settings.embedding_model), kinds=TURN_KINDS
         )
@@ -853,7 +866,7 @@ def _doctor_database_lines(found: dict[str, Any] | None) -> list[str]:
 
 def cmd_redact(args: argparse.Namespace) -> int:
     path = _existing_db(args)
-    with EventStore(path) as store:
+    with open_store(path) as store:
         marker = store.redact(args.id, reason=args.reason)
     result = {"redacted": args.id, "marker": marker.to_dict()}
     text = (
@@ -868,7 +881,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
     if args.scrub and not (args.event or args.session is not None or args.match is not None):
         path = _existing_db(args)
-        with EventStore(path) as store:
+        with _sqlite_store(path, "forget --scrub") as store:
             before = file_bytes(path)
             done = scrub(store)
             after = file_bytes(path)
@@ -882,7 +895,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if not args.yes:
         raise InvalidInputError("forget erases text for good: add --yes to confirm")
     path = _existing_db(args)
-    with EventStore(path) as store:
+    with _sqlite_store(path, "forget") as store:
         report = forget(
             store,
             event_ids=args.event,
@@ -954,10 +967,32 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
+def cmd_migrate_to(args: argparse.Namespace) -> int:
+    from .storage.copy import copy_log
+
+    source = args.source or _existing_db(args)
+    report = copy_log(source, args.target)
+    data = {"source": _shown(source), "target": _shown(args.target), "verify": report.to_dict()}
+    text = (
+        f"copied {report.rows:,} events from {data['source']} to {data['target']};"
+        f" the copy verifies, head {report.head}"
+    )
+    return _emit(args, data, text)
+
+
+def _shown(target: str) -> str:
+    """A log's place for output: an absolute path, or a URL without its password."""
+    if is_postgres_url(target):
+        from .storage.postgres.connection import Database
+
+        return Database.redacted(target)
+    return str(Path(target).resolve())
+
+
 def cmd_compact(args: argparse.Namespace) -> int:
     from .compaction import compact, count_compacted
 
-    with EventStore(_existing_db(args)) as store:
+    with _sqlite_store(_existing_db(args), "compact") as store:
         report = compact(
             store, older_than=args.older_than, session_id=args.session, dry_run=args.dry_run
         )
@@ -993,9 +1028,11 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _db_path(args: argparse.Namespace) -> str:
-    """The --db path, checked: a folder or a path in a missing folder is a usage error."""
-    path = _settings(args).db_path
-    if path != ":memory:":
+    """The --db path (or PostgreSQL URL), checked: a folder or a path in a missing folder
+    is a usage error."""
+    settings = _settings(args)
+    path = settings.db_url or settings.db_path
+    if path != ":memory:" and not is_postgres_url(path):
         target = Path(path)
         if target.is_dir():
             raise InvalidInputError(f"{path} is a folder: give the path of a database file")
@@ -1014,7 +1051,7 @@ def _abs(path: str) -> str:
 
 def _existing_db(args: argparse.Namespace) -> str:
     path = _db_path(args)
-    if path != ":memory:" and not Path(path).exists():
+    if path != ":memory:" and not is_postgres_url(path) and not Path(path).exists():
         raise InvalidInputError(
             f"no database at {path}: check --db / PMM_DB_PATH, or create one with "
             f"`pmm init --db {path}`"
@@ -1022,11 +1059,23 @@ def _existing_db(args: argparse.Namespace) -> str:
     return path
 
 
+def _sqlite_store(path: str, what: str) -> EventStore:
+    """The SQLite log at ``path`` for a command that works on the file itself."""
+    if is_postgres_url(path):
+        from .storage.postgres.connection import Database
+
+        raise UnsupportedOperationError(
+            f"{what} works on SQLite files; {Database.redacted(path)} is a PostgreSQL log "
+            "(PostgreSQL applies its migrations on connect; copy it with `pmm migrate-to`)"
+        )
+    return EventStore(path)
+
+
 @contextmanager
 def _opened(path: str) -> Iterator[tuple[EventStore, list[str]]]:
     """The store at ``path`` and the backups that opening it wrote (a legacy upgrade)."""
     before = set(_backups(path))
-    with EventStore(path) as store:
+    with _sqlite_store(path, "this command") as store:
         yield store, sorted(set(_backups(path)) - before)
 
 

@@ -205,3 +205,27 @@ def test_forget_and_compact_say_clearly_where_they_are_not_available(
     with pytest.raises(UnsupportedOperationError, match="SQLite"):
         log.compact(older_than="30d")
     assert log.get(3).content is not None and log.verify().ok
+
+
+def test_pmm_migrate_to_and_back_on_the_command_line(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from pmm.cli import main
+
+    source = str(tmp_path / "source.db")
+    with open_store(source) as log:
+        _chat(log)
+        head = log.get(4).hash
+    assert main(["migrate-to", pg_url, "--db", source, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verify"]["ok"] and out["verify"]["head"] == head
+    assert main(["verify", "--db", pg_url]) == 0
+    assert head in capsys.readouterr().out
+    back = str(tmp_path / "back.db")
+    assert main(["migrate-to", back, "--from", pg_url]) == 0
+    assert "copied 4 events" in capsys.readouterr().out
+    assert main(["migrate-to", back, "--from", pg_url]) == 2  # not empty: an input error
+    assert main(["compact", "--older-than", "1d", "--db", pg_url]) != 0
+    assert "SQLite files" in capsys.readouterr().err
