@@ -56,6 +56,7 @@ commands:
   /stats          what the event log holds
   /verify         check the log's hash chain
   /search TEXT    recall the events most relevant to TEXT (all sessions)
+  /dream          digest, embed and consolidate what is pending now (also done at exit)
   /session NAME   switch to another conversation
   /quit           leave (Ctrl-D and Ctrl-C at the prompt leave too)
 anything else is a message."""
@@ -256,6 +257,8 @@ class Chat:
                 self.write("usage: /search TEXT")
             else:
                 self.show_search(rest)
+        elif name == "/dream":
+            self.dream()
         elif name == "/session":
             if not rest:
                 self.write(f"session: {self.session} (switch with /session NAME)")
@@ -264,6 +267,33 @@ class Chat:
         else:
             self.write(f"unknown command {name}: /help lists the commands")
         return True
+
+    def dream(self, *, at_exit: bool = False) -> None:
+        """Digest, embed and consolidate what is pending, with a progress line; at exit only
+        when ``PMM_DREAM_ON_CLOSE`` is on and there is work ("learn fast, dream deep")."""
+        settings = self.mind.settings
+        if not (settings.enable_summary or settings.enable_embeddings):
+            if not at_exit:
+                self.write(
+                    "(nothing to dream: summaries and embeddings are off, see PMM_ENABLE_SUMMARY)"
+                )
+            return
+        if at_exit and not (settings.dream_on_close and self.mind.pending_count()):
+            return
+
+        def progress(done: int, total: int) -> None:
+            self.write(f"dreaming: {done}/{total} turns digested")
+
+        try:
+            report = self.mind.dream(progress=progress)
+        except KeyboardInterrupt:
+            self.write("(dream interrupted: the pending turns stay pending, nothing is lost)")
+            return
+        self.write(
+            f"dreamt in {report.seconds:.1f}s: {_count(report.digested, 'turn')} digested, "
+            f"{report.embedded:,} embedded, session summaries written: {report.summaries:,}, "
+            f"{_count(report.contradictions, 'contradiction')}"
+        )
 
     def show_memory(self) -> None:
         context = self.mind.context(self.session, query=None)
@@ -350,7 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("Type a message, or /help for commands; Ctrl-D leaves.")
         _enable_line_editing()
         chat = Chat(mind, settings.session_id, responder)
-        return _loop(chat, log_handler)
+        code = _loop(chat, log_handler)
+        chat.dream(at_exit=True)
+        return code
     finally:
         mind.close()
 
