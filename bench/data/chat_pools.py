@@ -1,0 +1,207 @@
+"""Word pools and small-talk templates for bench/data/make_chat_dataset.py.
+
+Plain data: names, places, hobbies, foods, and the small-talk exchanges that make up most
+of every session. ``{you}`` in a small-talk line is the name of the friend spoken to,
+other ``{slots}`` are filled from ``SLOTS``. In an exchange, ``0`` is whoever opens it and
+``1`` the other friend.
+"""
+
+from __future__ import annotations
+
+# (name, pronoun set) pairs; each conversation draws two friends from here.
+PEOPLE: list[tuple[str, str]] = [
+    ("Caroline", "she"), ("Melanie", "she"), ("Jon", "he"), ("Gina", "she"),
+    ("Dave", "he"), ("Priya", "she"), ("Marcus", "he"), ("Tessa", "she"),
+    ("Omar", "he"), ("Hannah", "she"), ("Leo", "he"), ("Rosa", "she"),
+    ("Sam", "he"), ("Nadia", "she"), ("Ethan", "he"), ("Julia", "she"),
+    ("Ravi", "he"), ("Chloe", "she"), ("Ben", "he"), ("Aisha", "she"),
+    ("Tom", "he"), ("Yuki", "she"), ("Luis", "he"), ("Maddie", "she"),
+]  # fmt: skip
+
+# Third parties: coworkers, cousins, neighbours; some sound like the friends on purpose.
+OTHERS: list[str] = [
+    "Carol", "Carla", "Mel", "Melissa", "John", "Gemma", "Davey", "Pria", "Mark", "Tess",
+    "Omari", "Anna", "Leon", "Rose", "Sammy", "Nadine", "Ethel", "Jules", "Ravi's cousin Raj",
+    "Chris", "Benny", "Asha", "Tommy", "Yuko", "Louie", "Maddy", "Kevin", "Linda", "Fatima",
+    "Greg", "Sofia", "Hugo", "Ivy", "Pete", "Zara", "Dan", "Olga", "Moira", "Kenji",
+]  # fmt: skip
+
+PRONOUNS = {
+    "she": {"sub": "she", "obj": "her", "pos": "her", "Sub": "She"},
+    "he": {"sub": "he", "obj": "him", "pos": "his", "Sub": "He"},
+}
+
+SLOTS: dict[str, list[str]] = {
+    "food": [
+        "tacos",
+        "ramen",
+        "lasagna",
+        "a massive burrito",
+        "pad thai",
+        "leftover pizza",
+        "pancakes",
+        "curry",
+        "a grilled cheese",
+        "sushi",
+        "pho",
+        "mac and cheese",
+        "a Greek salad",
+        "dumplings",
+        "chili",
+    ],
+    "show": [
+        "that baking show",
+        "the new detective series",
+        "some reality dating thing",
+        "an old sitcom",
+        "a nature documentary",
+        "that sci-fi show everyone talks about",
+        "a true crime podcast",
+        "the cooking competition",
+        "a K-drama",
+    ],
+    "weather": [
+        "raining nonstop",
+        "weirdly warm",
+        "freezing",
+        "so windy",
+        "grey and gloomy",
+        "actually sunny for once",
+        "really humid",
+        "foggy all morning",
+    ],
+    "chore": [
+        "laundry",
+        "cleaning the kitchen",
+        "grocery shopping",
+        "sorting out my taxes",
+        "fixing the leaky tap",
+        "vacuuming",
+        "meal prep",
+        "answering emails",
+        "returning a package",
+    ],
+    "drink": ["coffee", "tea", "an iced latte", "hot chocolate", "a smoothie", "matcha"],
+    "place": [
+        "the park",
+        "the mall",
+        "the farmers market",
+        "my parents' place",
+        "the library",
+        "a new cafe downtown",
+        "the gym",
+        "the beach",
+        "the hardware store",
+    ],
+    "mood": ["tired", "a bit stressed", "pretty good", "sleepy", "weirdly energetic", "okay"],
+    "other": OTHERS,
+}
+
+# Small talk: lists of (who, text); who 0 opens, 1 answers.
+SMALL_TALK: list[list[tuple[int, str]]] = [
+    [(0, "Hey! How's your week going?"), (1, "Pretty good, just busy. You?"),
+     (0, "Same old haha"), (1, "lol")],
+    [(0, "ugh I'm so {mood} today"), (1, "Noo, late night?"),
+     (0, "Kind of. Couldn't sleep."), (1, "That's the worst. {drink} time!")],
+    [(0, "It's been {weather} here all day"), (1, "Same here honestly"),
+     (0, "I'm just staying in"), (1, "Good call")],
+    [(0, "Have you watched anything good lately?"), (1, "I've been watching {show}"),
+     (0, "Ooh is it good?"), (1, "It's okay, kind of addictive haha")],
+    [(0, "What did you have for dinner?"), (1, "{food}, you?"), (0, "{food} lol"),
+     (1, "Nice")],
+    [(0, "I spent the whole morning on {chore}"), (1, "Productive!"),
+     (0, "Barely haha"), (1, "Still counts")],
+    [(0, "haha yes"), (1, "Right??")],
+    [(0, "Sorry I didn't reply earlier, it's been a day"), (1, "No worries at all!"),
+     (0, "Thanks 😊")],
+    [(0, "Did you see the message {other} sent in the group chat?"), (1, "Lol yes"),
+     (0, "I can't believe it"), (1, "Classic {other}")],
+    [(0, "I went to {place} earlier"), (1, "Oh nice, anything fun?"),
+     (0, "Not really, just wandering around"), (1, "Sometimes that's the best")],
+    [(0, "Do you ever feel like the weeks go by way too fast?"), (1, "All the time"),
+     (0, "Like how is it already the weekend again"), (1, "I know!!")],
+    [(0, "I'm drinking {drink} and pretending I'm productive"), (1, "Relatable"),
+     (0, "haha")],
+    [(0, "Random question but what are you up to this weekend?"),
+     (1, "Nothing much, maybe {chore}. Exciting stuff lol"), (0, "Living the dream"),
+     (1, "Always")],
+    [(0, "My neighbour's dog has been barking all morning"), (1, "Oh no"),
+     (0, "It's fine, it's a cute dog at least"), (1, "haha that helps")],
+    [(0, "I tried to make {food} from scratch"), (1, "How did it go?"),
+     (0, "Edible. Barely."), (1, "That's a win in my book")],
+    [(0, "{other} was asking about you the other day"), (1, "Aw really? Tell them hi!"),
+     (0, "Will do")],
+    [(0, "I need a vacation from my vacation haha"), (1, "Don't we all"),
+     (0, "Seriously")],
+    [(0, "That sounds great!"), (1, "Yeah I'm pretty excited")],
+    [(0, "Work was so slow today"), (1, "Better than crazy busy though?"),
+     (0, "True, true")],
+    [(0, "I'm finally on the couch"), (1, "Best feeling"), (0, "Honestly")],
+    [(0, "How's everyone at home?"), (1, "All good! Everyone says hi"),
+     (0, "Aww hi back")],
+    [(0, "Did you sleep okay?"), (1, "Not really, I was up scrolling till 2"),
+     (0, "Been there"), (1, "Never again (until tonight lol)")],
+    [(0, "I keep meaning to call you but then I fall asleep at 9 haha"),
+     (1, "Same honestly, texting is easier"), (0, "Agreed")],
+    [(0, "Okay I have to share this meme"), (1, "Send it"),
+     (0, "[shares a photo: a cat wearing tiny sunglasses]"), (1, "HAHAHA"),
+     (1, "I'm crying")],
+    [(0, "[shares a photo: a sunset over a parking lot]"), (1, "Pretty!"),
+     (0, "The parking lot really adds to it lol")],
+    [(0, "What are you doing right now?"), (1, "Lying in bed watching {show}"),
+     (0, "Perfect evening")],
+    [(0, "I can't believe how expensive groceries are now"), (1, "Right? It's insane"),
+     (0, "I spent so much on like five things"), (1, "Ugh same")],
+    [(0, "lol yes"), (1, "haha")],
+    [(0, "I'm thinking about getting a haircut"), (1, "Do it!"),
+     (0, "Maybe. I always chicken out"), (1, "haha you say that every time")],
+    [(0, "Wanna grab {drink} sometime soon?"), (1, "Yes! Next week maybe?"),
+     (0, "Let's do it"), (1, "👍")],
+    [(0, "I'm so behind on everything"), (1, "Take it one thing at a time"),
+     (0, "You're right"), (1, "I'm always right haha")],
+    [(0, "Oh that reminds me, I still have your {place} map thing"),
+     (1, "Haha keep it"), (0, "Lol ok")],
+    [(0, "Happy Friday!!"), (1, "Finally! Any plans?"), (0, "Sleep. Lots of it."),
+     (1, "Love that for you")],
+    [(0, "Did you end up going to that thing?"), (1, "Which thing?"),
+     (0, "The one {other} invited us to"), (1, "Oh no, I totally forgot about it"),
+     (0, "haha me too")],
+    [(0, "The traffic today was unreal"), (1, "Ugh. How long did it take?"),
+     (0, "Almost an hour for a 20 minute drive"), (1, "Nightmare")],
+    [(0, "Is it weird that I already want it to be summer again"), (1, "Not at all"),
+     (0, "Good")],
+    [(0, "My phone is about to die"), (1, "Charge it!!"), (0, "Lol ok mom")],
+    [(0, "That's so true"), (1, "Right?"), (0, "haha")],
+    [(0, "Guess what I'm eating"), (1, "{food}?"), (0, "How did you know"),
+     (1, "You're predictable lol")],
+    [(0, "I really needed this chat today"), (1, "Aw, me too ❤️")],
+    [(0, "So what's new with you?"), (1, "Honestly not much! Work, sleep, repeat"),
+     (0, "Sounds about right")],
+    [(0, "I walked past {place} and thought of you"), (1, "Haha why?"),
+     (0, "No idea, it just made me think of you"), (1, "Cute")],
+]  # fmt: skip
+
+GREETINGS: list[list[tuple[int, str]]] = [
+    [(0, "Hey {you}!"), (1, "Hey!! How are you?"), (0, "Good! You?"), (1, "Good good")],
+    [(0, "Hiii"), (1, "Hi! Long time no talk"), (0, "I know! Life has been crazy")],
+    [(0, "Hey, you around?"), (1, "Yep! What's up?")],
+    [(0, "Good morning!"), (1, "Morning! ☀️")],
+    [(0, "{you}!! I have so much to tell you"), (1, "Ooh spill")],
+    [(0, "Hey hey"), (1, "Hey {you}! How's it going?"), (0, "Not bad at all")],
+    [(0, "Hi! Are you free to chat for a bit?"), (1, "Always for you haha")],
+]  # fmt: skip
+
+GOODBYES: list[list[tuple[int, str]]] = [
+    [(0, "Anyway I gotta run, talk soon!"), (1, "Bye! Take care 😊")],
+    [(0, "Okay I should sleep"), (1, "Night!")],
+    [(0, "Talk later?"), (1, "Definitely!")],
+    [(0, "Gotta go make dinner, chat soon"), (1, "Enjoy!")],
+    [(0, "Ok bye for now!"), (1, "Byeee")],
+    [(0, "This was fun, let's talk again soon"), (1, "For sure ❤️")],
+]  # fmt: skip
+
+REACTIONS: list[str] = [
+    "haha yes", "omg", "That's awesome!", "So true", "lol right?", "Aww", "Love that",
+    "Totally agree", "Wow", "Nice!!", "haha", "No way", "Yesss", "Ugh, I feel that",
+    "That's amazing", "Oh wow", "Same lol", "😂", "Good for you!", "Honestly same",
+]  # fmt: skip
