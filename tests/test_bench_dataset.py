@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import sys
+import zlib
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,3 +95,51 @@ def test_looks_like_chat_between_two_people(dataset: dict[str, Any]) -> None:
         short = sum(len(t["text"].split()) <= 6 for t in turns)
         assert short / len(turns) > 0.4  # mostly short small talk, not essays
         assert any(t["text"].startswith("[shares a photo: ") for t in turns)
+
+
+class WordHashEmbedder:
+    """A small deterministic embedder (each word a fixed random direction) so that the
+    harness runs its dense paths without loading a model."""
+
+    model_name = "test/word-hash"
+    dim = 16
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                seed = zlib.crc32(word.encode())
+                out[row] += np.random.default_rng(seed).standard_normal(self.dim)
+            out[row, 0] += 1e-3
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
+
+
+def test_recall_harness_runs_on_a_tiny_generated_subset(
+    generator: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = tmp_path / "small.json"
+    data = generator.build(seed=11, conversations=2)
+    for c in data["conversations"]:  # a few sessions each keep the test fast
+        c["sessions"] = c["sessions"][:4]
+    kept = {t["id"] for c in data["conversations"] for s in c["sessions"] for t in s["turns"]}
+    data["questions"] = [q for q in data["questions"] if set(q["answer_ids"]) <= kept]
+    small.write_text(json.dumps(data), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("bench_recall", ROOT / "bench" / "recall.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out_json = tmp_path / "out.json"
+    argv = ["--data", str(small), "--cv", "2", "--weights", "keyword=1,semantic=0.5"]
+    assert bench.main([*argv, "--out-json", str(out_json)], embedder=WordHashEmbedder()) == 0
+    printed = capsys.readouterr().out
+    assert "by question type" in printed and "cross-validation" in printed
+    results = json.loads(out_json.read_text(encoding="utf-8"))
+    summary = results["summary"]
+    assert "bm25|-" in summary and "hybrid|no" in summary and "hybrid|yes" in summary
+    assert any(name.startswith("ranker:") for name in summary)
+    assert summary["bm25|-"]["ratio_r10"] == pytest.approx(1.0)
+    for row in summary.values():
+        assert 0.0 <= row["R@1"] <= row["R@5"] <= row["R@10"] <= row["R@25"] <= 1.0
+        assert row["H@10"] >= row["R@10"]
+    assert [len(cv["folds"]) for cv in results["cv"]] == [2, 2]
