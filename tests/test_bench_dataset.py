@@ -69,6 +69,8 @@ def test_every_evidence_turn_exists_in_its_own_conversation(dataset: dict[str, A
     }
     ids = [q["id"] for q in dataset["questions"]]
     assert len(ids) == len(set(ids))
+    asked = [(q["conversation"], q["question"]) for q in dataset["questions"]]
+    assert len(asked) == len(set(asked))  # no question asked twice of one conversation
     for q in dataset["questions"]:
         assert q["answer_ids"], q["id"]
         assert set(q["answer_ids"]) <= turns[q["conversation"]], q["id"]

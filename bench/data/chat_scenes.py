@@ -46,6 +46,8 @@ class Story:
     name: str
     stages: list[list[Line]]
     asks: list[Ask] = field(default_factory=list)
+    key: tuple[str, str] | None = None
+    """(tag, value) for questions across stories of one kind ("What books has ... read?")."""
 
 
 @dataclass

@@ -205,7 +205,7 @@ def trip(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
         Ask("commonsense", f"Would {o.name} like to go back to {city} one day?",
             f"Probably yes; {o.sub} loved {highlight}", ["highlight"]),
     ]  # fmt: skip
-    return Story(f"trip:{city}", stages, asks)
+    return Story("trip", stages, asks, ("book", city))
 
 
 def job(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
@@ -299,12 +299,14 @@ def book(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
     )
     stages = [[
         Line(0, f"I just finished {title}", "book"),
-        Line(1, f"The {author} one? Was it good?"),
+        Line(1, f"The {author} one? Was it good?", "author"),
         Line(0, verdict, "verdict"),
         Line(1, "Adding it to my list" if liked else "Ha, noted"),
     ]]  # fmt: skip
     asks = [
-        Ask("single", f"What book did {o.name} just finish?", title, ["book"]),
+        Ask(
+            "single", f"Who wrote {title}, the book {o.name} finished?", author, ["book", "author"]
+        ),
         Ask("single", f"What did {o.name} think of {title}?", verdict, ["book", "verdict"]),
         Ask(
             "commonsense",
@@ -313,7 +315,7 @@ def book(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
             ["verdict"],
         ),
     ]
-    return Story("book", stages, asks)
+    return Story("book", stages, asks, ("book", title))
 
 
 def concert(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
@@ -334,15 +336,15 @@ def concert(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story
         ],
     ]
     asks = [
-        Ask("single", r.choice([f"Which band did {o.name} get tickets for?",
-                                f"Who is {o.name} going to see live?"]), band, ["tix"]),
+        Ask("single", f"How was the {band} concert for {o.name}?",
+            f"Unreal; {o.sub} lost {o.pos} voice screaming", ["after"]),
         Ask("single", f"Where is the {band} concert?", venue, ["when"]),
         Ask("temporal", f"When is {o.name}'s {band} concert?", when("when", rel_at),
             ["tix", "when"]),
-        Ask("multi", f"Which concert did {o.name} go to and how was it?",
-            f"{band}; {o.sub} lost {o.pos} voice screaming", ["tix", "after"]),
+        Ask("multi", f"Where did {o.name} see {band}, and how was it?",
+            f"{venue}; {o.sub} lost {o.pos} voice screaming", ["when", "after"]),
     ]  # fmt: skip
-    return Story("concert", stages, asks)
+    return Story("concert", stages, asks, ("tix", band))
 
 
 def purchase(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
@@ -359,7 +361,7 @@ def purchase(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Stor
         Ask("single", f"What colour is {o.name}'s {item}?", colour, ["photo"]),
         Ask("single", f"Where did {o.name} get {o.pos} {item}?", third(where, o), ["got"]),
     ]
-    return Story("purchase", stages, asks)
+    return Story("purchase", stages, asks, ("got", item))
 
 
 def move(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
@@ -456,6 +458,14 @@ def preference(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> St
 
 
 Builder = Callable[[random.Random, Picker, Who, Who, str], Story]
-BUILDERS: list[Builder] = [pet, hobby, trip, trip, job, family, book, concert, purchase, move,
+BUILDERS: list[Builder] = [pet, hobby, trip, trip, job, family, book, book, concert, concert,
+                           purchase, purchase, move,
                            injury, volunteer, preference, preference, preference]  # fmt: skip
-__all__ = ["BUILDERS", "fmt"]
+# Questions across the stories of one kind and owner, from each story's key line.
+ACROSS: dict[str, str] = {
+    "trip": "Which places has {A} booked trips to?",
+    "book": "What books has {A} finished lately?",
+    "concert": "Which concerts has {A} got tickets for?",
+    "purchase": "What has {A} bought second-hand recently?",
+}
+__all__ = ["ACROSS", "BUILDERS", "fmt"]

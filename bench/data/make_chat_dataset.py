@@ -57,7 +57,7 @@ sys.path.insert(0, str(HERE))
 
 from chat_pools import GOODBYES, GREETINGS, PEOPLE, PRONOUNS, REACTIONS, SLOTS, SMALL_TALK  # noqa: E402
 from chat_scenes import Line, Picker, Story, Who  # noqa: E402
-from chat_stories import BUILDERS  # noqa: E402
+from chat_stories import ACROSS, BUILDERS  # noqa: E402
 
 OUT = HERE / "chat_dataset.json"
 SEED = 2023
@@ -186,6 +186,25 @@ def build_conversation(
                     "question": ask.question,
                     "answer_ids": ids,
                     "answer": answer,
+                }
+            )
+    # across stories of one kind: "What books has Gina finished lately?"
+    for owner in (0, 1):
+        for kind, template in ACROSS.items():
+            mine = [(i, st) for i, (o, st) in enumerate(stories) if o == owner and st.name == kind]
+            keyed = [(i, st.key) for i, st in mine if st.key is not None]
+            if len(keyed) < 2:
+                continue
+            ids = [tag_turn[(i, key[0])][0] for i, key in keyed]
+            if len({tag_turn[(i, key[0])][1] for i, key in keyed}) < 2:
+                continue  # both in one session: not a question across sessions
+            questions.append(
+                {
+                    "conversation": conv_id,
+                    "type": "multi",
+                    "question": template.format(A=names[owner]),
+                    "answer_ids": ids,
+                    "answer": "; ".join(key[1] for _, key in keyed),
                 }
             )
     conversation = {
