@@ -70,9 +70,11 @@ from recall_offline import (  # noqa: E402
     score,
 )
 
+import pmm.recall as engine  # noqa: E402
 from pmm.embed.backfill import embed_pending  # noqa: E402
 from pmm.recall import RECALL_MODES, Recaller  # noqa: E402
 from pmm.store import EventStore  # noqa: E402
+from pmm.text import words  # noqa: E402
 
 DATA_DIR = HERE / "data"
 DATASETS = {"chat": DATA_DIR / "chat_dataset.json", "paraphrase": DATA_DIR / "recall_dataset.json"}
@@ -178,17 +180,52 @@ def engine_modes(embedder: Any | None) -> list[str]:
 
 
 def ranker_lists(recaller: Recaller, query: str, depth: int) -> dict[str, list[int]]:
-    """Each ranker's event ids for ``query``, best first, ``depth`` deep."""
+    """Each ranker's event ids for ``query``, best first, ``depth`` deep, found the way
+    the engine finds them (see the module doc)."""
     rankings = getattr(recaller, "rankings", None)
     if callable(rankings):
         return {name: list(ids) for name, ids in rankings(query, depth=depth).items()}
-    out = {
-        "keyword": [i for i, _ in recaller.store.search_text(query, limit=depth, kinds=TURN_KINDS)]
-    }
+    store = recaller.store
+    params = inspect.signature(store.search_text).parameters
+    keyword_rankers = getattr(engine, "KEYWORD_RANKERS", None)
+    out: dict[str, list[int]] = {}
+    if keyword_rankers and "key" in params:  # the multi-key engine (turn, window, digest)
+        extra: dict[str, Any] = {}
+        if "date_weight" in params and _temporal(query):
+            extra["date_weight"] = getattr(engine, "TEMPORAL_DATE_WEIGHT", 1.0)
+        for ranker in keyword_rankers:
+            found = store.search_text(query, limit=depth, kinds=TURN_KINDS, key=ranker, **extra)
+            out[ranker] = [i for i, _ in found]
+        dense = "dense"
+    else:  # today's engine: one keyword ranker
+        out["keyword"] = [i for i, _ in store.search_text(query, limit=depth, kinds=TURN_KINDS)]
+        dense = "semantic"
     if recaller.embedder is not None and recaller.index is not None:
-        vector = recaller.embedder.embed([query])[0]
-        out["semantic"] = [i for i, _ in recaller.index.search(vector, depth, kinds=TURN_KINDS)]
+        encode = getattr(recaller, "_query_vector", None)
+        vector = encode(query) if callable(encode) else recaller.embedder.embed([query])[0]
+        out[dense] = [i for i, _ in recaller.index.search(vector, depth, kinds=TURN_KINDS)]
     return out
+
+
+def _temporal(query: str) -> bool:
+    is_temporal = getattr(engine, "is_temporal", None)
+    return bool(is_temporal(words(query.lower()))) if callable(is_temporal) else False
+
+
+def engine_weights(recaller: Recaller, query: str) -> dict[str, float]:
+    """The weights the engine's hybrid mode fuses with for ``query`` (today: all 1),
+    with its boost of the window ranker for temporal questions when it has one."""
+    weights = dict(getattr(recaller, "weights", None) or {})
+    boost = getattr(engine, "TEMPORAL_WINDOW_BOOST", None)
+    if boost is not None and "window" in weights and _temporal(query):
+        weights["window"] *= boost
+    return weights
+
+
+def query_boosts(query: str) -> dict[str, float]:
+    """Factors the engine applies to ranker weights for this query (the temporal boost)."""
+    boost = getattr(engine, "TEMPORAL_WINDOW_BOOST", None)
+    return {"window": float(boost)} if boost is not None and _temporal(query) else {}
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -206,7 +243,9 @@ def collect(
     args: argparse.Namespace, data: dict[str, Any], embedder: Any | None
 ) -> list[dict[str, Any]]:
     """One record per question and digest variant: each mode's top 25 and each ranker's
-    list, as turn ids; plus one ``bm25`` baseline record per question."""
+    list; plus one ``bm25`` baseline record per question. Turns are named by their
+    position in the conversation (1, 2, ...: the order they were appended in, so a larger
+    number is a newer event, as the engine's tie-break expects); ``answer_ids`` too."""
     by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for q in data["questions"]:
         by_conv[q["conversation"]].append(q)
@@ -217,16 +256,21 @@ def collect(
     with tempfile.TemporaryDirectory(prefix="pmm-recall-") as tmp:
         for conversation in data["conversations"]:
             turns = [(t["id"], t["text"]) for s in conversation["sessions"] for t in s["turns"]]
+            position = {turn_id: n for n, (turn_id, _) in enumerate(turns, start=1)}
             bm25 = PlainBM25(turns)
             for q in by_conv[conversation["id"]]:
-                records.append(
-                    _record(q, None, {BASELINE: bm25.search(q["question"], max(KS))}, {})
-                )
+                found = [position[t] for t in bm25.search(q["question"], max(KS))]
+                records.append(_record(q, position, None, {BASELINE: found}, {}))
             bm25.close()
             for with_digests in variants:
                 path = Path(tmp) / f"{conversation['id']}-{int(with_digests)}.db"
                 with EventStore(path) as store:
-                    to_turn = ingest(store, conversation, digester if with_digests else None)
+                    to_turn = {
+                        event_id: position[turn_id]
+                        for event_id, turn_id in ingest(
+                            store, conversation, digester if with_digests else None
+                        ).items()
+                    }
                     if embedder is not None:
                         embed_pending(store, embedder, kinds=TURN_KINDS, batch_size=256)
                     recaller = Recaller(store, embedder)
@@ -242,21 +286,25 @@ def collect(
                         rankings = {
                             r: [to_turn[i] for i in ids if i in to_turn] for r, ids in lists.items()
                         }
-                        records.append(_record(q, with_digests, ranked, rankings))
+                        record = _record(q, position, with_digests, ranked, rankings)
+                        record["engine_weights"] = engine_weights(recaller, q["question"])
+                        record["boosts"] = query_boosts(q["question"])
+                        records.append(record)
     return records
 
 
 def _record(
     q: dict[str, Any],
+    position: dict[str, int],
     digests: bool | None,
-    modes: dict[str, list[str]],
-    rankings: dict[str, list[str]],
+    modes: dict[str, list[int]],
+    rankings: dict[str, list[int]],
 ) -> dict[str, Any]:
     return {
         "question": q["id"],
         "conversation": q["conversation"],
         "type": q.get("type", "?"),
-        "answer_ids": q["answer_ids"],
+        "answer_ids": [position[t] for t in q["answer_ids"]],
         "digests": digests,
         "modes": modes,
         "rankings": rankings,
@@ -278,7 +326,7 @@ def systems(
         for w in weights:
             if r["rankings"]:
                 label = "fused:" + ",".join(f"{k}={v:g}" for k, v in w.items())
-                fused = fuse(r["rankings"], w)[: max(KS)]
+                fused = fuse(r["rankings"], w, r.get("boosts"))[: max(KS)]
                 out[(label, r["digests"])].append(
                     {"type": r["type"], **score(fused, r["answer_ids"])}
                 )
@@ -320,9 +368,12 @@ def consistency(records: list[dict[str, Any]]) -> None:
     for r in records:
         if "hybrid" in r["modes"] and len(r["rankings"]) > 1:
             total += 1
-            same += fuse(r["rankings"], {})[:10] == r["modes"]["hybrid"][:10]
+            same += fuse(r["rankings"], r["engine_weights"])[:10] == r["modes"]["hybrid"][:10]
     if total:
-        print(f"offline fusion (all weights 1) = engine hybrid top 10 on {same}/{total} questions")
+        print(
+            f"offline fusion with the engine's weights = engine hybrid top 10 on "
+            f"{same}/{total} questions"
+        )
 
 
 def run_cv(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[dict[str, Any]]:

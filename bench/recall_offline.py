@@ -26,7 +26,7 @@ import inspect
 import itertools
 import sqlite3
 import statistics
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pmm.text import search_terms
@@ -84,24 +84,22 @@ class PlainBM25:
 
 
 def _local_weighted_rrf(
-    rankings: Mapping[str, Sequence[Hashable]], weights: Mapping[str, float]
-) -> list[Hashable]:
-    scores: dict[Hashable, float] = {}
-    best: dict[Hashable, int] = {}
-    order: dict[Hashable, int] = {}
+    rankings: Mapping[str, Sequence[int]], weights: Mapping[str, float]
+) -> list[int]:
+    """``sum(w / (60 + rank))``; ties by the best single rank, then the newer (larger) id,
+    as ``pmm.recall.rrf_fuse`` breaks them."""
+    scores: dict[int, float] = {}
+    best: dict[int, int] = {}
     for ranker, ids in rankings.items():
         w = weights.get(ranker, 1.0)
-        if w <= 0:
-            continue
-        seen: set[Hashable] = set()
+        seen: set[int] = set()
         for rank, item in enumerate(ids, start=1):
             if item in seen:
                 continue
             seen.add(item)
             scores[item] = scores.get(item, 0.0) + w / (RRF_K + rank)
             best[item] = min(best.get(item, rank), rank)
-            order.setdefault(item, len(order))
-    return sorted(scores, key=lambda i: (-scores[i], best[i], order[i]))
+    return sorted(scores, key=lambda i: (-scores[i], best[i], -i))
 
 
 def _engine_fusion() -> tuple[str, Callable[..., Any] | None]:
@@ -121,9 +119,16 @@ def fusion_source() -> str:
     return _SOURCE
 
 
-def fuse(rankings: Mapping[str, Sequence[Any]], weights: Mapping[str, float]) -> list[Any]:
+def fuse(
+    rankings: Mapping[str, Sequence[int]],
+    weights: Mapping[str, float],
+    boosts: Mapping[str, float] | None = None,
+) -> list[int]:
     """Ids best first by weighted RRF of ``rankings`` (a ranker left out of ``weights``
-    weighs 1; weight 0 drops it). Ids must be ints for the engine's function."""
+    weighs 1; weight 0 drops it; ``boosts`` multiply weights, as the engine does for a
+    temporal question). Ids are ints, a larger one newer."""
+    if boosts:
+        weights = {r: weights.get(r, 1.0) * boosts.get(r, 1.0) for r in rankings}
     chosen = {r: ids for r, ids in rankings.items() if weights.get(r, 1.0) > 0}
     if _ENGINE_FN is None:
         return _local_weighted_rrf(chosen, weights)
@@ -154,7 +159,8 @@ def evaluate(
     if not questions:
         return 0.0
     return statistics.fmean(
-        score(fuse(q["rankings"], weights)[: max(KS)], q["answer_ids"])[metric] for q in questions
+        score(fuse(q["rankings"], weights, q.get("boosts"))[: max(KS)], q["answer_ids"])[metric]
+        for q in questions
     )
 
 
@@ -178,7 +184,10 @@ def cross_validate(
         train = [q for q in questions if q["conversation"] not in held]
         test = [q for q in questions if q["conversation"] in held]
         best = max(grid, key=lambda w: (evaluate(train, w, metric), -sum(w.values())))
-        rows = [score(fuse(q["rankings"], best)[: max(KS)], q["answer_ids"]) for q in test]
+        rows = [
+            score(fuse(q["rankings"], best, q.get("boosts"))[: max(KS)], q["answer_ids"])
+            for q in test
+        ]
         out.append(
             {
                 "fold": f + 1,
