@@ -161,7 +161,7 @@ SMALL_TALK: list[list[tuple[int, str]]] = [
      (0, "Let's do it"), (1, "👍")],
     [(0, "I'm so behind on everything"), (1, "Take it one thing at a time"),
      (0, "You're right"), (1, "I'm always right haha")],
-    [(0, "Oh that reminds me, I still have your {place} map thing"),
+    [(0, "Oh that reminds me, I still have the map you lent me"),
      (1, "Haha keep it"), (0, "Lol ok")],
     [(0, "Happy Friday!!"), (1, "Finally! Any plans?"), (0, "Sleep. Lots of it."),
      (1, "Love that for you")],

@@ -63,8 +63,14 @@ OUT = HERE / "chat_dataset.json"
 SEED = 2023
 CONVERSATIONS = 12
 MIN_SESSIONS, MAX_SESSIONS = 16, 22
-MIN_TURNS, MAX_TURNS = 360, 640
+MIN_TURNS, MAX_TURNS = 430, 760
+"""Lines drawn per conversation; lines in a row by one speaker then merge into one turn."""
 KINDS = ("single", "multi", "temporal", "commonsense")
+CHATTER_SHARE = 0.4
+LEADS = ["Sorry, crazy day.", "Okay so.", "Anyway!", "Ugh, this week.", "Hope you're good!",
+         "I just got home.", "Sorry I went quiet.", "Oh wait, forgot to say."]  # fmt: skip
+TAILS = ["How's your week going?", "lol", "Anyway, how are you?", "What are you up to tonight?",
+         "Crazy, right?", "Still can't believe it.", "😅"]  # fmt: skip
 
 
 def fill(text: str, rng: random.Random, names: dict[str, str]) -> str:
@@ -75,6 +81,34 @@ def fill(text: str, rng: random.Random, names: dict[str, str]) -> str:
         return names[key] if key in names else rng.choice(SLOTS[key])
 
     return re.sub(r"\{(\w+)\}", one, text)
+
+
+def chatter(rng: random.Random, text: str) -> str:
+    """A story line, sometimes inside a message that also carries small talk (people write
+    "Ugh, long day. Anyway we booked flights to Lisbon!", not one fact per message)."""
+    if text.startswith("[") or rng.random() >= CHATTER_SHARE:
+        return text
+    if rng.random() < 0.5:
+        return f"{rng.choice(LEADS)} {text}"
+    stop = "" if text[-1] in ".!?" or not text[-1].isascii() else "."
+    return f"{text}{stop} {rng.choice(TAILS)}"
+
+
+def merge_messages(
+    lines: list[tuple[int, str, tuple[int, str] | None]],
+) -> list[tuple[int, str, list[tuple[int, str]]]]:
+    """Lines in a row by one speaker become one turn (a turn is one person's message, as
+    in chat logs: a photo goes with the words around it)."""
+    merged: list[tuple[int, str, list[tuple[int, str]]]] = []
+    for speaker, text, tag in lines:
+        tags = [tag] if tag is not None else []
+        if merged and merged[-1][0] == speaker:
+            last = merged[-1]
+            stop = "" if last[1][-1] in ".!?)" or not last[1][-1].isascii() else "."
+            merged[-1] = (speaker, f"{last[1]}{stop} {text}", last[2] + tags)
+        else:
+            merged.append((speaker, text, tags))
+    return merged
 
 
 def who(name: str, pronoun: str) -> Who:
@@ -136,7 +170,8 @@ def build_conversation(
         blocks: list[list[tuple[int, str, tuple[int, str] | None]]] = []
         for s_index, owner, stage in entries:
             blocks.append(
-                [(owner ^ ln.who, ln.text, (s_index, ln.tag) if ln.tag else None)
+                [(owner ^ ln.who, chatter(rng, ln.text) if ln.who == 0 else ln.text,
+                  (s_index, ln.tag) if ln.tag else None)
                  for ln in stage]
             )  # fmt: skip
         budget = int(per_session[s])
@@ -150,11 +185,11 @@ def build_conversation(
         opener = rng.randint(0, 1)
         head = [(w, t, None) for w, t in exchange(rng, GREETINGS, opener, names)]
         tail = [(w, t, None) for w, t in exchange(rng, GOODBYES, rng.randint(0, 1), names)]
-        lines = head + [x for block in blocks for x in block] + tail
+        lines = merge_messages(head + [x for block in blocks for x in block] + tail)
         session_id = f"{conv_id}-{s + 1}"
         turns = []
         clock = when
-        for t, (speaker, text, tag) in enumerate(lines, start=1):
+        for t, (speaker, text, tags) in enumerate(lines, start=1):
             turn_id = f"{session_id}-{t:03d}"
             turns.append(
                 {
@@ -166,7 +201,7 @@ def build_conversation(
                 }
             )
             clock += timedelta(seconds=rng.randint(20, 180))
-            if tag is not None:
+            for tag in tags:
                 tag_turn[tag] = (turn_id, when.date())
         sessions.append(
             {"id": session_id, "date": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "turns": turns}
