@@ -26,7 +26,10 @@ How (all seeded; the same seed writes the same bytes):
 - 16 to 22 sessions per conversation, 4 to 16 days apart, starting in the first half of
   2023; turns a minute or two apart. Every session opens with a greeting and ends with a
   goodbye; between and around the story lines go small-talk exchanges (chat_pools) until
-  the conversation reaches its drawn length (360 to 640 turns).
+  the conversation reaches its drawn length (430 to 760 lines). 40% of the owner's story
+  lines get a small-talk sentence before or after them ("Ugh, this week. We booked
+  flights to Lisbon!"), and lines in a row by one speaker merge into one turn (a turn is
+  one message; a photo goes with the words around it), which leaves 360 to 650 turns.
 - Questions come with the stories: ``single`` (one fact; evidence is the turn that carries
   it and, where the fact is split, the turn before it), ``multi`` (facts from two or more
   sessions), ``temporal`` ("When did ...?": answered from the session date and a relative
