@@ -381,7 +381,8 @@ def run_cv(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[dict
     results = []
     for digests in sorted({r["digests"] for r in records if r["digests"] is not None}):
         chosen = [r for r in records if r["digests"] == digests and r["rankings"]]
-        rankers = sorted({k for r in chosen for k in r["rankings"]})
+        # a ranker that found nothing (e.g. digest without digests) only slows the grid
+        rankers = sorted({k for r in chosen for k, ids in r["rankings"].items() if ids})
         print(
             f"\n{args.cv}-fold cross-validation by conversation, digests "
             f"{'yes' if digests else 'no'}: rankers {', '.join(rankers)}, grid {grid} "
