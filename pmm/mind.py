@@ -102,7 +102,9 @@ class Mind:
             settings = settings.with_(**({"db_path": db_path} if db_path else {}), **overrides)
         self.settings = settings
         self.store: EventLog = open_store(
-            settings.db_url or settings.db_path, max_content_bytes=settings.max_content_bytes
+            settings.db_url or settings.db_path,
+            max_content_bytes=settings.max_content_bytes,
+            timeout=settings.busy_timeout_ms / 1000,
         )
         self.counter: TokenCounter = get_token_counter()
         self._llm = llm

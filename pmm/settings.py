@@ -93,6 +93,8 @@ class Settings:
     """With summaries on, dream marks older user statements a newer one supersedes."""
     contradiction_similarity: float = 0.4
     """Cosine a pair of user statements needs (with shared keywords) to be checked."""
+    busy_timeout_ms: int = 30000
+    """How long a write waits for another process's lock on the database, in milliseconds."""
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

@@ -94,7 +94,8 @@ class EventStore:
     """The event log in one SQLite file (see the module docstring for an example).
 
     ``path`` may be ``":memory:"`` for a throwaway log. ``max_content_bytes`` caps one
-    event's content. ``timeout`` is how long an append waits for another writer.
+    event's content. ``timeout`` is how many seconds an append waits for another writer
+    (default: ``PMM_BUSY_TIMEOUT_MS``, 30 s).
     """
 
     def __init__(
@@ -102,8 +103,10 @@ class EventStore:
         path: str | os.PathLike[str],
         *,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
-        timeout: float = 30.0,
+        timeout: float | None = None,
     ) -> None:
+        if timeout is None:
+            timeout = _default_busy_timeout()
         self.path = str(path)
         self.max_content_bytes = max_content_bytes
         self._lock = threading.RLock()
@@ -883,6 +886,13 @@ class _WriteTransaction:
             raise _translate(exc, self._path) from exc
 
 
+def _default_busy_timeout() -> float:
+    """``PMM_BUSY_TIMEOUT_MS`` (from the environment or ``.env``) in seconds."""
+    from .settings import Settings
+
+    return Settings.load().busy_timeout_ms / 1000
+
+
 def _open(path: str, timeout: float) -> sqlite3.Connection:
     if path != ":memory:":
         target = Path(path)
@@ -954,6 +964,7 @@ def _translate(exc: sqlite3.Error, path: str) -> DatabaseError:
         )
     if "locked" in message or "busy" in message:
         return DatabaseError(
-            f"{path} is locked by another writer ({message}): retry, or raise the timeout"
+            f"{path} is locked by another writer ({message}): SQLite's write lock was not "
+            "released within PMM_BUSY_TIMEOUT_MS (busy_timeout_ms); retry, or raise it"
         )
     return DatabaseError(f"{path}: {message}")
