@@ -362,6 +362,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
             f" {pending:,} pending"
         ),
     ]
+    lines += _worker_lines(stats.get("worker"))
     methods = {k: v for k, v in stats["by_digest_method"].items() if k != "None"}
     if methods:
         lines.append("  by method: " + ", ".join(f"{k} {v:,}" for k, v in methods.items()))
@@ -381,6 +382,18 @@ def cmd_stats(args: argparse.Namespace) -> int:
         if rows:
             lines += ["", _table([title, "events"], rows)]
     return _emit(args, stats, "\n".join(lines))
+
+
+def _worker_lines(worker: dict[str, Any] | None) -> list[str]:
+    """``pmm stats`` lines on the background worker: failures are never silent."""
+    if not worker:
+        return []
+    state = "running" if worker["alive"] else "stopped" if worker["stopped"] else "DEAD"
+    line = f"background worker: {state}, {worker['failures']:,} failed rounds"
+    line += f", {worker['restarts']:,} restarts"
+    if worker["last_error"]:
+        line += f"; last error: {worker['last_error']}"
+    return [line]
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -417,7 +417,17 @@ class Mind:
             "enable_embeddings": self.settings.enable_embeddings,
             "max_tokens": self.settings.max_tokens,
         }
+        stats["worker"] = self._worker_status()
         return stats
+
+    def _worker_status(self) -> dict[str, Any] | None:
+        """The background worker's :meth:`~pmm.worker.BackgroundWorker.status` (a dead
+        thread is restarted first and counted in ``restarts``); None without a worker."""
+        if self._worker is None:
+            return None
+        if not self._closed:
+            self._worker.revive()
+        return self._worker.status()
 
     # -- internals -------------------------------------------------------------------
 
