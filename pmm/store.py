@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -46,7 +47,10 @@ from .hashing import (
 )
 from .records import Event, NewEvent, TurnRow, VerifyReport
 from .storage.terms import QueryTerms, pick_terms
+from .store_readonly import open_read_only, read_only_reason, refuse_pending_migrations
 from .text import search_terms
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 """Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
@@ -111,6 +115,17 @@ class EventStore:
         self.max_content_bytes = max_content_bytes
         self._lock = threading.RLock()
         self._doc_freq: dict[str, tuple[int, int]] = {}  # term -> (docs, indexed rows then)
+        self.read_only_reason = None if self.path == ":memory:" else read_only_reason(self.path)
+        """Why the file cannot be written (it was opened read-only), or None."""
+        if self.read_only_reason is not None:
+            self._conn = open_read_only(self.path, timeout)
+            self.applied_migrations = []
+            try:
+                refuse_pending_migrations(self._conn, self.path)
+            except BaseException:
+                self._conn.close()
+                raise
+            return
         self._conn = _open(self.path, timeout)
         try:
             self.applied_migrations = schema.migrate(
@@ -560,6 +575,9 @@ class EventStore:
         )[0]
         if not newest or newest <= upto:
             return 0
+        if self.read_only_reason is not None:
+            self._warn_unindexed(newest - upto)
+            return 0
         with self._lock, self._write() as conn:
             upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]
             newest = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
@@ -571,6 +589,17 @@ class EventStore:
             )
             conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
             return int(newest - upto)
+
+    def _warn_unindexed(self, count: int) -> None:
+        if not getattr(self, "_warned_unindexed", False):
+            self._warned_unindexed = True
+            log.warning(
+                "%s is read-only: its %d newest events are not in the full-text index, so "
+                "keyword search does not find them (copy the file somewhere writable to "
+                "index them)",
+                self.path,
+                count,
+            )
 
     def search_index_upto(self) -> int:
         """The newest event id the full-text index holds (later ones are indexed by the
@@ -709,6 +738,8 @@ class EventStore:
                 raise _translate(exc, self.path) from exc
 
     def _write(self) -> _WriteTransaction:
+        if self.read_only_reason is not None:
+            raise ReadOnlyDatabaseError(self.read_only_reason)
         return _WriteTransaction(self._conn, self.path)
 
     # -- consolidation: session summaries, supersession (pmm/consolidate.py) -----------
