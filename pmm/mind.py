@@ -311,6 +311,8 @@ class Mind:
         ``semantic`` (embeddings) or ``hybrid`` (both, fused by reciprocal rank); None =
         hybrid when embeddings are on, else keyword. ``session_id=None`` searches every
         session."""
+        if session_id is not None:
+            session_id = self._session(session_id)
         return self._get_recaller().recall(
             query, k, session_id=session_id, mode=mode or self._default_mode, kinds=kinds
         )
@@ -435,6 +437,12 @@ class Mind:
         session = self.settings.session_id if session_id is None else session_id
         if not isinstance(session, str) or not session.strip():
             raise InvalidInputError(f"session_id must be a non-empty string, got {session!r}")
+        try:
+            session.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                f"session_id {session!r} holds a lone surrogate, which UTF-8 cannot store"
+            ) from None
         return session
 
     def _state(self, session: str) -> tuple[int, list[str]]:
@@ -725,7 +733,7 @@ def _release(store: EventLog, worker: BackgroundWorker | None) -> None:
 
 
 def _kind_for(role: str) -> str:
-    kind = ROLE_KINDS.get(role)
+    kind = ROLE_KINDS.get(role) if isinstance(role, str) else None
     if kind is None:
         raise InvalidInputError(f"role must be one of {', '.join(ROLE_KINDS)}, got {role!r}")
     return kind
