@@ -85,7 +85,7 @@ def check_new_event(entry: NewEvent, max_content_bytes: int) -> CheckedEvent:
     try:
         meta_json = canonical_json(meta)
         meta_json.encode("utf-8")
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(
             f"meta is not JSON-serialisable ({exc}): keep to str, int, float, bool, "
             "None, lists and dicts"

@@ -495,6 +495,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         "",
         _digest_line(stats, turns, pending),
     ]
+    lines += _worker_lines(stats.get("worker"))
     methods = {k: v for k, v in stats["by_digest_method"].items() if k != "None"}
     if methods:
         lines.append("  by method: " + ", ".join(f"{k} {v:,}" for k, v in methods.items()))
@@ -529,6 +530,18 @@ def _digest_line(stats: dict[str, Any], turns: int, pending: int) -> str:
         f"digests: {digested:,} of {turns:,} turns digested ({_percent(digested, turns)}),"
         f" {pending:,} pending"
     )
+
+
+def _worker_lines(worker: dict[str, Any] | None) -> list[str]:
+    """``pmm stats`` lines on the background worker: failures are never silent."""
+    if not worker:
+        return []
+    state = "running" if worker["alive"] else "stopped" if worker["stopped"] else "DEAD"
+    line = f"background worker: {state}, {worker['failures']:,} failed rounds"
+    line += f", {worker['restarts']:,} restarts"
+    if worker["last_error"]:
+        line += f"; last error: {worker['last_error']}"
+    return [line]
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

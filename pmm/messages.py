@@ -39,6 +39,11 @@ def message_role(message: BaseMessage) -> str:
             return role
     if isinstance(message, ChatMessage) and message.role.lower() in _CHAT_ROLES:
         return _CHAT_ROLES[message.role.lower()]
+    if not isinstance(message, BaseMessage):
+        raise InvalidInputError(
+            f"expected a LangChain message (HumanMessage, AIMessage, ...), got "
+            f"{type(message).__name__}"
+        )
     raise InvalidInputError(
         f"PMM stores human, ai, system and tool messages, not {message.type!r} ones"
     )

@@ -115,7 +115,9 @@ class Mind:
             # here, with one line saying what to install, not later in the worker.
             embedder = build_embedder(settings)
         self.store: EventLog = open_store(
-            settings.db_url or settings.db_path, max_content_bytes=settings.max_content_bytes
+            settings.db_url or settings.db_path,
+            max_content_bytes=settings.max_content_bytes,
+            timeout=settings.busy_timeout_ms / 1000,
         )
         self.counter: TokenCounter = get_token_counter()
         self._llm = llm
@@ -323,6 +325,8 @@ class Mind:
         ``semantic`` (embeddings) or ``hybrid`` (both, fused by reciprocal rank); None =
         hybrid when embeddings are on, else keyword. ``session_id=None`` searches every
         session."""
+        if session_id is not None:
+            session_id = self._session(session_id)
         return self._get_recaller().recall(
             query, k, session_id=session_id, mode=mode or self._default_mode, kinds=kinds
         )
@@ -429,7 +433,17 @@ class Mind:
             "enable_embeddings": self.settings.enable_embeddings,
             "max_tokens": self.settings.max_tokens,
         }
+        stats["worker"] = self._worker_status()
         return stats
+
+    def _worker_status(self) -> dict[str, Any] | None:
+        """The background worker's :meth:`~pmm.worker.BackgroundWorker.status` (a dead
+        thread is restarted first and counted in ``restarts``); None without a worker."""
+        if self._worker is None:
+            return None
+        if not self._closed:
+            self._worker.revive()
+        return self._worker.status()
 
     # -- internals -------------------------------------------------------------------
 
@@ -437,6 +451,12 @@ class Mind:
         session = self.settings.session_id if session_id is None else session_id
         if not isinstance(session, str) or not session.strip():
             raise InvalidInputError(f"session_id must be a non-empty string, got {session!r}")
+        try:
+            session.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                f"session_id {session!r} holds a lone surrogate, which UTF-8 cannot store"
+            ) from None
         return session
 
     def _new_session_state(self) -> _SessionState:
@@ -779,7 +799,7 @@ def _release(store: EventLog, worker: BackgroundWorker | None) -> None:
 
 
 def _kind_for(role: str) -> str:
-    kind = ROLE_KINDS.get(role)
+    kind = ROLE_KINDS.get(role) if isinstance(role, str) else None
     if kind is None:
         raise InvalidInputError(f"role must be one of {', '.join(ROLE_KINDS)}, got {role!r}")
     return kind

@@ -139,13 +139,16 @@ def migrate(conn: sqlite3.Connection, db_path: Path | None) -> list[Migration]:
             raise MigrationError("an in-memory legacy database cannot be backed up")
         _backup(conn, db_path)
     applied: list[Migration] = []
+    done_before = applied_versions(conn)
     for migration in load_migrations():
+        if migration.version in done_before:
+            continue  # no write lock needed: opening a busy, up-to-date file only reads
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise MigrationError(
                 f"cannot start migration {migration.version:04d}_{migration.name}: {exc}. "
-                "Another process may hold the database: retry."
+                "Another process may hold the database longer than PMM_BUSY_TIMEOUT_MS: retry."
             ) from exc
         try:
             # Re-checked under the write lock: another process may have just applied it.

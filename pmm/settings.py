@@ -100,6 +100,8 @@ class Settings:
     """Cosine a pair of user statements needs (with shared keywords) to be checked."""
     facts_nlp: bool = False
     """Check key facts with spaCy's parser and entities too (needs the [local] extra)."""
+    busy_timeout_ms: int = 30000
+    """How long a write waits for another process's lock on the database, in milliseconds."""
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

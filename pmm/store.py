@@ -48,6 +48,7 @@ from .hashing import (
 )
 from .records import Event, NewEvent, TurnRow, VerifyReport
 from .storage.terms import QueryTerms, pick_terms
+from .store_readonly import open_read_only, read_only_reason, refuse_pending_migrations
 from .text import search_terms
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
 
     from .compaction import CompactionReport
     from .erasure import ErasureReport
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 """Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
@@ -102,7 +105,8 @@ class EventStore:
     """The event log in one SQLite file (see the module docstring for an example).
 
     ``path`` may be ``":memory:"`` for a throwaway log. ``max_content_bytes`` caps one
-    event's content. ``timeout`` is how long an append waits for another writer.
+    event's content. ``timeout`` is how many seconds an append waits for another writer
+    (default: ``PMM_BUSY_TIMEOUT_MS``, 30 s).
     """
 
     def __init__(
@@ -110,12 +114,25 @@ class EventStore:
         path: str | os.PathLike[str],
         *,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
-        timeout: float = 30.0,
+        timeout: float | None = None,
     ) -> None:
+        if timeout is None:
+            timeout = _default_busy_timeout()
         self.path = str(path)
         self.max_content_bytes = max_content_bytes
         self._lock = threading.RLock()
         self._doc_freq: dict[str, tuple[int, int]] = {}  # term -> (docs, indexed rows then)
+        self.read_only_reason = None if self.path == ":memory:" else read_only_reason(self.path)
+        """Why the file cannot be written (it was opened read-only), or None."""
+        if self.read_only_reason is not None:
+            self._conn = open_read_only(self.path, timeout)
+            self.applied_migrations = []
+            try:
+                refuse_pending_migrations(self._conn, self.path)
+            except BaseException:
+                self._conn.close()
+                raise
+            return
         self._conn = _open(self.path, timeout)
         try:
             self.applied_migrations = schema.migrate(
@@ -576,6 +593,9 @@ class EventStore:
         )[0]
         if not newest or newest <= upto:
             return 0
+        if self.read_only_reason is not None:
+            self._warn_unindexed(newest - upto)
+            return 0
         with self._lock, self._write() as conn:
             upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]
             newest = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
@@ -587,6 +607,17 @@ class EventStore:
             )
             conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
             return int(newest - upto)
+
+    def _warn_unindexed(self, count: int) -> None:
+        if not getattr(self, "_warned_unindexed", False):
+            self._warned_unindexed = True
+            log.warning(
+                "%s is read-only: its %d newest events are not in the full-text index, so "
+                "keyword search does not find them (copy the file somewhere writable to "
+                "index them)",
+                self.path,
+                count,
+            )
 
     def search_index_upto(self) -> int:
         """The newest event id the full-text index holds (later ones are indexed by the
@@ -725,6 +756,8 @@ class EventStore:
                 raise _translate(exc, self.path) from exc
 
     def _write(self) -> _WriteTransaction:
+        if self.read_only_reason is not None:
+            raise ReadOnlyDatabaseError(self.read_only_reason)
         return _WriteTransaction(self._conn, self.path)
 
     # -- consolidation: session summaries, supersession (pmm/consolidate.py) -----------
@@ -980,6 +1013,13 @@ class _WriteTransaction:
             )
 
 
+def _default_busy_timeout() -> float:
+    """``PMM_BUSY_TIMEOUT_MS`` (from the environment or ``.env``) in seconds."""
+    from .settings import Settings
+
+    return Settings.load().busy_timeout_ms / 1000
+
+
 def _open(path: str, timeout: float) -> sqlite3.Connection:
     if path != ":memory:":
         target = Path(path)
@@ -1064,6 +1104,7 @@ def _translate(exc: sqlite3.Error, path: str) -> DatabaseError:
         )
     if "locked" in message or "busy" in message:
         return DatabaseError(
-            f"{path} is locked by another writer ({message}): retry, or raise the timeout"
+            f"{path} is locked by another writer ({message}): SQLite's write lock was not "
+            "released within PMM_BUSY_TIMEOUT_MS (busy_timeout_ms); retry, or raise it"
         )
     return DatabaseError(f"{path}: {message}")

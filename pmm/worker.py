@@ -8,7 +8,11 @@
 Work that fails is logged (one line, once per distinct error; the traceback only at DEBUG
 level) and retried after a growing pause
 (0.5 s doubling up to 30 s) without waiting to be woken; the events stay pending in the
-database, so nothing is lost, and a later process picks them up. Live workers are flushed at
+database, so nothing is lost, and a later process picks them up. A thread killed by
+something that is not an ``Exception`` (``SystemExit`` from a digester, say) is logged and
+restarted by the next :meth:`wake`; :meth:`status` (shown by ``Mind.stats()`` and
+``pmm stats``) reports failures, restarts and the last error, so a worker is never
+silently dead. Live workers are flushed at
 interpreter exit within their timeout. A bound method is held weakly, so a worker never
 keeps its owner (a Mind and its open file) alive.
 """
@@ -44,15 +48,63 @@ class BackgroundWorker:
         self._stopping = False
         self._errors_seen: set[str] = set()
         self.last_error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self.failures = 0
+        self.restarts = 0
+        self._name = name
+        self._thread = self._start_thread()
         _LIVE.add(self)
 
     def wake(self) -> None:
-        """Ask for a round of work (non-blocking)."""
+        """Ask for a round of work (non-blocking); restarts a thread that died."""
         with self._cond:
             self._requested += 1
             self._cond.notify()
+        self.revive()
+
+    def revive(self) -> bool:
+        """Start a new thread if the last one died while not asked to stop; True if so."""
+        with self._cond:
+            if self._stopping or self._thread.is_alive():
+                return False
+            self.restarts += 1
+            log.warning(
+                "background digest thread had died (%s); restarted it (restart #%d)",
+                _describe(self.last_error),
+                self.restarts,
+            )
+            self._thread = self._start_thread()
+            return True
+
+    def status(self) -> dict[str, object]:
+        """``alive``, ``failures`` (rounds that raised), ``restarts`` and ``last_error``
+        (``"TypeName: message"`` of the latest failure still unresolved, else None)."""
+        return {
+            "alive": self._thread.is_alive(),
+            "stopped": self._stopping,
+            "failures": self.failures,
+            "restarts": self.restarts,
+            "last_error": None if self.last_error is None else _describe(self.last_error),
+        }
+
+    def _start_thread(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run_guarded, name=self._name, daemon=True)
+        thread.start()
+        return thread
+
+    def _run_guarded(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # reported by status(); wake() restarts the thread
+            self.last_error = exc
+            self.failures += 1
+            log.error(
+                "background digest thread died (%s); pending events stay pending and the "
+                "next wake() restarts it",
+                _describe(exc),
+                exc_info=exc,
+            )
+            with self._cond:
+                self._cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the work pending at this call is done; False on timeout or error."""
@@ -123,7 +175,8 @@ class BackgroundWorker:
                 backoff = 0.0
             except Exception as exc:  # logged below; the events stay pending for a retry
                 self.last_error = exc
-                key = f"{type(exc).__name__}: {exc}"
+                self.failures += 1
+                key = _describe(exc)
                 if key not in self._errors_seen:
                     self._errors_seen.add(key)
                     # One line for the user; the traceback only in debug logging.
@@ -138,6 +191,10 @@ class BackgroundWorker:
             with self._cond:
                 self._completed = max(self._completed, target)
                 self._cond.notify_all()
+
+
+def _describe(exc: BaseException | None) -> str:
+    return "no error recorded" if exc is None else f"{type(exc).__name__}: {exc}"
 
 
 @atexit.register

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import BackendError, MissingDependencyError
+from ..redact import redact_secrets
 from ..roles import normalize_role, roles_for
 from .base import Digest
 
@@ -177,7 +178,10 @@ class LLMDigester:
         except ValueError as exc:  # parsers and pydantic raise ValueError subclasses
             raise MalformedOutput(f"the reply did not parse: {exc}") from exc
         except Exception as exc:
-            raise BackendError(f"the chat model call failed: {type(exc).__name__}: {exc}") from exc
+            # The message is redacted and the cause dropped: a server may echo the API key
+            # it rejected, and this message goes to the log (see pmm/redact.py).
+            detail = redact_secrets(f"{type(exc).__name__}: {exc}")
+            raise BackendError(f"the chat model call failed: {detail}") from None
         if isinstance(result, dict) and "parsed" in result:
             if result.get("parsing_error") is not None:
                 raise MalformedOutput(f"the reply did not parse: {result['parsing_error']}")
