@@ -500,7 +500,7 @@ def test_embed_backfills_vectors(
     assert stats["coverage"]["embeddings"] == {"test/fake": {"vectors": 6, "missing": 0}}
     hits = run_json(capsys, "search", "skiing winter", "--mode", "semantic", "--db", str(filled))
     assert hits[0]["event"]["id"] == 3
-    assert "semantic" in hits[0]["rankers"]
+    assert "dense" in hits[0]["rankers"]
 
 
 def test_search_finds_a_stored_turn(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -508,11 +508,11 @@ def test_search_finds_a_stored_turn(filled: Path, capsys: pytest.CaptureFixture[
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split() == ["id", "session", "role", "score", "rankers", "text"]
-    assert lines[2].startswith("1 ") and "keyword#1" in lines[2]
+    assert lines[2].startswith("1 ") and "turn#1" in lines[2]
     assert "Hi, my name is Zed and I live in Oslo" in lines[2]
     hits = run_json(capsys, "search", "skiing", "--db", str(filled), "--mode", "keyword")
     assert sorted(h["event"]["id"] for h in hits) == [3, 4]
-    assert [h["rankers"] for h in hits] == [{"keyword": 1}, {"keyword": 2}]
+    assert [h["rankers"]["turn"] for h in hits] == [1, 2]
     assert run_json(capsys, "search", "skiing", "--session", "s1", "--db", str(filled)) == []
     code, out, _ = run(capsys, "search", "zeppelin", "--db", str(filled))
     assert code == 0 and "nothing found" in out
