@@ -142,7 +142,9 @@ class PersistentMindMemory(BaseMemory):
         if not candidates:
             return None
         try:
-            key = get_prompt_input_key(inputs, self.memory_variables)
+            key = get_prompt_input_key(
+                {k: v for k, v in inputs.items() if k != TS_KEY}, self.memory_variables
+            )
         except ValueError:
             raise InvalidInputError(
                 f"cannot tell which input is the user's among {sorted(candidates)}: set input_key"
