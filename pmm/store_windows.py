@@ -52,14 +52,14 @@ def sync_windows(conn: sqlite3.Connection, radius: int) -> int:
         marked[session].add(event_id)
     written = 0
     for session, ids in marked.items():
-        written += _sync_session(conn, session, ids, radius)
+        written += _sync_session(conn, session, ids, radius, upto)
     conn.execute("DELETE FROM window_dirty")
     conn.execute("UPDATE window_state SET indexed_upto = ?, radius = ?", (newest, radius))
     return written
 
 
 def _sync_session(
-    conn: sqlite3.Connection, session: str | None, marked: set[int], radius: int
+    conn: sqlite3.Connection, session: str | None, marked: set[int], radius: int, upto: int
 ) -> int:
     low = min(marked)
     before = conn.execute(
@@ -81,8 +81,9 @@ def _sync_session(
     texts = window_texts([WindowRow(r[0], r[1], r[3]) for r in rows], radius, targets)
     ts_of = {r[0]: r[2] for r in turns}
     tag = session_tag(session)
-    conn.executemany(
-        "DELETE FROM events_window_fts WHERE rowid = ?", [(i,) for i in sorted(targets)]
+    conn.executemany(  # rows past ``upto`` were never indexed: nothing to delete
+        "DELETE FROM events_window_fts WHERE rowid = ?",
+        [(i,) for i in sorted(targets) if i <= upto],
     )
     conn.executemany(
         "INSERT INTO events_window_fts(rowid, body, dates, tags) VALUES (?, ?, ?, ?)",

@@ -17,7 +17,8 @@ answers, and "When did ...?" / "in March" questions reach the turn through its d
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from functools import lru_cache
 from typing import NamedTuple
 
 from .errors import InvalidInputError
@@ -74,13 +75,24 @@ def normalize_ts(value: object) -> str:
     return when.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")  # fmt: skip
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
 def date_words(ts: str) -> str:
-    """A row's ``ts`` in words: year, month name, day of month, weekday."""
+    """A row's ``ts`` in words: year, month name, day of month, weekday (English, whatever
+    the locale)."""
+    return _day_words(ts[:10])
+
+
+@lru_cache(maxsize=4096)
+def _day_words(day: str) -> str:
     try:
-        when = datetime.fromisoformat(ts)
+        when = date.fromisoformat(day)
     except ValueError:
         return ""
-    return f"{when.year} {when:%B} {when.day} {when:%A}"
+    return f"{when.year} {_MONTHS[when.month - 1]} {when.day} {_WEEKDAYS[when.weekday()]}"
 
 
 def window_texts(
