@@ -1,77 +1,139 @@
-"""Retrieval quality and latency of PMM's recall (keyword, semantic, hybrid).
+"""Retrieval quality and latency of PMM's recall, beside a plain BM25 baseline.
 
-    python bench/recall.py                         # quality on bench/data/recall_dataset.json
-    python bench/recall.py --data other.json --out-json bench/results/recall.json
-    python bench/recall.py --synthetic 100000      # latency with 100,000 events in the file
+    python bench/recall.py                          # quality on the chat dataset (default)
+    python bench/recall.py --data paraphrase        # the hand-written assistant dataset
+    python bench/recall.py --data chat --cv 4       # + 4-fold CV of the fusion weights
+    python bench/recall.py --weights turn=1,window=1,dense=0.2   # + one weighted fusion
+    python bench/recall.py --data path/to.json --digests without --out-json out.json
+    python bench/recall.py --synthetic 100000       # latency with 100,000 events (recall_scale)
 
-Quality: each conversation of the JSON file (``conversations`` with sessions of turns that
-have ids, speakers and dates; ``questions`` with ``answer_ids``) is ingested into a fresh
-memory (``EventStore.append``, role user/assistant, kind prompt/response, one session id
-per conversation session), embedded, and every question of that conversation is recalled
-with k = 25 across all its sessions. Printed per mode, with and without digests in the
-index (digests: the heuristic digester's summary and keywords; with them the FTS index
-holds summary + keywords + content and each turn is embedded by its summary): recall@k
-(share of the answer turns in the top k), hit@k (any answer turn in the top k) for
-k = 1, 5, 10, 25, and MRR (1 / rank of the first answer turn, 0 beyond 25), then a
-breakdown by question type (single / multi / paraphrase).
+Datasets (``--data``): ``chat`` is bench/data/chat_dataset.json (casual chats between two
+friends, written by bench/data/make_chat_dataset.py; regenerated if the file is missing),
+``paraphrase`` is bench/data/recall_dataset.json (a person and an assistant, a third of
+the questions paraphrased on purpose), or any path to a JSON file of the same shape.
 
-Latency (``--synthetic N``): N events (prompt/response turns, 50 per session: a sentence
-of Zipf-distributed made-up words, and in a third of them one of the dataset's sentences)
-in a fresh file. Embedding N texts with MiniLM on a small CPU
-takes too long, so the corpus gets random unit vectors of the model's dimension (the
-output says so); queries are embedded by the real model, so their embedding time is
-included. Prints p50/p99 per mode (targets: keyword p50 <= 10 ms, hybrid p50 <= 30 ms),
-plus hybrid recall in one session and hybrid recall right after an append.
+Quality: each conversation is ingested into a fresh memory (``EventStore.append``, role
+user/assistant, kind prompt/response, one session id per conversation session, the turn's
+date as the event time when the store takes ``ts=``, else in ``meta``), embedded, and every
+question of that conversation is recalled with k = 25 across all its sessions. Printed,
+with and without digests in the index (the heuristic digester's summary and keywords):
+
+- ``bm25``: textbook FTS5 BM25 over the raw turns, computed here (recall_offline.PlainBM25),
+  the baseline;
+- each recall mode of the engine (``pmm.recall.RECALL_MODES``), by ``Recaller.recall``;
+- each single ranker of the engine (``ranker:NAME``), from its own list;
+- each ``--weights`` fusion of the rankers' lists, fused offline by the engine's function;
+
+with recall@k (share of the answer turns in the top k), hit@k (any answer turn in the top
+k) for k = 1, 5, 10, 25, MRR (1 / rank of the first answer turn, 0 beyond 25) and R@10
+relative to the baseline; then R@10 / H@10 / MRR per question type. ``--cv K`` picks
+fusion weights over a grid on K-1 folds of conversations and scores them on the held-out
+fold, for each fold. Ranker lists are computed once per question (the engine's depth), so
+weighted fusions and the grid cost no further searches.
+
+Rankers: when the engine exposes ``Recaller.rankings(query, depth=...)`` (a mapping of
+ranker name to event ids, best first), those are used; otherwise today's two rankers are
+read through public calls: ``keyword`` (``EventStore.search_text``) and ``semantic``
+(``Recaller.index.search``).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
-import platform
-import random
-import re
-import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # run from a checkout
+sys.path.insert(0, str(HERE))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np
+import numpy as np  # noqa: E402
+import numpy.typing as npt  # noqa: E402
+from recall_offline import (  # noqa: E402
+    KS,
+    METRICS,
+    PlainBM25,
+    cross_validate,
+    fuse,
+    fusion_source,
+    mean_scores,
+    score,
+)
 
-from pmm.embed.backfill import embed_pending
-from pmm.embed.sentence import SentenceEmbedder
-from pmm.recall import Recaller
-from pmm.records import NewEvent
-from pmm.store import EventStore
+import pmm.recall as engine  # noqa: E402
+from pmm.embed.backfill import embed_pending  # noqa: E402
+from pmm.recall import RECALL_MODES, Recaller  # noqa: E402
+from pmm.store import EventStore  # noqa: E402
+from pmm.text import words  # noqa: E402
 
-DATA = Path(__file__).resolve().parent / "data" / "recall_dataset.json"
-KS = (1, 5, 10, 25)
-MODES = ("keyword", "semantic", "hybrid")
+DATA_DIR = HERE / "data"
+DATASETS = {"chat": DATA_DIR / "chat_dataset.json", "paraphrase": DATA_DIR / "recall_dataset.json"}
 TURN_KINDS = ("prompt", "response")
-TARGET_KEYWORD_P50_MS = 10.0
-TARGET_HYBRID_P50_MS = 30.0
+BASELINE = "bm25"
 
 
-# -- quality -------------------------------------------------------------------------------
+# -- data ----------------------------------------------------------------------------------
 
 
-def load_dataset(path: Path) -> dict[str, Any]:
+def resolve_data(value: str) -> Path:
+    path = DATASETS.get(value, Path(value))
+    if value == "chat" and not path.exists():
+        sys.path.insert(0, str(DATA_DIR))
+        import make_chat_dataset
+
+        make_chat_dataset.main(["--out", str(path)])
+    if not path.exists():
+        raise SystemExit(f"--data: no dataset {value!r} (chat, paraphrase or a JSON path)")
+    return path
+
+
+def load_dataset(path: Path, conversations: int = 0) -> dict[str, Any]:
+    """The dataset at ``path`` (its first ``conversations`` conversations if > 0), with
+    every question's answer turns checked."""
     data = json.loads(path.read_text(encoding="utf-8"))
+    if conversations > 0:
+        data["conversations"] = data["conversations"][:conversations]
+        kept = {c["id"] for c in data["conversations"]}
+        data["questions"] = [q for q in data["questions"] if q["conversation"] in kept]
     turn_ids = {t["id"] for c in data["conversations"] for s in c["sessions"] for t in s["turns"]}
     for q in data["questions"]:
         missing = [i for i in q["answer_ids"] if i not in turn_ids]
         if missing:
             raise SystemExit(f"{path}: question {q['id']} names unknown turns {missing}")
     return data
+
+
+class CachingEmbedder:
+    """Wraps an embedder so that a text is embedded once per run (small talk repeats):
+    the vectors are the model's own, only the repeated work is skipped."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model_name: str = inner.model_name
+        self.cache: dict[str, npt.NDArray[np.float32]] = {}
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        todo = list(dict.fromkeys(t for t in texts if t not in self.cache))
+        if todo:
+            for text, vector in zip(todo, self.inner.embed(todo), strict=True):
+                self.cache[text] = np.asarray(vector, dtype=np.float32)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.cache[t] for t in texts])
 
 
 def make_digester() -> Any:
@@ -82,16 +144,20 @@ def make_digester() -> Any:
 
 def ingest(store: EventStore, conversation: dict[str, Any], digester: Any | None) -> dict[int, str]:
     """Append every turn of the conversation; returns event id -> turn id."""
+    takes_ts = "ts" in inspect.signature(store.append).parameters
     to_turn: dict[int, str] = {}
     for session in conversation["sessions"]:
         for turn in session["turns"]:
             role = turn.get("role") or ("user" if turn["speaker"] != "assistant" else "assistant")
+            when = turn.get("date") or session.get("date")
+            extra: dict[str, Any] = {"ts": when} if takes_ts and when else {}
             event = store.append(
                 "prompt" if role == "user" else "response",
                 turn["text"],
                 session_id=session["id"],
                 role=role,
-                meta={"turn_id": turn["id"], "date": turn.get("date") or session.get("date")},
+                meta={"turn_id": turn["id"], "speaker": turn["speaker"], "date": when},
+                **extra,
             )
             to_turn[event.id] = turn["id"]
     if digester is not None:
@@ -103,347 +169,293 @@ def ingest(store: EventStore, conversation: dict[str, Any], digester: Any | None
     return to_turn
 
 
-def score(ranked: Sequence[str], answers: Sequence[str]) -> dict[str, float]:
-    wanted = set(answers)
-    out: dict[str, float] = {}
-    for k in KS:
-        found = wanted.intersection(ranked[:k])
-        out[f"R@{k}"] = len(found) / len(wanted)
-        out[f"H@{k}"] = 1.0 if found else 0.0
-    first = next((r for r, turn in enumerate(ranked[: max(KS)], 1) if turn in wanted), None)
-    out["MRR"] = 1.0 / first if first else 0.0
+# -- rankers -------------------------------------------------------------------------------
+
+
+def engine_modes(embedder: Any | None) -> list[str]:
+    """The engine's recall modes this run can use (no dense modes without an embedder)."""
+    if embedder is None:
+        return [m for m in RECALL_MODES if m == "keyword" or m in ("bm25", "lexical")]
+    return list(RECALL_MODES)
+
+
+def ranker_lists(recaller: Recaller, query: str, depth: int) -> dict[str, list[int]]:
+    """Each ranker's event ids for ``query``, best first, ``depth`` deep, found the way
+    the engine finds them (see the module doc)."""
+    rankings = getattr(recaller, "rankings", None)
+    if callable(rankings):
+        return {name: list(ids) for name, ids in rankings(query, depth=depth).items()}
+    store = recaller.store
+    params = inspect.signature(store.search_text).parameters
+    keyword_rankers = getattr(engine, "KEYWORD_RANKERS", None)
+    out: dict[str, list[int]] = {}
+    if keyword_rankers and "key" in params:  # the multi-key engine (turn, window, digest)
+        extra: dict[str, Any] = {}
+        if "date_weight" in params and _temporal(query):
+            extra["date_weight"] = getattr(engine, "TEMPORAL_DATE_WEIGHT", 1.0)
+        for ranker in keyword_rankers:
+            found = store.search_text(query, limit=depth, kinds=TURN_KINDS, key=ranker, **extra)
+            out[ranker] = [i for i, _ in found]
+        dense = "dense"
+    else:  # today's engine: one keyword ranker
+        out["keyword"] = [i for i, _ in store.search_text(query, limit=depth, kinds=TURN_KINDS)]
+        dense = "semantic"
+    if recaller.embedder is not None and recaller.index is not None:
+        encode = getattr(recaller, "_query_vector", None)
+        vector = encode(query) if callable(encode) else recaller.embedder.embed([query])[0]
+        out[dense] = [i for i, _ in recaller.index.search(vector, depth, kinds=TURN_KINDS)]
     return out
 
 
-def run_quality(args: argparse.Namespace, embedder: SentenceEmbedder) -> dict[str, Any]:
-    data = load_dataset(args.data)
-    questions_by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def _temporal(query: str) -> bool:
+    is_temporal = getattr(engine, "is_temporal", None)
+    return bool(is_temporal(words(query.lower()))) if callable(is_temporal) else False
+
+
+def engine_weights(recaller: Recaller, query: str) -> dict[str, float]:
+    """The weights the engine's hybrid mode fuses with for ``query`` (today: all 1),
+    with its boost of the window ranker for temporal questions when it has one."""
+    weights = dict(getattr(recaller, "weights", None) or {})
+    boost = getattr(engine, "TEMPORAL_WINDOW_BOOST", None)
+    if boost is not None and "window" in weights and _temporal(query):
+        weights["window"] *= boost
+    return weights
+
+
+def query_boosts(query: str) -> dict[str, float]:
+    """Factors the engine applies to ranker weights for this query (the temporal boost)."""
+    boost = getattr(engine, "TEMPORAL_WINDOW_BOOST", None)
+    return {"window": float(boost)} if boost is not None and _temporal(query) else {}
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    try:
+        pairs = [p.split("=", 1) for p in text.split(",") if p.strip()]
+        return {name.strip(): float(value) for name, value in pairs}
+    except ValueError:
+        raise SystemExit(f"--weights: expected name=number,..., got {text!r}") from None
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+def collect(
+    args: argparse.Namespace, data: dict[str, Any], embedder: Any | None
+) -> list[dict[str, Any]]:
+    """One record per question and digest variant: each mode's top 25 and each ranker's
+    list; plus one ``bm25`` baseline record per question. Turns are named by their
+    position in the conversation (1, 2, ...: the order they were appended in, so a larger
+    number is a newer event, as the engine's tie-break expects); ``answer_ids`` too."""
+    by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for q in data["questions"]:
-        questions_by_conv[q["conversation"]].append(q)
-    n_turns = sum(len(s["turns"]) for c in data["conversations"] for s in c["sessions"])
-    n_sessions = sum(len(c["sessions"]) for c in data["conversations"])
-    types = defaultdict(int)
-    for q in data["questions"]:
-        types[q.get("type", "?")] += 1
-    print(
-        f"dataset: {args.data.name}: {len(data['conversations'])} conversations, "
-        f"{n_sessions} sessions, {n_turns} turns, {len(data['questions'])} questions "
-        f"({', '.join(f'{n} {t}' for t, n in sorted(types.items()))})"
-    )
-    print(f"embedder: {embedder.model_name} ({embedder.dim} dims, {embedder.device})")
-    digester = make_digester() if args.digests in ("both", "with") else None
+        by_conv[q["conversation"]].append(q)
+    records: list[dict[str, Any]] = []
     variants = {"both": (False, True), "with": (True,), "without": (False,)}[args.digests]
-    per_question: list[dict[str, Any]] = []
-    started = time.perf_counter()
+    digester = make_digester() if True in variants else None
+    modes = engine_modes(embedder)
     with tempfile.TemporaryDirectory(prefix="pmm-recall-") as tmp:
-        for with_digests in variants:
-            for conversation in data["conversations"]:
+        for conversation in data["conversations"]:
+            turns = [(t["id"], t["text"]) for s in conversation["sessions"] for t in s["turns"]]
+            position = {turn_id: n for n, (turn_id, _) in enumerate(turns, start=1)}
+            bm25 = PlainBM25(turns)
+            for q in by_conv[conversation["id"]]:
+                found = [position[t] for t in bm25.search(q["question"], max(KS))]
+                records.append(_record(q, position, None, {BASELINE: found}, {}))
+            bm25.close()
+            for with_digests in variants:
                 path = Path(tmp) / f"{conversation['id']}-{int(with_digests)}.db"
                 with EventStore(path) as store:
-                    to_turn = ingest(store, conversation, digester if with_digests else None)
-                    embed_pending(store, embedder, kinds=TURN_KINDS, batch_size=64)
+                    to_turn = {
+                        event_id: position[turn_id]
+                        for event_id, turn_id in ingest(
+                            store, conversation, digester if with_digests else None
+                        ).items()
+                    }
+                    if embedder is not None:
+                        embed_pending(store, embedder, kinds=TURN_KINDS, batch_size=256)
                     recaller = Recaller(store, embedder)
-                    for q in questions_by_conv[conversation["id"]]:
-                        for mode in MODES:
-                            hits = recaller.recall(q["question"], k=max(KS), mode=mode)
-                            ranked = [to_turn[h.event.id] for h in hits]
-                            per_question.append(
-                                {
-                                    "question": q["id"],
-                                    "type": q.get("type", "?"),
-                                    "mode": mode,
-                                    "digests": with_digests,
-                                    "ranked": ranked[:10],
-                                    **score(ranked, q["answer_ids"]),
-                                }
-                            )
-    seconds = time.perf_counter() - started
-    table = summarise(per_question, variants)
-    print_quality(table, per_question, variants)
-    print(f"\n({seconds:.1f} s: ingest, digest, embed and {len(per_question)} recalls)")
-    return {"table": table, "questions": per_question, "seconds": seconds}
+                    for q in by_conv[conversation["id"]]:
+                        ranked = {
+                            m: [
+                                to_turn[h.event.id]
+                                for h in recaller.recall(q["question"], k=max(KS), mode=m)
+                            ]
+                            for m in modes
+                        }
+                        lists = ranker_lists(recaller, q["question"], recaller.depth)
+                        rankings = {
+                            r: [to_turn[i] for i in ids if i in to_turn] for r, ids in lists.items()
+                        }
+                        record = _record(q, position, with_digests, ranked, rankings)
+                        record["engine_weights"] = engine_weights(recaller, q["question"])
+                        record["boosts"] = query_boosts(q["question"])
+                        records.append(record)
+    return records
 
 
-def summarise(rows: list[dict[str, Any]], variants: Sequence[bool]) -> list[dict[str, Any]]:
-    metrics = [f"R@{k}" for k in KS] + [f"H@{k}" for k in KS] + ["MRR"]
-    table = []
-    for with_digests in variants:
-        for mode in MODES:
-            chosen = [r for r in rows if r["mode"] == mode and r["digests"] == with_digests]
-            table.append(
-                {
-                    "mode": mode,
-                    "digests": with_digests,
-                    "n": len(chosen),
-                    **{m: statistics.fmean(r[m] for r in chosen) for m in metrics},
-                }
+def _record(
+    q: dict[str, Any],
+    position: dict[str, int],
+    digests: bool | None,
+    modes: dict[str, list[int]],
+    rankings: dict[str, list[int]],
+) -> dict[str, Any]:
+    return {
+        "question": q["id"],
+        "conversation": q["conversation"],
+        "type": q.get("type", "?"),
+        "answer_ids": [position[t] for t in q["answer_ids"]],
+        "digests": digests,
+        "modes": modes,
+        "rankings": rankings,
+    }
+
+
+def systems(
+    records: list[dict[str, Any]], weights: list[dict[str, float]]
+) -> dict[tuple[str, bool | None], list[dict[str, Any]]]:
+    """(system, digests) -> per-question scores (with ``type``), for every system."""
+    out: dict[tuple[str, bool | None], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        for mode, ranked in r["modes"].items():
+            out[(mode, r["digests"])].append({"type": r["type"], **score(ranked, r["answer_ids"])})
+        for ranker, ranked in r["rankings"].items():
+            out[(f"ranker:{ranker}", r["digests"])].append(
+                {"type": r["type"], **score(ranked[: max(KS)], r["answer_ids"])}
             )
-    return table
+        for w in weights:
+            if r["rankings"]:
+                label = "fused:" + ",".join(f"{k}={v:g}" for k, v in w.items())
+                fused = fuse(r["rankings"], w, r.get("boosts"))[: max(KS)]
+                out[(label, r["digests"])].append(
+                    {"type": r["type"], **score(fused, r["answer_ids"])}
+                )
+    return out
 
 
-def print_quality(
-    table: list[dict[str, Any]], rows: list[dict[str, Any]], variants: Sequence[bool]
-) -> None:
-    head = ["mode", "digests"] + [f"R@{k}" for k in KS] + [f"H@{k}" for k in KS] + ["MRR"]
-    print("\n" + "  ".join(f"{h:>8}" for h in head))
-    for row in table:
-        cells = [row["mode"], "yes" if row["digests"] else "no"]
-        cells += [f"{row[h]:.3f}" for h in head[2:]]
-        print("  ".join(f"{c:>8}" for c in cells))
-    types = sorted({r["type"] for r in rows})
+def print_tables(table: dict[tuple[str, bool | None], list[dict[str, Any]]]) -> dict[str, Any]:
+    base = mean_scores(table[(BASELINE, None)])["R@10"] if (BASELINE, None) in table else 0.0
+    head = ["system", "digests", *METRICS, "R@10/bm25"]
+    print("\n" + f"{head[0]:<34}" + "".join(f"{h:>9}" for h in head[1:]))
+    summary: dict[str, Any] = {}
+    for (name, digests), rows in table.items():
+        means = mean_scores(rows)
+        flag = "-" if digests is None else ("yes" if digests else "no")
+        ratio = means["R@10"] / base if base else float("nan")
+        print(
+            f"{name:<34}{flag:>9}" + "".join(f"{means[m]:9.3f}" for m in METRICS) + f"{ratio:9.2f}x"
+        )
+        summary[f"{name}|{flag}"] = {**means, "n": len(rows), "ratio_r10": ratio}
+    kinds = sorted({r["type"] for rows in table.values() for r in rows})
+    counts = Counter(r["type"] for r in table[next(iter(table))])
     print("\nby question type (R@10 / H@10 / MRR):")
-    print(
-        f"{'mode':>8}  {'digests':>8}  "
-        + "  ".join(f"{t + f' ({n_of(rows, t)})':>24}" for t in types)
-    )
-    for with_digests in variants:
-        for mode in MODES:
-            cells = []
-            for t in types:
-                chosen = [
-                    r
-                    for r in rows
-                    if r["mode"] == mode and r["digests"] == with_digests and r["type"] == t
-                ]
-                cells.append(
-                    f"{statistics.fmean(r['R@10'] for r in chosen):.2f} / "
-                    f"{statistics.fmean(r['H@10'] for r in chosen):.2f} / "
-                    f"{statistics.fmean(r['MRR'] for r in chosen):.2f}"
-                )
-            flag = "yes" if with_digests else "no"
-            print(f"{mode:>8}  {flag:>8}  " + "  ".join(f"{c:>24}" for c in cells))
+    print(f"{'system':<34}{'digests':>9}" + "".join(f"{f'{k} ({counts[k]})':>22}" for k in kinds))
+    for (name, digests), rows in table.items():
+        flag = "-" if digests is None else ("yes" if digests else "no")
+        cells = []
+        for k in kinds:
+            m = mean_scores([r for r in rows if r["type"] == k])
+            cells.append(f"{m['R@10']:.2f} / {m['H@10']:.2f} / {m['MRR']:.2f}")
+            summary[f"{name}|{flag}"][f"{k}:R@10"] = m["R@10"]
+        print(f"{name:<34}{flag:>9}" + "".join(f"{c:>22}" for c in cells))
+    return summary
 
 
-def n_of(rows: list[dict[str, Any]], kind: str) -> int:
-    return len({r["question"] for r in rows if r["type"] == kind})
+def consistency(records: list[dict[str, Any]]) -> None:
+    """How often offline fusion of the ranker lists (all weights 1) gives the engine's
+    ``hybrid`` top 10: a check that the offline numbers mean what the engine does."""
+    same = total = 0
+    for r in records:
+        if "hybrid" in r["modes"] and len(r["rankings"]) > 1:
+            total += 1
+            same += fuse(r["rankings"], r["engine_weights"])[:10] == r["modes"]["hybrid"][:10]
+    if total:
+        print(
+            f"offline fusion with the engine's weights = engine hybrid top 10 on "
+            f"{same}/{total} questions"
+        )
 
 
-# -- latency at scale ----------------------------------------------------------------------
-
-
-def sentence_bank(data: dict[str, Any]) -> list[str]:
-    bank: list[str] = []
-    for c in data["conversations"]:
-        for s in c["sessions"]:
-            for t in s["turns"]:
-                bank += [p.strip() for p in re.split(r"(?<=[.!?])\s+", t["text"]) if p.strip()]
-    return bank
-
-
-SYLLABLES = "ka lo mi ra ten sor vel dan pri mo lu shi ber gan tor el an is or um".split()
-
-
-class ZipfWords:
-    """20,000 made-up words drawn by Zipf's law (exponent 1.07): the long tail of a real
-    chat vocabulary, a few words in most turns and most words rare."""
-
-    def __init__(self, rng: random.Random, size: int = 20_000) -> None:
-        words: dict[str, None] = {}
-        while len(words) < size:
-            words["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))] = None
-        self.words = list(words)
-        weights = 1.0 / np.arange(1, size + 1) ** 1.07
-        self.cumulative = np.cumsum(weights / weights.sum())
-
-    def sentence(self, rng: random.Random, n: int) -> str:
-        picks = np.searchsorted(self.cumulative, [rng.random() for _ in range(n)])
-        return " ".join(self.words[min(i, len(self.words) - 1)] for i in picks).capitalize() + "."
-
-
-def synthetic_text(rng: random.Random, bank: list[str], zipf: ZipfWords) -> str:
-    """One turn: a sentence of Zipf-distributed filler words, and in a third of the turns a
-    real sentence from the dataset (so each appears ~55 times in 100,000 events and the
-    questions' words have realistic, not universal, document frequencies)."""
-    parts = [zipf.sentence(rng, rng.randint(6, 24))]
-    if rng.random() < 0.33:
-        parts.insert(rng.randint(0, 1), rng.choice(bank))
-    return " ".join(parts)
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def timed_calls(fn: Callable[[str], Any], queries: Sequence[str]) -> list[float]:
-    samples = []
-    for query in queries:
-        started = time.perf_counter()
-        fn(query)
-        samples.append(time.perf_counter() - started)
-    return samples
-
-
-def run_synthetic(args: argparse.Namespace, embedder: SentenceEmbedder) -> dict[str, Any]:
-    data = load_dataset(args.data)
-    bank = sentence_bank(data)
-    rng = random.Random(args.seed)
-    zipf = ZipfWords(random.Random(args.seed))
-    n = args.synthetic
-    per_session = 50
-    dim = embedder.dim
-    results: dict[str, Any] = {"events": n, "dim": dim, "model": embedder.model_name}
-    with tempfile.TemporaryDirectory(prefix="pmm-recall-scale-") as tmp:
-        path = Path(tmp) / "scale.db"
-        with EventStore(path) as store:
-            started = time.perf_counter()
-            for start in range(0, n, 2000):
-                store.append_many(
-                    NewEvent(
-                        "prompt" if i % 2 == 0 else "response",
-                        synthetic_text(rng, bank, zipf),
-                        f"session-{i // per_session}",
-                        "user" if i % 2 == 0 else "assistant",
-                    )
-                    for i in range(start, min(n, start + 2000))
-                )
-            store.sync_search_index()
-            results["fill_seconds"] = time.perf_counter() - started
-            started = time.perf_counter()
-            vec_rng = np.random.default_rng(args.seed)
-            for start in range(1, n + 1, 5000):
-                ids = range(start, min(n, start + 4999) + 1)
-                block = vec_rng.standard_normal((len(ids), dim)).astype(np.float32)
-                block /= np.linalg.norm(block, axis=1, keepdims=True)
-                store.put_embeddings(
-                    embedder.model_name, dim, [(i, block[j].tobytes()) for j, i in enumerate(ids)]
-                )
-            results["vector_seconds"] = time.perf_counter() - started
-            size_mb = sum(os.path.getsize(p) for p in Path(tmp).iterdir() if p.is_file()) / 1e6
-            print(
-                f"synthetic: {n:,} events in {n // per_session:,} sessions, {size_mb:.0f} MB "
-                f"on disk (filled in {results['fill_seconds']:.1f} s)"
-            )
-            print(
-                f"corpus vectors: RANDOM unit vectors of {dim} dims stored under "
-                f"{embedder.model_name!r} (embedding {n:,} texts with the model on this CPU "
-                f"would take too long); queries ARE embedded by the model, so their "
-                f"embedding time is in the figures below"
-            )
-            recaller = Recaller(store, embedder)
-            started = time.perf_counter()
-            recaller.recall("warm up the vector cache", k=10, mode="semantic")
-            results["index_load_seconds"] = time.perf_counter() - started
-            print(
-                f"vector cache: first semantic recall (loads {n:,} vectors, "
-                f"{n * dim * 4 / 1e6:.0f} MB) took {results['index_load_seconds']:.2f} s"
-            )
-            questions = [q["question"] for q in data["questions"]]
-            queries = [questions[i % len(questions)] for i in range(args.queries)]
-            for q in questions[:20]:  # warm caches: model, FTS pages, kind masks
-                for mode in MODES:
-                    recaller.recall(q, k=10, mode=mode)
-            rows: list[tuple[str, list[float]]] = []
-            rows.append(("embed query only", timed_calls(lambda q: embedder.embed([q]), queries)))
-            index = recaller.index
-            assert index is not None
-            vectors = dict(zip(questions, embedder.embed(questions), strict=True))
-            rows.append(
-                (
-                    "vector search only",
-                    timed_calls(lambda q: index.search(vectors[q], 50, kinds=TURN_KINDS), queries),
-                )
-            )
-            rows.append(
-                (
-                    "BM25 search only",
-                    timed_calls(
-                        lambda q: store.search_text(q, limit=50, kinds=TURN_KINDS), queries
-                    ),
-                )
-            )
-            for mode in MODES:
-                rows.append(
-                    (mode, timed_calls(lambda q, m=mode: recaller.recall(q, k=10, mode=m), queries))
-                )
-            sessions = [f"session-{rng.randrange(n // per_session)}" for _ in queries]
-            it = iter(sessions)
-            rows.append(
-                (
-                    "hybrid, one session",
-                    timed_calls(lambda q: recaller.recall(q, k=10, session_id=next(it)), queries),
-                )
-            )
-            # a write before each recall: the vector cache must look at the store again
-            after: list[float] = []
-            for appended, q in enumerate(queries, start=1):
-                store.append("prompt", f"new turn {appended}", session_id="live", role="user")
-                started = time.perf_counter()
-                recaller.recall(q, k=10)
-                after.append(time.perf_counter() - started)
-            rows.append(("hybrid, after an append", after))
-            print(
-                f"\nlatency over {len(queries)} queries, k=10, kinds=prompt/response, "
-                f"all sessions unless said ({platform.processor() or platform.machine()}, "
-                f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end):"
-            )
-            print(f"{'':>26}  {'p50 ms':>8}  {'p99 ms':>8}  {'mean ms':>8}")
-            table = {}
-            for name, samples in rows:
-                p50, p99 = percentile(samples, 0.5) * 1e3, percentile(samples, 0.99) * 1e3
-                mean = statistics.fmean(samples) * 1e3
-                table[name] = {"p50_ms": p50, "p99_ms": p99, "mean_ms": mean}
-                print(f"{name:>26}  {p50:8.2f}  {p99:8.2f}  {mean:8.2f}")
-            results["latency"] = table
-            keyword_ok = table["keyword"]["p50_ms"] <= TARGET_KEYWORD_P50_MS
-            hybrid_ok = table["hybrid"]["p50_ms"] <= TARGET_HYBRID_P50_MS
-            print(
-                f"\ntargets: keyword p50 <= {TARGET_KEYWORD_P50_MS:g} ms: "
-                f"{'met' if keyword_ok else 'MISSED'}; hybrid p50 <= "
-                f"{TARGET_HYBRID_P50_MS:g} ms: {'met' if hybrid_ok else 'MISSED'}"
-            )
-            if args.compare_sqlite_vec:
-                results["sqlite_vec"] = compare_sqlite_vec(store, embedder, queries)
+def run_cv(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    grid = [float(v) for v in args.grid.split(",")]
+    results = []
+    for digests in sorted({r["digests"] for r in records if r["digests"] is not None}):
+        chosen = [r for r in records if r["digests"] == digests and r["rankings"]]
+        rankers = sorted({k for r in chosen for k in r["rankings"]})
+        print(
+            f"\n{args.cv}-fold cross-validation by conversation, digests "
+            f"{'yes' if digests else 'no'}: rankers {', '.join(rankers)}, grid {grid} "
+            f"(first ranker fixed at 1, or 0 with the others > 0), choosing by R@10"
+        )
+        folds = cross_validate(chosen, rankers, args.cv, grid)
+        print(f"{'fold':>4}  {'held-out conversations':<40}{'weights':<40}{'train R@10':>10}"
+              f"{'test R@10':>10}{'test H@10':>10}{'test MRR':>9}")  # fmt: skip
+        pooled = []
+        for f in folds:
+            w = ",".join(f"{k}={v:g}" for k, v in f["weights"].items())
+            t = f["test"]
+            print(f"{f['fold']:>4}  {','.join(f['held_out']):<40}{w:<40}{f['train']:>10.3f}"
+                  f"{t['R@10']:>10.3f}{t['H@10']:>10.3f}{t['MRR']:>9.3f}")  # fmt: skip
+            pooled += f["test_rows"]
+        m = mean_scores(pooled)
+        print(f"pooled held-out: R@10 {m['R@10']:.3f}, H@10 {m['H@10']:.3f}, MRR {m['MRR']:.3f}")
+        by_kind = {
+            k: mean_scores([r for r in pooled if r["type"] == k])["R@10"]
+            for k in sorted({r["type"] for r in pooled})
+        }
+        print(
+            "pooled held-out R@10 by type: " + ", ".join(f"{k} {v:.3f}" for k, v in by_kind.items())
+        )
+        for f in folds:
+            del f["test_rows"]
+        results.append({"digests": digests, "folds": folds, "pooled": m, "by_type": by_kind})
     return results
 
 
-def compare_sqlite_vec(
-    store: EventStore, embedder: SentenceEmbedder, queries: Sequence[str]
-) -> dict[str, Any]:
-    """The same exact top-k over the same vectors with sqlite-vec's vec0, for comparison."""
-    import sqlite3
-
-    probe = sqlite3.connect(":memory:")
-    if not hasattr(probe, "enable_load_extension"):
-        print("sqlite-vec: not measured: this Python's sqlite3 cannot load extensions")
-        return {"measured": False, "reason": "sqlite3 without enable_load_extension"}
-    try:
-        import sqlite_vec
-    except ImportError:
-        print("sqlite-vec: not measured: the sqlite-vec package is not installed")
-        return {"measured": False, "reason": "sqlite-vec not installed"}
-    probe.enable_load_extension(True)
-    sqlite_vec.load(probe)
-    probe.enable_load_extension(False)
-    dim = embedder.dim
-    probe.execute(f"CREATE VIRTUAL TABLE v USING vec0(embedding float[{dim}])")
-    probe.executemany(
-        "INSERT INTO v(rowid, embedding) VALUES (?, ?)", store.embeddings(embedder.model_name)
+def run_quality(args: argparse.Namespace, embedder: Any | None) -> dict[str, Any]:
+    path = resolve_data(args.data)
+    data = load_dataset(path, args.conversations)
+    n_turns = sum(len(s["turns"]) for c in data["conversations"] for s in c["sessions"])
+    n_sessions = sum(len(c["sessions"]) for c in data["conversations"])
+    types = Counter(q.get("type", "?") for q in data["questions"])
+    print(
+        f"dataset: {path.name}: {len(data['conversations'])} conversations, {n_sessions} "
+        f"sessions, {n_turns} turns, {len(data['questions'])} questions "
+        f"({', '.join(f'{n} {t}' for t, n in sorted(types.items()))})"
     )
-    vectors = embedder.embed(list(queries))
-    samples = []
-    for vector in vectors:
-        started = time.perf_counter()
-        probe.execute(
-            "SELECT rowid, distance FROM v WHERE embedding MATCH ? AND k = 50", (vector.tobytes(),)
-        ).fetchall()
-        samples.append(time.perf_counter() - started)
-    p50 = percentile(samples, 0.5) * 1e3
-    print(f"sqlite-vec vec0 top-50 (vector search only, no query embedding): p50 {p50:.2f} ms")
-    return {"measured": True, "p50_ms": p50}
+    if embedder is not None:
+        print(f"embedder: {embedder.model_name} ({embedder.dim} dims)")
+    print(f"baseline {BASELINE}: FTS5 bm25() over raw turn text (porter), query words OR-ed")
+    print(f"fusion of ranker lists: {fusion_source()}")
+    started = time.perf_counter()
+    records = collect(args, data, embedder)
+    seconds = time.perf_counter() - started
+    weights = [parse_weights(w) for w in args.weights]
+    summary = print_tables(systems(records, weights))
+    consistency(records)
+    cv = run_cv(args, records) if args.cv else []
+    print(f"\n({seconds:.1f} s: ingest, digest, embed and recall of {len(records)} records)")
+    return {"dataset": path.name, "summary": summary, "cv": cv, "seconds": seconds}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
+    """``embedder``: use this one instead of loading ``--model`` (tests pass a small one)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA, help="dataset JSON")
+    parser.add_argument("--data", default="chat", help="chat, paraphrase or a JSON path")
+    parser.add_argument("--conversations", type=int, default=0, help="only the first N")
     parser.add_argument("--model", default="", help="PMM_EMBEDDING_MODEL (default MiniLM)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    parser.add_argument("--no-dense", action="store_true", help="no embedder: keyword only")
     parser.add_argument(
-        "--digests",
-        choices=("both", "with", "without"),
-        default="both",
+        "--digests", choices=("both", "with", "without"), default="both",
         help="run with digests in the index, without, or both (default)",
-    )
+    )  # fmt: skip
+    parser.add_argument(
+        "--weights", action="append", default=[], metavar="R=W,...",
+        help="also score this weighted fusion of the ranker lists (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--cv", type=int, default=0, metavar="K", help="K-fold CV of weights")
+    parser.add_argument("--grid", default="0,0.1,0.25,0.5,1", help="weights tried by --cv")
     parser.add_argument("--synthetic", type=int, default=0, metavar="N", help="latency run")
     parser.add_argument("--queries", type=int, default=300, help="queries per latency row")
     parser.add_argument("--seed", type=int, default=1)
@@ -453,11 +465,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out-json", type=Path, help="write the results here as JSON")
     args = parser.parse_args(argv)
 
-    embedder = SentenceEmbedder(args.model, device=args.device)
-    started = time.perf_counter()
-    embedder.load()
-    print(f"model {embedder.model_name} loaded in {time.perf_counter() - started:.1f} s")
-    results = run_synthetic(args, embedder) if args.synthetic else run_quality(args, embedder)
+    if embedder is None and not args.no_dense:
+        from pmm.embed.sentence import SentenceEmbedder
+
+        model = SentenceEmbedder(args.model, device=args.device)
+        started = time.perf_counter()
+        model.load()
+        print(f"model {model.model_name} loaded in {time.perf_counter() - started:.1f} s")
+        embedder = model
+    if args.synthetic:
+        from recall_scale import run_synthetic
+
+        results = run_synthetic(args, embedder, load_dataset(resolve_data(args.data)))
+    else:
+        results = run_quality(args, None if embedder is None else CachingEmbedder(embedder))
     if args.out_json:
         args.out_json.parent.mkdir(parents=True, exist_ok=True)
         args.out_json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

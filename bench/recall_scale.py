@@ -1,0 +1,297 @@
+"""Latency of PMM's recall at scale, for bench/recall.py --synthetic N.
+
+    python bench/recall.py --synthetic 100000      # latency with 100,000 events in the file
+
+N events (prompt/response turns, 50 per session: a sentence of Zipf-distributed made-up
+words, and in a third of them one of the dataset's sentences) in a fresh file. Embedding N
+texts with MiniLM on a small CPU takes too long, so the corpus gets random unit vectors of
+the model's dimension (the output says so); queries are embedded by the real model.
+Prints p50/p99 per mode (targets: keyword p50 <= 10 ms, hybrid p50 <= 30 ms), the query
+encoder alone, cold (a text never seen) and warm (the same text again: the engine may cache
+query embeddings), hybrid recall in one session and hybrid recall right after an append.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pmm.embed.sentence import SentenceEmbedder
+from pmm.recall import RECALL_MODES, Recaller
+from pmm.records import NewEvent
+from pmm.store import EventStore
+
+TURN_KINDS = ("prompt", "response")
+TARGET_KEYWORD_P50_MS = 10.0
+TARGET_HYBRID_P50_MS = 30.0
+MODES = tuple(m for m in ("keyword", "semantic", "hybrid") if m in RECALL_MODES)
+
+
+def sentence_bank(data: dict[str, Any]) -> list[str]:
+    bank: list[str] = []
+    for c in data["conversations"]:
+        for s in c["sessions"]:
+            for t in s["turns"]:
+                bank += [p.strip() for p in re.split(r"(?<=[.!?])\s+", t["text"]) if p.strip()]
+    return bank
+
+
+SYLLABLES = "ka lo mi ra ten sor vel dan pri mo lu shi ber gan tor el an is or um".split()
+
+
+class ZipfWords:
+    """20,000 made-up words drawn by Zipf's law (exponent 1.07): the long tail of a real
+    chat vocabulary, a few words in most turns and most words rare."""
+
+    def __init__(self, rng: random.Random, size: int = 20_000) -> None:
+        words: dict[str, None] = {}
+        while len(words) < size:
+            words["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))] = None
+        self.words = list(words)
+        weights = 1.0 / np.arange(1, size + 1) ** 1.07
+        self.cumulative = np.cumsum(weights / weights.sum())
+
+    def sentence(self, rng: random.Random, n: int) -> str:
+        picks = np.searchsorted(self.cumulative, [rng.random() for _ in range(n)])
+        return " ".join(self.words[min(i, len(self.words) - 1)] for i in picks).capitalize() + "."
+
+
+def synthetic_text(rng: random.Random, bank: list[str], zipf: ZipfWords) -> str:
+    """One turn: a sentence of Zipf-distributed filler words, and in a third of the turns a
+    real sentence from the dataset (so each appears ~55 times in 100,000 events and the
+    questions' words have realistic, not universal, document frequencies)."""
+    parts = [zipf.sentence(rng, rng.randint(6, 24))]
+    if rng.random() < 0.33:
+        parts.insert(rng.randint(0, 1), rng.choice(bank))
+    return " ".join(parts)
+
+
+def query_encoder(recaller: Recaller) -> Callable[[str], Any]:
+    """The engine's query-embedding step (cached or not), else the embedder itself."""
+    for name in ("query_vector", "_query_vector"):
+        fn = getattr(recaller, name, None)
+        if callable(fn):
+            return fn  # type: ignore[no-any-return]
+    embedder = recaller.embedder
+    assert embedder is not None
+    return lambda q: embedder.embed([q])
+
+
+def query_cache_clearer(recaller: Recaller) -> Callable[[], Any] | None:
+    """A way to empty the engine's query-embedding cache, if it has one."""
+    for owner in (recaller, recaller.embedder):
+        for name in ("clear_query_cache", "cache_clear"):
+            fn = getattr(owner, name, None)
+            if callable(fn):
+                return fn  # type: ignore[no-any-return]
+        for name in ("query_cache", "_query_cache", "_query_vectors", "_vector_cache"):
+            cache = getattr(owner, name, None)
+            if cache is not None and callable(getattr(cache, "clear", None)):
+                return cache.clear  # type: ignore[no-any-return]
+    for name in ("query_vector", "_query_vector"):
+        fn = getattr(recaller, name, None)
+        if callable(getattr(fn, "cache_clear", None)):
+            return fn.cache_clear  # type: ignore[union-attr,no-any-return]
+    return None
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def timed_calls(fn: Callable[[str], Any], queries: Sequence[str]) -> list[float]:
+    samples = []
+    for query in queries:
+        started = time.perf_counter()
+        fn(query)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def run_synthetic(
+    args: argparse.Namespace, embedder: SentenceEmbedder, data: dict[str, Any]
+) -> dict[str, Any]:
+    bank = sentence_bank(data)
+    rng = random.Random(args.seed)
+    zipf = ZipfWords(random.Random(args.seed))
+    n = args.synthetic
+    per_session = 50
+    dim = embedder.dim
+    results: dict[str, Any] = {"events": n, "dim": dim, "model": embedder.model_name}
+    with tempfile.TemporaryDirectory(prefix="pmm-recall-scale-") as tmp:
+        path = Path(tmp) / "scale.db"
+        with EventStore(path) as store:
+            started = time.perf_counter()
+            for start in range(0, n, 2000):
+                store.append_many(
+                    NewEvent(
+                        "prompt" if i % 2 == 0 else "response",
+                        synthetic_text(rng, bank, zipf),
+                        f"session-{i // per_session}",
+                        "user" if i % 2 == 0 else "assistant",
+                    )
+                    for i in range(start, min(n, start + 2000))
+                )
+            store.sync_search_index()
+            results["fill_seconds"] = time.perf_counter() - started
+            started = time.perf_counter()
+            vec_rng = np.random.default_rng(args.seed)
+            for start in range(1, n + 1, 5000):
+                ids = range(start, min(n, start + 4999) + 1)
+                block = vec_rng.standard_normal((len(ids), dim)).astype(np.float32)
+                block /= np.linalg.norm(block, axis=1, keepdims=True)
+                store.put_embeddings(
+                    embedder.model_name, dim, [(i, block[j].tobytes()) for j, i in enumerate(ids)]
+                )
+            results["vector_seconds"] = time.perf_counter() - started
+            size_mb = sum(os.path.getsize(p) for p in Path(tmp).iterdir() if p.is_file()) / 1e6
+            print(
+                f"synthetic: {n:,} events in {n // per_session:,} sessions, {size_mb:.0f} MB "
+                f"on disk (filled in {results['fill_seconds']:.1f} s)"
+            )
+            print(
+                f"corpus vectors: RANDOM unit vectors of {dim} dims stored under "
+                f"{embedder.model_name!r} (embedding {n:,} texts with the model on this CPU "
+                f"would take too long); queries ARE embedded by the model, so their "
+                f"embedding time is in the figures below"
+            )
+            recaller = Recaller(store, embedder)
+            started = time.perf_counter()
+            recaller.recall("warm up the vector cache", k=10, mode="semantic")
+            results["index_load_seconds"] = time.perf_counter() - started
+            print(
+                f"vector cache: first semantic recall (loads {n:,} vectors, "
+                f"{n * dim * 4 / 1e6:.0f} MB) took {results['index_load_seconds']:.2f} s"
+            )
+            questions = [q["question"] for q in data["questions"]]
+            queries = [questions[i % len(questions)] for i in range(args.queries)]
+            for q in questions[:20]:  # warm caches: model, FTS pages, kind masks
+                for mode in MODES:
+                    recaller.recall(q, k=10, mode=mode)
+            rows: list[tuple[str, list[float]]] = []
+            encode = query_encoder(recaller)
+            forget = query_cache_clearer(recaller)
+            results["query_cache"] = "cleared before each cold row" if forget else "none found"
+            print(
+                "query-embedding cache: "
+                + ("found; emptied before each cold row" if forget else "none found in the engine")
+            )
+            clear = forget or (lambda: None)
+            clear()
+            rows.append(("query encoder, cold", timed_calls(encode, queries)))
+            rows.append(("query encoder, warm", timed_calls(encode, queries)))
+            index = recaller.index
+            assert index is not None
+            vectors = dict(zip(questions, embedder.embed(questions), strict=True))
+            rows.append(
+                (
+                    "vector search only",
+                    timed_calls(lambda q: index.search(vectors[q], 50, kinds=TURN_KINDS), queries),
+                )
+            )
+            rows.append(
+                (
+                    "BM25 search only",
+                    timed_calls(
+                        lambda q: store.search_text(q, limit=50, kinds=TURN_KINDS), queries
+                    ),
+                )
+            )
+            for mode in MODES:
+                clear()
+                rows.append(
+                    (mode, timed_calls(lambda q, m=mode: recaller.recall(q, k=10, mode=m), queries))
+                )
+            rows.append(
+                (
+                    "hybrid, warm query",
+                    timed_calls(lambda q: recaller.recall(q, k=10, mode="hybrid"), queries),
+                )
+            )
+            sessions = [f"session-{rng.randrange(n // per_session)}" for _ in queries]
+            it = iter(sessions)
+            rows.append(
+                (
+                    "hybrid, one session",
+                    timed_calls(lambda q: recaller.recall(q, k=10, session_id=next(it)), queries),
+                )
+            )
+            # a write before each recall: the vector cache must look at the store again
+            after: list[float] = []
+            for appended, q in enumerate(queries, start=1):
+                store.append("prompt", f"new turn {appended}", session_id="live", role="user")
+                started = time.perf_counter()
+                recaller.recall(q, k=10)
+                after.append(time.perf_counter() - started)
+            rows.append(("hybrid, after an append", after))
+            print(
+                f"\nlatency over {len(queries)} queries, k=10, kinds=prompt/response, "
+                f"all sessions unless said ({platform.processor() or platform.machine()}, "
+                f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end):"
+            )
+            print(f"{'':>26}  {'p50 ms':>8}  {'p99 ms':>8}  {'mean ms':>8}")
+            table = {}
+            for name, samples in rows:
+                p50, p99 = percentile(samples, 0.5) * 1e3, percentile(samples, 0.99) * 1e3
+                mean = statistics.fmean(samples) * 1e3
+                table[name] = {"p50_ms": p50, "p99_ms": p99, "mean_ms": mean}
+                print(f"{name:>26}  {p50:8.2f}  {p99:8.2f}  {mean:8.2f}")
+            results["latency"] = table
+            keyword_ok = table["keyword"]["p50_ms"] <= TARGET_KEYWORD_P50_MS
+            hybrid_ok = table["hybrid"]["p50_ms"] <= TARGET_HYBRID_P50_MS
+            print(
+                f"\ntargets: keyword p50 <= {TARGET_KEYWORD_P50_MS:g} ms: "
+                f"{'met' if keyword_ok else 'MISSED'}; hybrid p50 <= "
+                f"{TARGET_HYBRID_P50_MS:g} ms: {'met' if hybrid_ok else 'MISSED'}"
+            )
+            if args.compare_sqlite_vec:
+                results["sqlite_vec"] = compare_sqlite_vec(store, embedder, queries)
+    return results
+
+
+def compare_sqlite_vec(
+    store: EventStore, embedder: SentenceEmbedder, queries: Sequence[str]
+) -> dict[str, Any]:
+    """The same exact top-k over the same vectors with sqlite-vec's vec0, for comparison."""
+    import sqlite3
+
+    probe = sqlite3.connect(":memory:")
+    if not hasattr(probe, "enable_load_extension"):
+        print("sqlite-vec: not measured: this Python's sqlite3 cannot load extensions")
+        return {"measured": False, "reason": "sqlite3 without enable_load_extension"}
+    try:
+        import sqlite_vec
+    except ImportError:
+        print("sqlite-vec: not measured: the sqlite-vec package is not installed")
+        return {"measured": False, "reason": "sqlite-vec not installed"}
+    probe.enable_load_extension(True)
+    sqlite_vec.load(probe)
+    probe.enable_load_extension(False)
+    dim = embedder.dim
+    probe.execute(f"CREATE VIRTUAL TABLE v USING vec0(embedding float[{dim}])")
+    probe.executemany(
+        "INSERT INTO v(rowid, embedding) VALUES (?, ?)", store.embeddings(embedder.model_name)
+    )
+    vectors = embedder.embed(list(queries))
+    samples = []
+    for vector in vectors:
+        started = time.perf_counter()
+        probe.execute(
+            "SELECT rowid, distance FROM v WHERE embedding MATCH ? AND k = 50", (vector.tobytes(),)
+        ).fetchall()
+        samples.append(time.perf_counter() - started)
+    p50 = percentile(samples, 0.5) * 1e3
+    print(f"sqlite-vec vec0 top-50 (vector search only, no query embedding): p50 {p50:.2f} ms")
+    return {"measured": True, "p50_ms": p50}
