@@ -163,3 +163,30 @@ def test_default_is_never_below_its_best_single_ranker(tmp_path: Path) -> None:
             "neighbour": 2,
             "paraphrase": 2,
         }
+
+
+class CountingEmbedder:
+    """A tiny embedder that counts the texts it embeds (one-hot by text length)."""
+
+    model_name = "test/counting"
+    dim = 8
+    device = "cpu"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.texts += texts
+        return [[1.0 if i == len(t) % self.dim else 0.0 for i in range(self.dim)] for t in texts]
+
+
+def test_query_embeddings_are_cached_by_text(tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    with EventStore(tmp_path / "pmm.db") as store:
+        store.append("prompt", "hello world", session_id="s", role="user")
+        recaller = Recaller(store, embedder, query_cache_size=2)  # type: ignore[arg-type]
+        for query in ("a", "b", "a", "c", "b"):
+            recaller.recall(query + " hello", mode="hybrid")
+        # "a" and "b" are reused once; "b" fell out of the 2-entry LRU when "c" came
+        assert embedder.texts == ["a hello", "b hello", "c hello", "b hello"]
+        assert recaller.encoder_seconds > 0
