@@ -512,7 +512,7 @@ def test_search_finds_a_stored_turn(filled: Path, capsys: pytest.CaptureFixture[
     assert "Hi, my name is Zed and I live in Oslo" in lines[2]
     hits = run_json(capsys, "search", "skiing", "--db", str(filled), "--mode", "keyword")
     assert sorted(h["event"]["id"] for h in hits) == [3, 4]
-    assert [h["rankers"]["turn"] for h in hits] == [1, 2]
+    assert sorted(h["rankers"]["turn"] for h in hits) == [1, 2]
     assert run_json(capsys, "search", "skiing", "--session", "s1", "--db", str(filled)) == []
     code, out, _ = run(capsys, "search", "zeppelin", "--db", str(filled))
     assert code == 0 and "nothing found" in out
