@@ -17,8 +17,8 @@ Rankers:
   to help on top of ``turn``, which already holds them).
 
 Defaults (``python bench/fusion.py``, 4-fold cross-validation by conversation on the
-realistic chat dataset): hybrid ``window=1, dense=1.5`` (turn 0: the window already holds
-the turn's words), keyword ``turn=1/3, window=1``. Query embeddings are cached (an LRU
+realistic chat dataset): ``turn=0.25, window=1.5, dense=0.3, digest=0`` (keyword mode
+leaves dense out). Query embeddings are cached (an LRU
 keyed by text); :attr:`Recaller.encoder_seconds` is the time spent encoding.
 
 Weighted reciprocal rank fusion: an event's score is the sum, over the rankers that list
@@ -63,12 +63,12 @@ RRF_K = 60
 """The reciprocal-rank-fusion constant: a rank ``r`` scores ``weight / (RRF_K + r)``."""
 RANKERS: tuple[str, ...] = ("turn", "window", "dense", "digest")
 KEYWORD_RANKERS: tuple[str, ...] = ("turn", "window", "digest")
-DEFAULT_WEIGHTS: dict[str, float] = {"turn": 0.0, "window": 1.0, "dense": 1.5, "digest": 0.0}
+DEFAULT_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "dense": 0.3, "digest": 0.0}
 """Hybrid weights, chosen by 4-fold cross-validation (by conversation) on the realistic
-chat dataset (``python bench/fusion.py``): window + dense, the turn's own BM25 adds
-nothing once its window (which holds the turn) is searched."""
-DEFAULT_KEYWORD_WEIGHTS: dict[str, float] = {"turn": 1 / 3, "window": 1.0, "digest": 0.0}
-"""Keyword-mode weights (no dense ranker), chosen the same way among keyword rankers."""
+chat dataset (``python bench/fusion.py``; 3 of 4 folds picked these): the window key
+leads, the turn's own BM25 and the dense ranker add to it at low weight."""
+DEFAULT_KEYWORD_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "digest": 0.0}
+"""Keyword-mode weights (no dense ranker): the same keyword weights."""
 TEMPORAL_DATE_WEIGHT = 3.0
 """For a temporal question the date column of the window key weighs this much against
 its text (measured neutral on the chat dataset: its "when" questions name no date)."""
