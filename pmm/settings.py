@@ -72,6 +72,10 @@ class Settings:
     """Where 'Relevant memories' come from: this session only, or all sessions."""
     recall_k: int = 5
     """How many relevant memories the context may add."""
+    recall_window: int = 2
+    """Turns before and after a turn that its window key holds (0..20; 0 = the turn alone)."""
+    recall_weights: str = ""
+    """Fusion weights of the recall rankers, e.g. turn=1,window=1,dense=0.3; empty = defaults."""
     max_content_bytes: int = 1_048_576
     """Largest content one event may hold."""
     session_summaries: bool = True

@@ -26,6 +26,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,9 @@ from .hashing import (
 from .records import Event, NewEvent, TurnRow, VerifyReport
 from .storage.terms import QueryTerms, pick_terms
 from .store_readonly import open_read_only, read_only_reason, refuse_pending_migrations
+from .store_windows import sync_windows, windows_pending
 from .text import search_terms
+from .window_keys import DEFAULT_WINDOW_RADIUS
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -70,6 +73,15 @@ _INSERT = (
     "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
     " prev_hash, hash, hash_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+_SEARCH_KEYS = {
+    "turn": ("events_fts", "{summary keywords content}", "bm25(events_fts, 2.0, 3.0, 1.0, 0.0)"),
+    "content": ("events_fts", "{content}", "bm25(events_fts, 0.0, 0.0, 1.0, 0.0)"),
+    "digest": ("events_fts", "{summary keywords}", "bm25(events_fts, 2.0, 3.0, 0.0, 0.0)"),
+    "window": ("events_window_fts", "{body dates}", "bm25(events_window_fts, 1.0, 1.0, 0.0)"),
+}
+"""Search keys: (FTS table, columns searched, BM25 expression)."""
 
 
 def _fts_phrase(text: str) -> str:
@@ -106,7 +118,8 @@ class EventStore:
 
     ``path`` may be ``":memory:"`` for a throwaway log. ``max_content_bytes`` caps one
     event's content. ``timeout`` is how many seconds an append waits for another writer
-    (default: ``PMM_BUSY_TIMEOUT_MS``, 30 s).
+    (default: ``PMM_BUSY_TIMEOUT_MS``, 30 s). ``window_radius`` is how many turns before and
+    after a turn its window key holds (PMM_RECALL_WINDOW; see :mod:`pmm.window_keys`).
     """
 
     def __init__(
@@ -115,11 +128,19 @@ class EventStore:
         *,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         timeout: float | None = None,
+        window_radius: int = DEFAULT_WINDOW_RADIUS,
     ) -> None:
         if timeout is None:
             timeout = _default_busy_timeout()
         self.path = str(path)
         self.max_content_bytes = max_content_bytes
+        if (
+            not isinstance(window_radius, int)
+            or isinstance(window_radius, bool)
+            or not (0 <= window_radius <= 20)
+        ):
+            raise InvalidInputError(f"window_radius must be an int 0..20, got {window_radius!r}")
+        self.window_radius = window_radius
         self._lock = threading.RLock()
         self._doc_freq: dict[str, tuple[int, int]] = {}  # term -> (docs, indexed rows then)
         self.read_only_reason = None if self.path == ":memory:" else read_only_reason(self.path)
@@ -168,9 +189,12 @@ class EventStore:
         session_id: str | None = None,
         role: str | None = None,
         meta: dict[str, Any] | None = None,
+        ts: datetime | str | None = None,
     ) -> Event:
-        """Append one event and return it with its id, timestamp and hash."""
-        return self.append_many([NewEvent(kind, content, session_id, role, meta)])[0]
+        """Append one event and return it with its id, timestamp and hash. ``ts`` (a
+        ``datetime``, naive = UTC, or ISO-8601 text) is the conversation time of an
+        imported past turn; None = now. Either way it is hashed into the chain."""
+        return self.append_many([NewEvent(kind, content, session_id, role, meta, ts)])[0]
 
     def append_many(self, entries: Iterable[NewEvent]) -> list[Event]:
         """Append several events in one transaction: all of them are stored, or none."""
@@ -227,6 +251,11 @@ class EventStore:
         conn.execute(
             "UPDATE fts_state SET indexed_upto = (SELECT coalesce(max(id), 0) FROM events)"
         )
+        # The window/date index holds its own copy of each window's text: rewrite the
+        # windows that reached the changed turns, then merge its segments so that the
+        # deleted terms are gone too.
+        sync_windows(conn, self.window_radius)
+        conn.execute("INSERT INTO events_window_fts(events_window_fts) VALUES ('optimize')")
         self._doc_freq.clear()
 
     def forget(
@@ -587,11 +616,13 @@ class EventStore:
     # -- full-text search ------------------------------------------------------------
 
     def sync_search_index(self) -> int:
-        """Index every event appended since the last call; returns how many."""
+        """Index every event appended since the last call, and bring the window/date keys
+        up to date (new turns, and the neighbours of turns appended, redacted or
+        compacted since); returns how many events were newly indexed."""
         upto, newest = self._read(
             "SELECT (SELECT indexed_upto FROM fts_state), (SELECT max(id) FROM events)"
         )[0]
-        if not newest or newest <= upto:
+        if (not newest or newest <= upto) and not self._windows_pending():
             return 0
         if self.read_only_reason is not None:
             self._warn_unindexed(newest - upto)
@@ -599,14 +630,24 @@ class EventStore:
         with self._lock, self._write() as conn:
             upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]
             newest = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-            conn.execute(
-                "INSERT INTO events_fts(rowid, summary, keywords, content, tags)"
-                " SELECT id, summary, keywords, content, tags FROM events_fts_source"
-                " WHERE id > ? AND id <= ?",
-                (upto, newest),
-            )
-            conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
-            return int(newest - upto)
+            if newest > upto:
+                conn.execute(
+                    "INSERT INTO events_fts(rowid, summary, keywords, content, tags)"
+                    " SELECT id, summary, keywords, content, tags FROM events_fts_source"
+                    " WHERE id > ? AND id <= ?",
+                    (upto, newest),
+                )
+                conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
+            if windows_pending(conn, self.window_radius):
+                sync_windows(conn, self.window_radius)
+            return int(max(0, newest - upto))
+
+    def _windows_pending(self) -> bool:
+        with self._lock:
+            try:
+                return windows_pending(self._conn, self.window_radius)
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.path) from exc
 
     def _warn_unindexed(self, count: int) -> None:
         if not getattr(self, "_warned_unindexed", False):
@@ -632,8 +673,15 @@ class EventStore:
         session_id: str | None = None,
         kinds: Iterable[str] | None = None,
         sync: bool = True,
+        key: str = "turn",
+        date_weight: float = 1.0,
     ) -> list[tuple[int, float]]:
-        """``(event_id, score)`` by BM25 over summary, keywords and content, best first.
+        """``(event_id, score)`` by BM25, best first, over one key of the events:
+
+        - ``key="turn"``: the event's summary, keywords and content;
+        - ``key="content"``: its content only; ``key="digest"``: summary and keywords only;
+        - ``key="window"``: the turn with its neighbouring turns and its date in words
+          (turns only; ``date_weight`` scales the date column against the text).
 
         The query is taken as plain words (any of them may match): quotes, ``AND``, ``*``,
         ``-``, parentheses or ``NEAR`` in it are searched as text, never as syntax. In a
@@ -644,17 +692,18 @@ class EventStore:
         ``sync=False`` skips indexing events appended since the last search (for callers
         that already hold the newest events).
         """
+        if key not in _SEARCH_KEYS:
+            raise InvalidInputError(f"key must be one of {', '.join(_SEARCH_KEYS)}, got {key!r}")
         words = search_terms(query)
         if not words:
             return []
         if sync:
             self.sync_search_index()
         terms = self._informative_terms(words)
-        match = (
-            "{summary keywords content} : ("
-            + " OR ".join(_fts_phrase(t) for t in terms.words)
-            + ")"
-        )
+        table, columns, rank = _SEARCH_KEYS[key]
+        if key == "window":
+            rank = f"bm25(events_window_fts, 1.0, {float(date_weight)!r}, 0.0)"
+        match = columns + " : (" + " OR ".join(_fts_phrase(t) for t in terms.words) + ")"
         # The session tag lets FTS read only this session's postings. Kinds are filtered
         # in SQL: as a tag they would match most rows, and BM25 would read them all.
         if session_id is not None:
@@ -662,13 +711,13 @@ class EventStore:
         kind_list = None if kinds is None else ([kinds] if isinstance(kinds, str) else list(kinds))
         where, params = self._filters(session_id, kind_list, None, None)
         where = where.replace(" WHERE ", " AND ")
-        rank, order = "bm25(events_fts, 2.0, 3.0, 1.0, 0.0)", "rank"
+        order = "rank"
         if terms.common:
             rank, order = "0.0", "e.id DESC"
         sql = (
-            f"SELECT e.id, {rank} AS rank FROM events_fts"
-            " JOIN events e ON e.id = events_fts.rowid"
-            f" WHERE events_fts MATCH ?{where} ORDER BY {order} LIMIT ?"
+            f"SELECT e.id, {rank} AS rank FROM {table}"
+            f" JOIN events e ON e.id = {table}.rowid"
+            f" WHERE {table} MATCH ?{where} ORDER BY {order} LIMIT ?"
         )
         return [(r[0], -r[1]) for r in self._read(sql, [match, *params, int(limit)])]
 

@@ -500,15 +500,15 @@ def test_embed_backfills_vectors(
     assert stats["coverage"]["embeddings"] == {"test/fake": {"vectors": 6, "missing": 0}}
     hits = run_json(capsys, "search", "skiing winter", "--mode", "semantic", "--db", str(filled))
     assert hits[0]["event"]["id"] == 3
-    assert "semantic" in hits[0]["rankers"]
+    assert "dense" in hits[0]["rankers"]
     # vectors of the configured model exist: search without --mode uses them (hybrid)
     monkeypatch.setenv("PMM_EMBEDDING_MODEL", "test/fake")
     hits = run_json(capsys, "search", "skiing winter", "--db", str(filled))
-    assert any("semantic" in h["rankers"] for h in hits)
-    assert any("keyword" in h["rankers"] for h in hits)
+    assert any("dense" in h["rankers"] for h in hits)
+    assert any({"turn", "window"} & set(h["rankers"]) for h in hits)
     monkeypatch.setenv("PMM_EMBEDDING_MODEL", "test/other-model")  # no vectors of it
     hits = run_json(capsys, "search", "skiing winter", "--db", str(filled))
-    assert all(set(h["rankers"]) == {"keyword"} for h in hits)
+    assert all(set(h["rankers"]) <= {"turn", "window"} for h in hits)
 
 
 def test_search_finds_a_stored_turn(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -516,11 +516,11 @@ def test_search_finds_a_stored_turn(filled: Path, capsys: pytest.CaptureFixture[
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split() == ["#", "id", "session", "role", "found", "by", "text"]
-    assert lines[2].startswith("1 ") and "keyword 1st" in lines[2]
+    assert lines[2].startswith("1 ") and ("turn 1st" in lines[2] or "window 1st" in lines[2])
     assert "Hi, my name is Zed and I live in Oslo" in lines[2]
     hits = run_json(capsys, "search", "skiing", "--db", str(filled), "--mode", "keyword")
     assert sorted(h["event"]["id"] for h in hits) == [3, 4]
-    assert [h["rankers"] for h in hits] == [{"keyword": 1}, {"keyword": 2}]
+    assert sorted(h["rankers"]["turn"] for h in hits) == [1, 2]
     assert run_json(capsys, "search", "skiing", "--session", "s1", "--db", str(filled)) == []
     code, out, _ = run(capsys, "search", "zeppelin", "--db", str(filled))
     assert code == 0 and "nothing found" in out

@@ -102,6 +102,11 @@ def embedded(store: EventStore, minilm: SentenceEmbedder) -> EventStore:
     return store
 
 
+TURN_ONLY = {"turn": 1.0, "window": 0.0}
+"""Tests of the turn BM25 ranker alone (the window ranker would add neighbours)."""
+EQUAL_TURN_DENSE = {"turn": 1.0, "window": 0.0, "dense": 1.0}
+
+
 def ids(hits: list) -> list[int]:  # type: ignore[type-arg]
     return [h.event.id for h in hits]
 
@@ -110,10 +115,10 @@ def ids(hits: list) -> list[int]:  # type: ignore[type-arg]
 
 
 def test_keyword_finds_words_and_their_stems(store: EventStore) -> None:
-    recaller = Recaller(store, None)
+    recaller = Recaller(store, None, weights=TURN_ONLY)
     hits = recaller.recall("PostgreSQL migration", k=3, mode="keyword")
     assert ids(hits)[0] == MIGRATION
-    assert hits[0].rankers == {"keyword": 1}
+    assert hits[0].rankers == {"turn": 1}
     assert hits[0].score == pytest.approx(1 / (RRF_K + 1))
     assert hits[0].event.session_id == "bob-1"
     assert ids(recaller.recall("kindergarten", mode="keyword")) == [KINDERGARTEN]
@@ -137,7 +142,7 @@ def test_keyword_finds_words_and_their_stems(store: EventStore) -> None:
     ],
 )
 def test_fts_syntax_is_searched_as_plain_words(store: EventStore, query: str) -> None:
-    hits = Recaller(store, None).recall(query, mode="keyword")
+    hits = Recaller(store, None, weights=TURN_ONLY).recall(query, mode="keyword")
     assert RENT in ids(hits)
     assert store.count() == len(CONVERSATION) + 1
 
@@ -147,13 +152,13 @@ def test_fts_syntax_is_searched_as_plain_words(store: EventStore, query: str) ->
 )
 @given(query=st.text(max_size=60))
 def test_any_text_never_raises(store: EventStore, query: str) -> None:
-    hits = Recaller(store, None).recall(query, k=5, mode="keyword")
+    hits = Recaller(store, None, weights=TURN_ONLY).recall(query, k=5, mode="keyword")
     assert len(hits) <= 5
     assert all(h.event.kind in TURN_KINDS for h in hits)
 
 
 def test_empty_query_k_zero_and_bad_arguments(store: EventStore) -> None:
-    recaller = Recaller(store, None)
+    recaller = Recaller(store, None, weights=TURN_ONLY)
     assert recaller.recall("", mode="keyword") == []
     assert recaller.recall("   \n\t", mode="keyword") == []
     assert recaller.recall("rent", k=0, mode="keyword") == []
@@ -167,7 +172,7 @@ def test_empty_query_k_zero_and_bad_arguments(store: EventStore) -> None:
 
 
 def test_kinds_sessions_and_exclusions(store: EventStore) -> None:
-    recaller = Recaller(store, None)
+    recaller = Recaller(store, None, weights=TURN_ONLY)
     assert ids(recaller.recall("Porto", mode="keyword")) == [PORTUGUESE]  # turns only
     tool = recaller.recall("Porto", mode="keyword", kinds=("event",))
     assert [h.event.kind for h in tool] == ["event"]
@@ -175,18 +180,18 @@ def test_kinds_sessions_and_exclusions(store: EventStore) -> None:
     assert set(ids(recaller.recall("rent", mode="keyword", session_id="alice-1"))) == {RENT, 4}
     hits = recaller.recall("rent", mode="keyword", exclude_ids=[RENT])
     assert ids(hits) == [4]
-    assert hits[0].rankers == {"keyword": 1}  # ranks count what is left after exclusion
+    assert hits[0].rankers == {"turn": 1}  # ranks count what is left after exclusion
 
 
 def test_without_embedder_hybrid_degrades_once_and_semantic_refuses(
     store: EventStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    recaller = Recaller(store, None)
+    recaller = Recaller(store, None, weights=TURN_ONLY)
     with caplog.at_level(logging.WARNING, logger="pmm.recall"):
         first = recaller.recall("landlord rent", k=2)
         second = recaller.recall("landlord rent", k=2, mode="hybrid")
     assert ids(first) == ids(second) == [RENT, 4]
-    assert all(h.rankers.keys() == {"keyword"} for h in first)
+    assert all(h.rankers.keys() == {"turn"} for h in first)
     warnings = [r for r in caplog.records if "falling back to keyword" in r.getMessage()]
     assert len(warnings) == 1
     with pytest.raises(ConfigurationError, match="PMM_ENABLE_EMBEDDINGS=1"):
@@ -223,19 +228,20 @@ def test_paraphrase_is_found_by_meaning_not_by_keyword(
     embedded: EventStore, minilm: SentenceEmbedder, query: str, target: int
 ) -> None:
     recaller = Recaller(embedded, minilm)
-    assert target not in ids(recaller.recall(query, k=10, mode="keyword"))
+    turn_only = Recaller(embedded, minilm, weights=TURN_ONLY)
+    assert target not in ids(turn_only.recall(query, k=10, mode="keyword"))
     semantic = recaller.recall(query, k=2, mode="semantic")
     assert target in ids(semantic)
-    assert all(h.rankers.keys() == {"semantic"} for h in semantic)
+    assert all(h.rankers.keys() == {"dense"} for h in semantic)
     assert target in ids(recaller.recall(query, k=3, mode="hybrid"))
 
 
 @needs_model
 def test_hybrid_fuses_both_rankers(embedded: EventStore, minilm: SentenceEmbedder) -> None:
-    recaller = Recaller(embedded, minilm)
+    recaller = Recaller(embedded, minilm, weights=EQUAL_TURN_DENSE)
     hits = recaller.recall("Pixel the greyhound", k=5)
     assert hits[0].event.id == GREYHOUND
-    assert hits[0].rankers == {"keyword": 1, "semantic": 1}
+    assert hits[0].rankers == {"turn": 1, "dense": 1}
     assert hits[0].score == pytest.approx(2 / (RRF_K + 1))
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert len({h.event.id for h in hits}) == len(hits)

@@ -28,7 +28,7 @@ def test_documents_carry_the_event(mind: Mind) -> None:
     assert top.id == str(event.id)
     assert top.metadata["session_id"] == "ana" and top.metadata["role"] == "user"
     assert top.metadata["ts"] == event.ts and top.metadata["kind"] == "prompt"
-    assert top.metadata["rankers"] == {"keyword": 1}
+    assert top.metadata["rankers"]["turn"] == 1
     assert isinstance(top.metadata["keywords"], list)
 
 

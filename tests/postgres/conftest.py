@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from cluster import PostgresCluster, find_bindir
+from pg_cluster import PostgresCluster, find_bindir
 
 from pmm.storage import open_store
 from pmm.storage.base import EventLog
@@ -75,19 +75,3 @@ def log(log_target: str) -> Iterator[EventLog]:
         yield store
     finally:
         store.close()
-
-
-def raw_execute(target: str, sql: str) -> None:
-    """Run SQL on the log's database behind PMM's back (for tamper tests)."""
-    if target.startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(target, autocommit=True) as conn:
-            conn.execute(sql.encode())
-        return
-    import sqlite3
-
-    conn = sqlite3.connect(target)
-    with conn:
-        conn.execute(sql)
-    conn.close()

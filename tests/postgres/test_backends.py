@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import raw_execute
+from pg_helpers import raw_execute
 
 from pmm.errors import EventNotFoundError, IntegrityError, InvalidInputError
 from pmm.records import NewEvent

@@ -7,20 +7,28 @@ recomputable at any time. Mixed into :class:`pmm.storage.postgres.PostgresEventS
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ...errors import InvalidInputError
 from ...records import Event
 from ...text import search_terms
 from ..terms import COMMON_TERM_MIN_DOCS, pick_terms
 from .connection import Database
 from .rows import BUMP, COLUMNS, filters, row_to_event
 
+log = logging.getLogger(__name__)
+
+SEARCH_KEYS = ("turn", "content", "digest", "window")
+"""The keys SQLite's search_text knows; PostgreSQL serves all of them from the turn key."""
+
 
 class DerivedData:
     """Digests, vectors, edges and search over the ``events`` table (needs ``self._db``)."""
 
     _db: Database
+    _warned_keys: bool
     _lexemes: tuple[int, dict[str, float] | None]
 
     # -- derived data ----------------------------------------------------------------
@@ -131,12 +139,24 @@ class DerivedData:
         session_id: str | None = None,
         kinds: Iterable[str] | None = None,
         sync: bool = True,
+        key: str = "turn",
+        date_weight: float = 1.0,
     ) -> list[tuple[int, float]]:
         """``(event_id, score)`` by full-text rank (``ts_rank_cd``) over summary, keywords
         and content, best first. The query is taken as plain words, any of which may match,
         never as syntax; very common words are dropped as on SQLite (see
         :mod:`pmm.storage.terms`). ``sync`` is accepted for parity: PostgreSQL indexes each
         row as it is written."""
+        if key not in SEARCH_KEYS:
+            raise InvalidInputError(f"key must be one of {', '.join(SEARCH_KEYS)}, got {key!r}")
+        if key != "turn" and not self._warned_keys:
+            # The window/date, content-only and digest-only keys are SQLite's for now.
+            log.warning(
+                "PostgreSQL storage has no %r search key yet: it searches the turn key "
+                "(summary, keywords and text) instead",
+                key,
+            )
+            self._warned_keys = True
         words = search_terms(query)
         if not words:
             return []

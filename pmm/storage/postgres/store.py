@@ -53,7 +53,9 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;
-    ``timeout`` is how long a call waits for a connection. Implements
+    ``timeout`` is how long a call waits for a connection. ``window_radius`` is accepted
+    like SQLite's, but the window/date search key is not built here yet (see
+    :meth:`search_text`). Implements
     :class:`pmm.storage.base.EventLog`.
     """
 
@@ -64,12 +66,15 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         timeout: float = 30.0,
         pool_size: int = 4,
+        window_radius: int = 0,
     ) -> None:
         self.url = url
         self.path = Database.redacted(url)
         self.max_content_bytes = max_content_bytes
         self._db = Database(url, timeout=timeout, pool_size=pool_size)
         self._lexemes = (0, None)
+        self._warned_keys = False
+        self.window_radius = window_radius  # accepted for parity; no window key here yet
         self.applied_migrations = self._db.migrate()
 
     def close(self) -> None:

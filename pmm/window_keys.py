@@ -1,0 +1,123 @@
+"""Window and date keys: the extra text a turn is found by (pure functions, no SQL).
+
+A turn's *window* is its own text plus the text of up to ``radius`` turns before and after
+it in the same session, never across a ``clear`` marker; its *date key* is its conversation
+time in words. Keyword recall searches both beside the turn's own text, so that
+"That sounds great! When?" / "Next Tuesday" is found by a question about the plan it
+answers, and "When did ...?" / "in March" questions reach the turn through its date.
+
+    >>> date_words("2024-01-14T18:30:00.000000Z")
+    '2024 January 14 Sunday'
+    >>> rows = [WindowRow(1, "prompt", "a"), WindowRow(2, "response", "b"),
+    ...         WindowRow(3, "clear", None), WindowRow(4, "prompt", "c")]
+    >>> window_texts(rows, radius=2, targets={1, 4})
+    {1: 'a b', 4: 'c'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import UTC, date, datetime
+from functools import lru_cache
+from typing import NamedTuple
+
+from .errors import InvalidInputError
+
+WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
+"""The kinds that get a window key and appear in one another's windows."""
+BOUNDARY_KIND = "clear"
+"""A window never reaches across an event of this kind (Mind.clear's marker)."""
+DEFAULT_WINDOW_RADIUS = 2
+"""Turns before and after a turn in its window (PMM_RECALL_WINDOW), chosen by measurement."""
+
+TEMPORAL_WORDS = frozenset(
+    {"when", "date", "day", "days", "week", "weeks", "month", "months", "year", "years",
+     "ago", "last", "yesterday", "today", "tomorrow", "weekend", "morning", "evening",
+     "night", "time", "since", "before", "after", "recently", "earlier", "later",
+     "january", "february", "march", "april", "may", "june", "july", "august",
+     "september", "october", "november", "december", "monday", "tuesday", "wednesday",
+     "thursday", "friday", "saturday", "sunday", "spring", "summer", "autumn", "fall",
+     "winter"}
+)  # fmt: skip
+"""Query words that make a question temporal: the date/window key weighs more for it."""
+
+
+class WindowRow(NamedTuple):
+    """One event of a session, as the window builder needs it (text None = erased)."""
+
+    id: int
+    kind: str
+    text: str | None
+
+
+def normalize_ts(value: object) -> str:
+    """A caller's conversation time (``datetime`` or ISO-8601 string) as a row's ``ts``:
+    UTC, microseconds, ``Z``. A naive time is taken as UTC.
+
+    >>> normalize_ts("2024-01-14T10:00:00+02:00")
+    '2024-01-14T08:00:00.000000Z'
+    """
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInputError(
+                f"ts must be an ISO-8601 time like '2024-01-14T18:30:00Z', got {value!r}"
+            ) from None
+    elif isinstance(value, datetime):
+        when = value
+    else:
+        raise InvalidInputError(
+            f"ts must be a datetime or an ISO-8601 string, got {type(value).__name__}"
+        )
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")  # fmt: skip
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def date_words(ts: str) -> str:
+    """A row's ``ts`` in words: year, month name, day of month, weekday (English, whatever
+    the locale)."""
+    return _day_words(ts[:10])
+
+
+@lru_cache(maxsize=4096)
+def _day_words(day: str) -> str:
+    try:
+        when = date.fromisoformat(day)
+    except ValueError:
+        return ""
+    return f"{when.year} {_MONTHS[when.month - 1]} {when.day} {_WEEKDAYS[when.weekday()]}"
+
+
+def window_texts(
+    rows: Sequence[WindowRow], radius: int, targets: Collection[int]
+) -> dict[int, str]:
+    """The window text of each turn in ``targets`` (turn kinds only, erased turns left
+    out). ``rows`` are one session's events in id order (turns and clear markers)."""
+    segment: list[WindowRow] = []
+    segments: list[list[WindowRow]] = [segment]
+    for row in rows:
+        if row.kind == BOUNDARY_KIND:
+            segment = []
+            segments.append(segment)
+        elif row.kind in WINDOW_KINDS:
+            segment.append(row)
+    found: dict[int, str] = {}
+    for seg in segments:
+        for pos, row in enumerate(seg):
+            if row.id not in targets or row.text is None:
+                continue
+            near = seg[max(0, pos - radius) : pos + radius + 1]
+            found[row.id] = " ".join(r.text for r in near if r.text)
+    return found
+
+
+def is_temporal(words: Sequence[str]) -> bool:
+    """Whether a query's (lower-cased) words ask about time."""
+    return any(w in TEMPORAL_WORDS for w in words)
