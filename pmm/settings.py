@@ -75,7 +75,7 @@ class Settings:
     recall_window: int = 2
     """Turns before and after a turn that its window key holds (0..20; 0 = the turn alone)."""
     recall_weights: str = ""
-    """Fusion weights of the recall rankers, e.g. turn=1,window=1,dense=0.3; empty = defaults."""
+    """Recall fusion weights, e.g. turn=0.25,window=1.5,dense=0.3,digest=0 (empty = those)."""
     max_content_bytes: int = 1_048_576
     """Largest content one event may hold."""
     session_summaries: bool = True

@@ -286,3 +286,28 @@ def test_no_deprecation_warnings_on_the_v1_path(db: str) -> None:
     agent.invoke(user("Weather?"), thread("w"))
     list(agent.stream(user("And?"), thread("w"), stream_mode="messages"))
     memory.close()
+
+
+def test_the_stored_session_summary_stands_in_for_turns_that_no_longer_fit(db: str) -> None:
+    """Consolidation's rolling summary reaches the agent: when the thread's older turns do
+    not fit the budget, the injected context carries the session summary's bullets."""
+    from pmm.context import SUMMARY_HEADER
+
+    mind = Mind(db, enable_summary=True, summary_mode="deferred", summarizer="heuristic")
+    for n in range(8):
+        mind.remember_turn(
+            f"Day {n}: I trained for the Leeds half marathon along the canal, {5 + n} km at an "
+            "easy pace after my night shift at the hospital, and my knee held up fine.",
+            f"Great progress on day {n}; keep the long runs slow.",
+            session_id="t1",
+        )
+    mind.dream()
+    assert mind.store.latest_summary("t1") is not None
+    model = fake_model("Keep going!")
+    memory = PMMMiddleware(mind=mind, max_token_limit=220)
+    agent = create_agent(model, [], middleware=[memory])
+    agent.invoke(user("How is my training going?"), thread("t1"))
+    injected = system_text(model.prompts[0])
+    assert SUMMARY_HEADER in injected and "Leeds" in injected
+    assert memory.mind.counter.count(injected) <= 220
+    mind.close()

@@ -63,3 +63,36 @@ def test_store_snippet(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None
     exec(STORE, {"model": fake_model("ok")})
     assert capsys.readouterr().out.splitlines() == ["{'city': 'Lisbon'}", "['home']"]
     assert "pmm" in sys.modules
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _python_blocks() -> list[str]:
+    text = README.read_text("utf-8")
+    return [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+
+
+def test_the_readme_shows_exactly_the_snippets_tested_here() -> None:
+    blocks = [b.strip() for b in _python_blocks()]
+    assert QUICK_START.strip() in blocks
+    assert STORE.strip() in blocks
+    assert blocks.index(QUICK_START.strip()) == 0  # the v1 quick start comes first
+
+
+def test_the_readme_compression_snippet_runs_and_prints_what_it_says(in_tmp: Path) -> None:
+    [snippet] = [b for b in _python_blocks() if "user_text = " in b]
+    namespace: dict[str, object] = {}
+    exec(snippet, namespace)
+    report = namespace["report"]
+    assert report.digested == 2 and report.methods == {"verbatim": 2}  # type: ignore[attr-defined]
+    assert "DreamReport(digested=2, embedded=0, methods={'verbatim': 2}" in snippet
+
+
+def test_the_readme_consolidation_snippet_runs(in_tmp: Path) -> None:
+    [snippet] = [b for b in _python_blocks() if "linked_turns=2" in b]
+    exec("from pmm import Mind\n" + snippet, {})
+    from pmm import Mind
+
+    with Mind(str(in_tmp / "pmm.db")) as mind:  # the exit of the block dreamt
+        assert mind.pending_count() == 0 and mind.store.count() == 2
