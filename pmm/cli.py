@@ -35,6 +35,7 @@ from typing import IO, TYPE_CHECKING, Any
 from . import __version__
 from .errors import (
     BackendError,
+    CorruptDatabaseError,
     DatabaseError,
     IntegrityError,
     InvalidInputError,
@@ -161,6 +162,8 @@ def exit_code_of(exc: PMMError) -> int:
     """1 when a failure was found or happened mid-run (a chain that does not verify, a
     backend or the file failing); 2 when the input is wrong: arguments, settings, a missing
     extra, or a --db that is no PMM database (the same code ``pmm-chat`` exits with)."""
+    if isinstance(exc, CorruptDatabaseError):
+        return EXIT_FAILED  # a damaged PMM file: a failure found, not a wrong --db
     if isinstance(exc, NotADatabaseError | ReadOnlyDatabaseError):
         return EXIT_USAGE
     if isinstance(exc, IntegrityError | BackendError | DatabaseError):

@@ -27,6 +27,11 @@ class NotADatabaseError(DatabaseError):
     """The path holds a file that is not a SQLite database."""
 
 
+class CorruptDatabaseError(NotADatabaseError):
+    """The database is damaged (SQLite reports a malformed page): a failure found, not a
+    wrong path; ``pmm check``, ``pmm recover`` and ``pmm restore`` are the ways out."""
+
+
 class ReadOnlyDatabaseError(DatabaseError):
     """The database (or its folder) cannot be written."""
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from . import schema
 from .chain import ChainWalker, CheckedEvent, check_new_event, seal
 from .errors import (
+    CorruptDatabaseError,
     DatabaseError,
     DiskFullError,
     EventNotFoundError,
@@ -1129,7 +1130,13 @@ def _translated(path: str) -> Iterator[None]:
 
 def _translate(exc: sqlite3.Error, path: str) -> DatabaseError:
     message = str(exc)
-    if "not a database" in message or "malformed" in message:
+    if "malformed" in message:
+        return CorruptDatabaseError(
+            f"{path} is corrupt ({message}): `pmm check` shows the damage, "
+            "`pmm recover BROKEN.db NEW.db` salvages every readable row, "
+            "`pmm restore FILE` brings back a backup"
+        )
+    if "not a database" in message:
         return NotADatabaseError(
             f"{path} is not a PMM/SQLite database or is corrupt ({message}): check the path; "
             "`pmm check` shows the damage, `pmm recover BROKEN.db NEW.db` salvages every "
