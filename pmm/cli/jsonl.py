@@ -1,0 +1,86 @@
+"""The file format of ``pmm export`` / ``pmm import``: one JSON object a line, every field of
+an event.
+
+``_output(file)`` opens the export target (``-`` is stdout) and ``_read_export(file)`` yields
+the :class:`~pmm.records.Event` of each line, checked against ``_EVENT_FIELDS`` (an unknown
+field, a missing one or a wrong type is an ``InvalidInputError`` naming ``file:line``)::
+
+    events = list(_read_export("backup.jsonl"))
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO
+
+from ..errors import InvalidInputError
+from ..records import Event
+
+_EVENT_FIELDS = {
+    # name: (required, accepted types)
+    "id": (True, (int,)),
+    "ts": (True, (str,)),
+    "kind": (True, (str,)),
+    "session_id": (True, (str, type(None))),
+    "role": (True, (str, type(None))),
+    "content": (True, (str, type(None))),
+    "content_sha256": (True, (str,)),
+    "meta": (True, (dict,)),
+    "prev_hash": (True, (str, type(None))),
+    "hash": (True, (str,)),
+    "hash_version": (False, (int,)),
+    "summary": (False, (str, type(None))),
+    "keywords": (False, (list,)),
+    "digest_method": (False, (str, type(None))),
+}
+
+
+def _read_export(file: str) -> Iterator[Event]:
+    """Events of an export file, validated field by field (InvalidInputError if not)."""
+    stream = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
+    name = "stdin" if file == "-" else file
+    try:
+        for number, line in enumerate(stream, start=1):
+            if line.strip():
+                yield _parse_event(line, f"{name}:{number}")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{name} is not UTF-8 text ({exc.reason})") from None
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+
+
+def _parse_event(line: str, where: str) -> Event:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{where}: not a JSON object ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(_EVENT_FIELDS))
+    if unknown:
+        raise InvalidInputError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    for name, (required, types) in _EVENT_FIELDS.items():
+        if name not in data:
+            if required:
+                raise InvalidInputError(f"{where}: the field {name!r} is missing")
+            continue
+        value = data[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise InvalidInputError(f"{where}: {name} has the wrong type ({value!r})")
+    if not all(isinstance(k, str) for k in data.get("keywords", [])):
+        raise InvalidInputError(f"{where}: keywords must be a list of strings")
+    return Event(**data)
+
+
+@contextmanager
+def _output(file: str) -> Iterator[IO[str]]:
+    if file == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with open(file, "w", encoding="utf-8") as out:
+        yield out

