@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -53,6 +55,28 @@ class Event:
             "keywords": list(self.keywords),
             "digest_method": self.digest_method,
         }
+
+
+def event_from_row(row: Sequence[Any]) -> Event:
+    """An :class:`Event` from a row of the event log's columns in their schema order
+    (id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,
+    hash_version, summary, keywords, digest_method), as both storage backends read them."""
+    return Event(
+        id=int(row[0]),
+        ts=row[1],
+        kind=row[2],
+        session_id=row[3],
+        role=row[4],
+        content=row[5],
+        content_sha256=row[6],
+        meta=json.loads(row[7]) if row[7] and row[7] != "{}" else {},
+        prev_hash=row[8],
+        hash=row[9],
+        hash_version=int(row[10]),
+        summary=row[11],
+        keywords=json.loads(row[12]) if row[12] else [],
+        digest_method=row[13],
+    )
 
 
 class TurnRow(NamedTuple):

@@ -48,7 +48,7 @@ from .hashing import (
     legacy_hash,
     utc_now,
 )
-from .records import Event, NewEvent, TurnRow, VerifyReport
+from .records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
 from .storage.terms import QueryTerms, pick_terms
 from .store_readonly import open_read_only, read_only_reason, refuse_pending_migrations
 from .store_windows import sync_windows, windows_pending
@@ -93,25 +93,6 @@ def _fts_phrase(text: str) -> str:
 def _session_tag(session_id: str) -> str:
     """The token the FTS ``tags`` column holds for a session (see migrations/0003)."""
     return "s" + session_id.encode("utf-8").hex() + "0"
-
-
-def _row_to_event(row: Sequence[Any]) -> Event:
-    return Event(
-        id=row[0],
-        ts=row[1],
-        kind=row[2],
-        session_id=row[3],
-        role=row[4],
-        content=row[5],
-        content_sha256=row[6],
-        meta=json.loads(row[7]) if row[7] and row[7] != "{}" else {},
-        prev_hash=row[8],
-        hash=row[9],
-        hash_version=row[10],
-        summary=row[11],
-        keywords=json.loads(row[12]) if row[12] else [],
-        digest_method=row[13],
-    )
 
 
 class EventStore:
@@ -346,7 +327,7 @@ class EventStore:
         rows = self._read(f"SELECT {_COLUMNS} FROM events WHERE id = ?", (event_id,))
         if not rows:
             raise EventNotFoundError(f"no event with id {event_id} in {self.path}")
-        return _row_to_event(rows[0])
+        return event_from_row(rows[0])
 
     def get_many(self, event_ids: Iterable[int]) -> dict[int, Event]:
         """The events with these ids that exist, by id."""
@@ -356,7 +337,7 @@ class EventStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in self._read(f"SELECT {_COLUMNS} FROM events WHERE id IN ({marks})", chunk):
-                found[row[0]] = _row_to_event(row)
+                found[row[0]] = event_from_row(row)
         return found
 
     def events(
@@ -376,7 +357,7 @@ class EventStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
-        return [_row_to_event(r) for r in self._read(sql, params)]
+        return [event_from_row(r) for r in self._read(sql, params)]
 
     def turn_rows(
         self,
@@ -477,7 +458,7 @@ class EventStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
-        return [_row_to_event(r) for r in self._read(sql, params)]
+        return [event_from_row(r) for r in self._read(sql, params)]
 
     def count_undigested(self, *, kinds: Iterable[str]) -> int:
         kind_list = list(kinds)
@@ -560,7 +541,7 @@ class EventStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
-        return [_row_to_event(r) for r in self._read(sql, params)]
+        return [event_from_row(r) for r in self._read(sql, params)]
 
     def delete_embeddings(self, model: str) -> int:
         """Drop every vector of ``model``; returns how many."""
@@ -842,7 +823,7 @@ class EventStore:
             "   WHERE session_id = ? AND kind = 'clear'), 0) ORDER BY id"
         )
         return [
-            _row_to_event(r) for r in self._read(sql, [session_id, *kind_list, upto, session_id])
+            event_from_row(r) for r in self._read(sql, [session_id, *kind_list, upto, session_id])
         ]
 
     def latest_summary(self, session_id: str, *, kind: str = "summary") -> Event | None:
@@ -852,7 +833,7 @@ class EventStore:
             " ORDER BY id DESC LIMIT 1",
             (session_id, kind),
         )
-        return _row_to_event(rows[0]) if rows else None
+        return event_from_row(rows[0]) if rows else None
 
     def append_summary(
         self,
@@ -881,7 +862,7 @@ class EventStore:
                 " ORDER BY id DESC LIMIT 1",
                 (session, summary.kind),
             ).fetchone()
-            newest = _row_to_event(row) if row else None
+            newest = event_from_row(row) if row else None
             if (
                 newest is not None
                 and newest.content is not None
@@ -894,7 +875,7 @@ class EventStore:
                 (session, summary.kind, key),
             ).fetchone()
             if same is not None:
-                return _row_to_event(same), False
+                return event_from_row(same), False
             [event] = self._append_locked(conn, [checked])
             self._append_locked(conn, [self._check(audit(event))])
             edges = [(event.id, dst, summarizes) for dst in covered_ids]
@@ -1007,7 +988,7 @@ class EventStore:
         rows = self._read(
             f"SELECT {_COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", params
         )
-        return [_row_to_event(r) for r in rows]
+        return [event_from_row(r) for r in rows]
 
 
 def _meta_path(field: str) -> str:

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...chain import CheckedEvent, check_new_event
-from ...records import Event, NewEvent
+from ...records import Event, NewEvent, event_from_row
 from .connection import APPEND_LOCK, Database
-from .rows import COLUMNS, row_to_event
+from .rows import COLUMNS
 
 if TYPE_CHECKING:
     import psycopg
@@ -61,7 +61,7 @@ class ConsolidationData:
             "   WHERE session_id = %s AND kind = 'clear'), 0) ORDER BY id"
         )
         rows = self._db.read(sql, (session_id, list(kinds), upto, session_id))
-        return [row_to_event(r) for r in rows]
+        return [event_from_row(r) for r in rows]
 
     def latest_summary(self, session_id: str, *, kind: str = "summary") -> Event | None:
         """The newest summary event of a session (the one in use), or None."""
@@ -70,7 +70,7 @@ class ConsolidationData:
             " ORDER BY id DESC LIMIT 1",
             (session_id, kind),
         )
-        return row_to_event(rows[0]) if rows else None
+        return event_from_row(rows[0]) if rows else None
 
     def append_summary(
         self,
@@ -93,7 +93,7 @@ class ConsolidationData:
                 " ORDER BY id DESC LIMIT 1",
                 (summary.session_id, summary.kind),
             ).fetchone()
-            newest = row_to_event(row) if row else None
+            newest = event_from_row(row) if row else None
             if (
                 newest is not None
                 and newest.content is not None
@@ -106,7 +106,7 @@ class ConsolidationData:
                 (summary.session_id, summary.kind, key),
             ).fetchone()
             if same is not None:
-                return row_to_event(same), False
+                return event_from_row(same), False
             [event] = self._append_locked(conn, [checked])
             self._append_locked(conn, [check_new_event(audit(event), self.max_content_bytes)])
             edges = [(event.id, dst, summarizes) for dst in covered_ids]

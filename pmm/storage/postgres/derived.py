@@ -12,11 +12,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...errors import InvalidInputError
-from ...records import Event
+from ...records import Event, event_from_row
 from ...text import search_terms
 from ..terms import COMMON_TERM_MIN_DOCS, pick_terms
 from .connection import Database
-from .rows import BUMP, COLUMNS, filters, row_to_event
+from .rows import BUMP, COLUMNS, filters
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class DerivedData:
         if limit is not None:
             sql += " LIMIT %s"
             params.append(int(limit))
-        return [row_to_event(r) for r in self._db.read(sql, params)]
+        return [event_from_row(r) for r in self._db.read(sql, params)]
 
     def count_undigested(self, *, kinds: Iterable[str]) -> int:
         sql = (
@@ -235,7 +235,7 @@ class DerivedData:
         if limit is not None:
             sql += " LIMIT %s"
             params.append(int(limit))
-        return [row_to_event(r) for r in self._db.read(sql, params)]
+        return [event_from_row(r) for r in self._db.read(sql, params)]
 
     def count_unembedded(self, model: str, *, kinds: Iterable[str]) -> int:
         """How many events :meth:`unembedded` would return."""

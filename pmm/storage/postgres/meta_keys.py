@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...errors import InvalidInputError
-from ...records import Event
+from ...records import Event, event_from_row
 from .connection import Database
-from .rows import COLUMNS, row_to_event
+from .rows import COLUMNS
 
 
 def _meta_field(field: str) -> str:
@@ -65,4 +65,4 @@ class MetaKeys:
         rows = self._db.read(
             f"SELECT {COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", params
         )
-        return [row_to_event(r) for r in rows]
+        return [event_from_row(r) for r in rows]

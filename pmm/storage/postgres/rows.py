@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
-
-from ...records import Event
 
 COLUMNS = (
     "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
@@ -17,25 +14,6 @@ INSERT = (
     " prev_hash, hash, hash_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 BUMP = "UPDATE data_version SET version = version + 1"
-
-
-def row_to_event(row: Sequence[Any]) -> Event:
-    return Event(
-        id=int(row[0]),
-        ts=row[1],
-        kind=row[2],
-        session_id=row[3],
-        role=row[4],
-        content=row[5],
-        content_sha256=row[6],
-        meta=json.loads(row[7]) if row[7] and row[7] != "{}" else {},
-        prev_hash=row[8],
-        hash=row[9],
-        hash_version=int(row[10]),
-        summary=row[11],
-        keywords=json.loads(row[12]) if row[12] else [],
-        digest_method=row[13],
-    )
 
 
 def filters(

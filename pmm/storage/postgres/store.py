@@ -31,12 +31,12 @@ from ...errors import (
     UnsupportedOperationError,
 )
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
-from ...records import Event, NewEvent, TurnRow, VerifyReport
+from ...records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
 from .connection import APPEND_LOCK, Database
 from .consolidation import ConsolidationData
 from .derived import DerivedData
 from .meta_keys import MetaKeys
-from .rows import BUMP, COLUMNS, INSERT, filters, row_to_event
+from .rows import BUMP, COLUMNS, INSERT, filters
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -231,13 +231,13 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         rows = self._db.read(f"SELECT {COLUMNS} FROM events WHERE id = %s", (event_id,))
         if not rows:
             raise EventNotFoundError(f"no event with id {event_id} in {self.path}")
-        return row_to_event(rows[0])
+        return event_from_row(rows[0])
 
     def get_many(self, event_ids: Iterable[int]) -> dict[int, Event]:
         """The events with these ids that exist, by id."""
         ids = list(dict.fromkeys(int(i) for i in event_ids))
         rows = self._db.read(f"SELECT {COLUMNS} FROM events WHERE id = ANY(%s)", (ids,))
-        return {int(r[0]): row_to_event(r) for r in rows}
+        return {int(r[0]): event_from_row(r) for r in rows}
 
     def events(
         self,
@@ -256,7 +256,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         if limit is not None:
             sql += " LIMIT %s"
             params.append(int(limit))
-        return [row_to_event(r) for r in self._db.read(sql, params)]
+        return [event_from_row(r) for r in self._db.read(sql, params)]
 
     def turn_rows(
         self,
