@@ -49,6 +49,7 @@ from .hashing import (
     utc_now,
 )
 from .records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
+from .storage.summaries import covering_summary, summary_edges
 from .storage.terms import QueryTerms, pick_terms
 from .store_readonly import open_read_only, read_only_reason, refuse_pending_migrations
 from .store_windows import sync_windows, windows_pending
@@ -863,12 +864,8 @@ class EventStore:
                 (session, summary.kind),
             ).fetchone()
             newest = event_from_row(row) if row else None
-            if (
-                newest is not None
-                and newest.content is not None
-                and int(newest.meta.get("covers_upto", 0)) >= covers_upto
-            ):
-                return newest, False
+            if (kept := covering_summary(newest, covers_upto)) is not None:
+                return kept, False
             same = conn.execute(
                 f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND kind = ?"
                 " AND json_extract(meta, '$.key') = ? LIMIT 1",
@@ -878,9 +875,7 @@ class EventStore:
                 return event_from_row(same), False
             [event] = self._append_locked(conn, [checked])
             self._append_locked(conn, [self._check(audit(event))])
-            edges = [(event.id, dst, summarizes) for dst in covered_ids]
-            if newest is not None:
-                edges.append((event.id, newest.id, supersedes))
+            edges = summary_edges(event.id, covered_ids, newest, summarizes, supersedes)
             conn.executemany("INSERT OR IGNORE INTO edges(src, dst, kind) VALUES (?,?,?)", edges)
             return event, True
 

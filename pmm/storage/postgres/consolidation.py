@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...chain import CheckedEvent, check_new_event
 from ...records import Event, NewEvent, event_from_row
+from ..summaries import covering_summary, summary_edges
 from .connection import APPEND_LOCK, Database
 from .rows import COLUMNS
 
@@ -94,12 +95,8 @@ class ConsolidationData:
                 (summary.session_id, summary.kind),
             ).fetchone()
             newest = event_from_row(row) if row else None
-            if (
-                newest is not None
-                and newest.content is not None
-                and int(newest.meta.get("covers_upto", 0)) >= covers_upto
-            ):
-                return newest, False
+            if (kept := covering_summary(newest, covers_upto)) is not None:
+                return kept, False
             same = conn.execute(
                 f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND kind = %s"
                 " AND meta::jsonb ->> 'key' = %s LIMIT 1",
@@ -109,9 +106,7 @@ class ConsolidationData:
                 return event_from_row(same), False
             [event] = self._append_locked(conn, [checked])
             self._append_locked(conn, [check_new_event(audit(event), self.max_content_bytes)])
-            edges = [(event.id, dst, summarizes) for dst in covered_ids]
-            if newest is not None:
-                edges.append((event.id, newest.id, supersedes))
+            edges = summary_edges(event.id, covered_ids, newest, summarizes, supersedes)
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO edges(src, dst, kind) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
