@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .facts import SINGLE_VALUED, extract_facts
+from .llm_json import json_object
 from .records import NewEvent
 from .text import STOPWORDS, WORD
 
@@ -59,8 +59,6 @@ You check a user's memory for outdated statements. You get an older and a newer 
 by the same user. Answer whether the newer one contradicts or replaces the older one (it is \
 no longer true), e.g. a new city, job, name or changed preference; statements that merely \
 add information do not. Reply with only a JSON object: {"contradicts": true, "reason": "..."}"""
-
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,16 +150,12 @@ class MalformedJudgement(ValueError):
 
 def parse_judgement(content: Any) -> tuple[bool, str]:
     """``(contradicts, reason)`` from the model's reply text."""
-    text = _FENCE.sub("", str(content).strip())
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        raise MalformedJudgement(f"the reply is not JSON: {text[:80]!r}")
     try:
-        data = json.loads(text[start : end + 1])
+        data = json_object(content)
     except ValueError as exc:
-        raise MalformedJudgement(f"the reply is not JSON: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("contradicts"), bool):
-        raise MalformedJudgement(f"no boolean 'contradicts' in {text[:80]!r}")
+        raise MalformedJudgement(str(exc)) from exc
+    if not isinstance(data.get("contradicts"), bool):
+        raise MalformedJudgement(f"no boolean 'contradicts' in {str(data)[:80]!r}")
     return data["contradicts"], str(data.get("reason") or "").strip()
 
 

@@ -27,10 +27,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from .digest.heuristic import split_sentences
 from .errors import BackendError
+from .llm_json import json_object
 from .roles import speaker_label, without_speaker
 from .text import STOPWORDS, WORD
 
@@ -60,7 +61,6 @@ it, taken from the ids the bullets cite. Reply with only a JSON object:
 
 _CITATION = re.compile(r"\s*\[(\d+(?:,\s*\d+)*)\]\s*$")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,18 +167,9 @@ class MalformedSummary(ValueError):
 
 
 def _parse(content: Any) -> _BulletReply:
-    if isinstance(content, list):
-        content = "".join(
-            str(block.get("text", "")) if isinstance(block, dict) else str(block)
-            for block in content
-        )
-    text = _FENCE.sub("", str(content).strip())
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        raise MalformedSummary(f"the reply is not JSON: {text[:80]!r}")
     try:
-        return _BulletReply.model_validate(json.loads(text[start : end + 1]))
-    except (ValueError, ValidationError) as exc:
+        return _BulletReply.model_validate(json_object(content))
+    except ValueError as exc:  # ValidationError is a ValueError
         raise MalformedSummary(f"the reply is not a list of bullets: {exc}") from exc
 
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import BackendError, MissingDependencyError
+from ..llm_json import json_object
 from ..redact import redact_secrets
 from ..roles import normalize_role, roles_for
 from .base import Digest
@@ -96,23 +96,11 @@ def default_chat_model(model_name: str = DEFAULT_LLM_MODEL, *, timeout: float = 
     return ChatOpenAI(model=model_name, timeout=timeout, max_retries=2)
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
-
-
 def _parse_text(content: Any) -> DigestBatch:
     """A DigestBatch from a plain reply whose text should be JSON (fences tolerated)."""
-    if isinstance(content, list):
-        content = "".join(
-            str(block.get("text", "")) if isinstance(block, dict) else str(block)
-            for block in content
-        )
-    text = _FENCE.sub("", str(content).strip())
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        raise MalformedOutput(f"the reply is not JSON: {text[:80]!r}")
     try:
-        return DigestBatch.model_validate(json.loads(text[start : end + 1]))
-    except (ValueError, ValidationError) as exc:
+        return DigestBatch.model_validate(json_object(content))
+    except ValueError as exc:  # ValidationError is a ValueError
         raise MalformedOutput(f"the reply is not a valid digest batch: {exc}") from exc
 
 
