@@ -23,8 +23,9 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from .messages import message_role, to_message
-from .mind import TURN_KINDS, Mind, turn_role
+from .mind import Mind
 from .records import NewEvent
+from .turns import TURN_KINDS, turn_role
 
 _HISTORY_KINDS = (*TURN_KINDS, "event")
 

@@ -28,11 +28,20 @@ from typing import TYPE_CHECKING, Any
 from .context import Context, Turn, assemble
 from .errors import ConfigurationError, InvalidInputError
 from .facts import FactBook
-from .records import DreamReport, Event, Hit, NewEvent, TurnRow, VerifyReport
+from .processing import Processor
+from .records import DreamReport, Event, Hit, NewEvent, VerifyReport
 from .roles import without_speaker
 from .settings import Settings
 from .storage import EventLog, open_store
 from .tokens import TokenCounter, get_token_counter
+from .turns import (
+    CLEAR_KIND,
+    REDACTION_KIND,
+    SUPERSEDES_EDGE,
+    TURN_KINDS,
+    kind_for_role,
+    turn_role,
+)
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -49,32 +58,6 @@ if TYPE_CHECKING:
     from .worker import BackgroundWorker
 
 log = logging.getLogger(__name__)
-
-TURN_KINDS = ("prompt", "response")
-"""Kinds that hold conversation turns (and are digested, embedded and recalled). A turn is
-ONE message (a user prompt or an assistant reply) everywhere in PMM: stats, ``pmm``, the
-chat and the docs count messages; :meth:`Mind.remember_turn` stores an exchange, i.e. two
-turns."""
-CLEAR_KIND = "clear"
-SUPERSEDES_EDGE = "SUPERSEDES"
-"""Edge kind: ``(newer, older)``, the newer event replaces the older one (pmm/consolidate)."""
-REDACTION_KIND = "redaction"
-ROLE_KINDS = {"user": "prompt", "assistant": "response", "system": "event", "tool": "event"}
-LEGACY_PREFIXES = (("User said:", "user"), ("I responded:", "assistant"))
-
-
-def turn_role(event: Event | TurnRow) -> tuple[str, str]:
-    """``(role, text)`` of an event: the stored role, or for legacy rows without one, the
-    role their ``User said:`` / ``I responded:`` prefix gives (the prefix removed)."""
-    text = event.content or ""
-    if event.role:
-        return event.role, text
-    for prefix, role in LEGACY_PREFIXES:
-        if text.startswith(prefix):
-            return role, text[len(prefix) :].lstrip()
-    return (
-        "user" if event.kind == "prompt" else "assistant" if event.kind == "response" else "system"
-    ), text
 
 
 @dataclass
@@ -130,15 +113,15 @@ class Mind:
         )
         self.counter: TokenCounter = get_token_counter()
         self._llm = llm
-        self._embedder = embedder
-        self._digester: Digester | None = digester
         self._recaller: Recaller | None = None
         self._sessions: dict[str, _SessionState] = {}
         self._lock = threading.RLock()
-        self._process_lock = threading.Lock()
         self._worker: BackgroundWorker | None = None
         self._closed = False
         self._warned_no_llm = False
+        self._processor = Processor(
+            self.store, settings, llm=llm, digester=digester, embedder=embedder
+        )
         if self._derived_enabled and settings.summary_mode == "background":
             from .worker import BackgroundWorker
 
@@ -208,9 +191,9 @@ class Mind:
         assistant → response, system/tool → event). ``ts`` is the conversation time
         (``datetime``, naive = UTC, or ISO-8601 text) for imports of past conversations;
         None = now. It is the row's hashed ``ts``, and recall's date key."""
-        [event] = self.remember_many(
-            [NewEvent(kind or _kind_for(role), content, self._session(session_id), role, meta, ts)]
-        )
+        session = self._session(session_id)
+        kind = kind or kind_for_role(role)
+        [event] = self.remember_many([NewEvent(kind, content, session, role, meta, ts)])
         return event
 
     def remember_turn(
@@ -238,11 +221,11 @@ class Mind:
         (each :class:`NewEvent` may carry its conversation time in ``ts``)."""
         for entry in entries:
             if entry.role is not None:
-                _kind_for(entry.role)  # validates the role
+                kind_for_role(entry.role)  # validates the role
         events = self.store.append_many(entries)
         if self._derived_enabled:
             if self.settings.summary_mode == "inline":
-                self._process_events(events)
+                self._processor.process_events(events)
             elif self._worker is not None:
                 self._worker.wake()
         return events
@@ -359,23 +342,7 @@ class Mind:
         ``progress(done, total)`` is called after each batch.
         """
         started = time.perf_counter()
-        total = self.pending_count()
-        if limit is not None:
-            total = min(total, limit)
-        digested = embedded = 0
-        methods: Counter[str] = Counter()
-        while limit is None or digested < limit:
-            batch = self.settings.summary_batch_size
-            if limit is not None:
-                batch = min(batch, limit - digested)
-            done, used, vectors = self._process_batch(batch)
-            digested += done
-            embedded += vectors
-            methods.update(used)
-            if progress is not None:
-                progress(min(digested, total), total)
-            if not done and not vectors:
-                break
+        digested, embedded, methods = self._processor.run(limit, progress)
         summaries, contradictions, summary_vectors = self._consolidate()
         return DreamReport(
             digested=digested,
@@ -392,13 +359,11 @@ class Mind:
 
     def pending_count(self) -> int:
         """How many turns still wait for a digest (0 when summaries are off)."""
-        if not self.settings.enable_summary:
-            return 0
-        return self.store.count_undigested(kinds=TURN_KINDS)
+        return self._processor.pending_count()
 
     def process_pending(self) -> int:
         """One batch of pending work (used by the background worker); returns items done."""
-        done, _, vectors = self._process_batch(self.settings.summary_batch_size)
+        done, _, vectors = self._processor.batch(self.settings.summary_batch_size)
         return done + vectors
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -408,24 +373,12 @@ class Mind:
     @property
     def digester(self) -> Digester:
         """The digest backend chain for the configured summarizer (built on first use)."""
-        with self._lock:
-            if self._digester is None:
-                from .digest.select import build_digester
-
-                self._digester = build_digester(self.settings, llm=self._llm)
-            return self._digester
+        return self._processor.digester
 
     @property
     def embedder(self) -> Embedder | None:
         """The embedding backend, or None when embeddings are off (loaded on first use)."""
-        if not self.settings.enable_embeddings:
-            return None
-        with self._lock:
-            if self._embedder is None:
-                from .embed import build_embedder
-
-                self._embedder = build_embedder(self.settings)
-            return self._embedder
+        return self._processor.embedder
 
     # -- admin -----------------------------------------------------------------------
 
@@ -609,64 +562,6 @@ class Mind:
                 )
             return self._recaller
 
-    def _process_batch(self, batch: int) -> tuple[int, Counter[str], int]:
-        """Digest up to ``batch`` pending turns, embed what lacks a vector, and index new
-        events for keyword search."""
-        with self._process_lock:
-            self.store.sync_search_index()
-            done = 0
-            methods: Counter[str] = Counter()
-            if self.settings.enable_summary:
-                events = self.store.undigested(kinds=TURN_KINDS, limit=batch)
-                if events:
-                    methods = self._digest(events)
-                    done = len(events)
-            return done, methods, self._embed_pending(batch)
-
-    def _embed_pending(self, limit: int) -> int:
-        """Embed up to ``limit`` turns without a vector. With summaries on, a turn is
-        embedded by its summary: nothing is embedded while digests are pending, or a
-        vector would hold the raw text for good."""
-        embedder = self.embedder
-        if embedder is None or (self.settings.enable_summary and self.pending_count()):
-            return 0
-        from .embed.backfill import embed_pending
-
-        return embed_pending(
-            self.store, embedder, kinds=TURN_KINDS, batch_size=max(limit, 1), limit=limit
-        )
-
-    def _process_events(self, events: Sequence[Event]) -> None:
-        """Inline mode: digest and embed these new events before returning.
-
-        The events are already stored: if every backend fails, they stay pending (for
-        ``dream()`` or the next process) and the failure is logged, not raised.
-        """
-        turns = [e for e in events if e.kind in TURN_KINDS]
-        try:
-            with self._process_lock:
-                if self.settings.enable_summary and turns:
-                    self._digest(turns)
-                if turns:
-                    self._embed_pending(len(turns))
-        except Exception as exc:  # the turns are stored; they stay pending
-            log.warning(
-                "inline digest/embedding failed (%s: %s); events %s stay pending for "
-                "`pmm dream` or the next process",
-                type(exc).__name__,
-                exc,
-                [e.id for e in turns],
-            )
-
-    def _digest(self, events: Sequence[Event]) -> Counter[str]:
-        texts = [turn_role(e)[1] for e in events]
-        roles: list[str | None] = [turn_role(e)[0] for e in events]
-        digests = self.digester.digest_many(texts, roles)
-        self.store.set_digests(
-            (e.id, d.summary, d.keywords, d.method) for e, d in zip(events, digests, strict=True)
-        )
-        return Counter(d.method for d in digests)
-
     # -- message ids (LangChain v1 middleware) -----------------------------------------
 
     def stored_message_ids(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
@@ -696,7 +591,7 @@ class Mind:
         Digesting and embedding wait while it runs, so no digest or vector of the erased
         text is written back afterwards; the context and recall drop the events at once.
         """
-        with self._process_lock:
+        with self._processor.lock:
             return self.store.forget(
                 event_ids=event_ids, session_id=session_id, match=match, reason=reason
             )
@@ -713,7 +608,7 @@ class Mind:
 
             mind.compact(older_than="30d", dry_run=True).compacted   # what would go
         """
-        with self._process_lock:
+        with self._processor.lock:
             return self.store.compact(older_than=older_than, session_id=session_id, dry_run=dry_run)
 
     # -- consolidation hooks (logic in pmm/consolidate.py, pmm/contradictions.py) -----
@@ -739,7 +634,7 @@ class Mind:
         """Dream's consolidation step (pmm/dream_policy.py); a no-op with summaries off."""
         from .dream_policy import consolidate
 
-        with self._process_lock:
+        with self._processor.lock:
             chat = self._chat_model() if self.settings.enable_summary else None
             summaries, contradictions, vectors = consolidate(
                 self.store, self.settings, chat, self.embedder
@@ -811,10 +706,3 @@ def _release(store: EventLog, worker: BackgroundWorker | None) -> None:
     if worker is not None:
         worker.stop()
     store.close()
-
-
-def _kind_for(role: str) -> str:
-    kind = ROLE_KINDS.get(role) if isinstance(role, str) else None
-    if kind is None:
-        raise InvalidInputError(f"role must be one of {', '.join(ROLE_KINDS)}, got {role!r}")
-    return kind

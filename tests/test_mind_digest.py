@@ -35,7 +35,7 @@ def db(tmp_path: Path) -> str:
 def test_flag_off_stores_raw_turns_and_loads_nothing_else(tmp_path: Path) -> None:
     with Mind(db(tmp_path)) as mind:
         mind.remember_turn(LONG_USER, LONG_AI, session_id="s")
-        assert mind._worker is None and mind._digester is None
+        assert mind._worker is None and mind._processor._digester is None
         events = mind.store.events()
         assert all(e.summary is None and e.digest_method is None for e in events)
         assert mind.pending_count() == 0

@@ -35,10 +35,13 @@ def store(tmp_path: Path) -> EventStore:
 
 
 def test_window_holds_neighbours_and_the_turn_stays_the_hit(store: EventStore) -> None:
-    a = turn(store, "We adopted a rabbit called Nugget")
-    b = turn(store, "That sounds great! When?", role="assistant")
-    c = turn(store, "Next Tuesday, after work")
-    far = [turn(store, f"filler line number {n}") for n in range(4)]
+    # A Wednesday: the date key holds the weekday, so "Tuesday" must not be the turns' day
+    # (with ts=now this test failed on Tuesdays).
+    wednesday = "2024-05-01T10:00:00Z"
+    a = turn(store, "We adopted a rabbit called Nugget", ts=wednesday)
+    b = turn(store, "That sounds great! When?", role="assistant", ts=wednesday)
+    c = turn(store, "Next Tuesday, after work", ts=wednesday)
+    far = [turn(store, f"filler line number {n}", ts=wednesday) for n in range(4)]
     assert window_hits(store, "Nugget") == [a, b, c]  # c is two turns after a
     assert far[0] not in window_hits(store, "Nugget")  # three turns away
     assert set(window_hits(store, "Tuesday")) == {a, b, c, far[0], far[1]}

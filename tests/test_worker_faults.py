@@ -76,7 +76,7 @@ def test_dead_thread_is_reported_and_restarted(tmp_path: Path, caplog):
         assert reported["last_error"] == "SystemExit: 3"
         assert any("restarted" in r.getMessage() for r in caplog.records)
         # The restarted thread works again once the digester does.
-        mind._digester = RecordingDigester()
+        mind._processor._digester = RecordingDigester()
         mind._worker.wake()
         assert mind.flush(10.0)
         assert mind.stats()["pending_digests"] == 0

@@ -22,10 +22,10 @@ from ..errors import (
     DatabaseError,
     InvalidInputError,
 )
-from ..mind import TURN_KINDS
 from ..settings import Settings
 from ..storage import open_store
 from ..text import found_by, snippet
+from ..turns import TURN_KINDS
 from .output import _abs, _emit, _existing_db, _mind, _progress, _settings, _shown_text, _table
 
 _PACKAGES = (

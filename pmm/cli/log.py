@@ -21,10 +21,10 @@ from ..errors import (
     IntegrityError,
     InvalidInputError,
 )
-from ..mind import TURN_KINDS
 from ..records import Event
 from ..storage import EventLog, open_store
 from ..text import snippet
+from ..turns import TURN_KINDS
 from .jsonl import _output, _read_export
 from .output import (
     EXIT_FAILED,

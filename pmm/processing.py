@@ -1,0 +1,164 @@
+"""Digesting and embedding pending turns: the work behind :meth:`pmm.Mind.dream`, inline
+mode and the background worker, for one Mind.
+
+    processor = Processor(store, settings)          # backends from the settings
+    digested, embedded, methods = processor.run(limit=None, progress=None)
+    processor.process_events(new_events)     # inline mode: right after an append
+
+The digester and embedder are built on first use (``digester``/``embedder`` passed in
+replace them).
+``lock`` serializes this work with erasure and compaction, so no digest or vector of erased
+text is written back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from .turns import TURN_KINDS, turn_role
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from .digest import Digester
+    from .embed import Embedder
+    from .records import Event
+    from .settings import Settings
+    from .storage import EventLog
+
+log = logging.getLogger(__name__)
+
+
+class Processor:
+    """Digests (summaries on) and embeds (embeddings on) what the log holds undone."""
+
+    def __init__(
+        self,
+        store: EventLog,
+        settings: Settings,
+        *,
+        llm: BaseChatModel | None = None,
+        digester: Digester | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self._llm = llm
+        self._digester = digester
+        self._embedder = embedder
+        self._build_lock = threading.Lock()
+        self.lock = threading.Lock()
+
+    @property
+    def digester(self) -> Digester:
+        """The digest backend chain for the configured summarizer (built on first use)."""
+        with self._build_lock:
+            if self._digester is None:
+                from .digest.select import build_digester
+
+                self._digester = build_digester(self.settings, llm=self._llm)
+            return self._digester
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedding backend, or None when embeddings are off (loaded on first use)."""
+        if not self.settings.enable_embeddings:
+            return None
+        with self._build_lock:
+            if self._embedder is None:
+                from .embed import build_embedder
+
+                self._embedder = build_embedder(self.settings)
+            return self._embedder
+
+    def pending_count(self) -> int:
+        """How many turns still wait for a digest (0 when summaries are off)."""
+        if not self.settings.enable_summary:
+            return 0
+        return self.store.count_undigested(kinds=TURN_KINDS)
+
+    def run(
+        self, limit: int | None, progress: Callable[[int, int], None] | None
+    ) -> tuple[int, int, Counter[str]]:
+        """Batches until nothing is pending (or ``limit`` turns are digested):
+        ``(digested, embedded, methods used)``; ``progress(done, total)`` after each."""
+        total = self.pending_count()
+        if limit is not None:
+            total = min(total, limit)
+        digested = embedded = 0
+        methods: Counter[str] = Counter()
+        while limit is None or digested < limit:
+            size = self.settings.summary_batch_size
+            if limit is not None:
+                size = min(size, limit - digested)
+            done, used, vectors = self.batch(size)
+            digested += done
+            embedded += vectors
+            methods.update(used)
+            if progress is not None:
+                progress(min(digested, total), total)
+            if not done and not vectors:
+                break
+        return digested, embedded, methods
+
+    def batch(self, size: int) -> tuple[int, Counter[str], int]:
+        """Digest up to ``size`` pending turns, embed what lacks a vector, and index new
+        events for keyword search: ``(digested, methods, embedded)``."""
+        with self.lock:
+            self.store.sync_search_index()
+            done = 0
+            methods: Counter[str] = Counter()
+            if self.settings.enable_summary:
+                events = self.store.undigested(kinds=TURN_KINDS, limit=size)
+                if events:
+                    methods = self._digest(events)
+                    done = len(events)
+            return done, methods, self._embed_pending(size)
+
+    def process_events(self, events: Sequence[Event]) -> None:
+        """Inline mode: digest and embed these new events before returning.
+
+        The events are already stored: if every backend fails, they stay pending (for
+        ``dream()`` or the next process) and the failure is logged, not raised.
+        """
+        turns = [e for e in events if e.kind in TURN_KINDS]
+        try:
+            with self.lock:
+                if self.settings.enable_summary and turns:
+                    self._digest(turns)
+                if turns:
+                    self._embed_pending(len(turns))
+        except Exception as exc:  # the turns are stored; they stay pending
+            log.warning(
+                "inline digest/embedding failed (%s: %s); events %s stay pending for "
+                "`pmm dream` or the next process",
+                type(exc).__name__,
+                exc,
+                [e.id for e in turns],
+            )
+
+    def _embed_pending(self, limit: int) -> int:
+        """Embed up to ``limit`` turns without a vector. With summaries on, a turn is
+        embedded by its summary: nothing is embedded while digests are pending, or a
+        vector would hold the raw text for good."""
+        embedder = self.embedder
+        if embedder is None or (self.settings.enable_summary and self.pending_count()):
+            return 0
+        from .embed.backfill import embed_pending
+
+        return embed_pending(
+            self.store, embedder, kinds=TURN_KINDS, batch_size=max(limit, 1), limit=limit
+        )
+
+    def _digest(self, events: Sequence[Event]) -> Counter[str]:
+        texts = [turn_role(e)[1] for e in events]
+        roles: list[str | None] = [turn_role(e)[0] for e in events]
+        digests = self.digester.digest_many(texts, roles)
+        self.store.set_digests(
+            (e.id, d.summary, d.keywords, d.method) for e, d in zip(events, digests, strict=True)
+        )
+        return Counter(d.method for d in digests)
