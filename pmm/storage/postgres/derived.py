@@ -17,11 +17,13 @@ from ...text import search_terms
 from ..terms import COMMON_TERM_MIN_DOCS, pick_terms
 from .connection import Database
 from .rows import BUMP, COLUMNS, filters
+from .windows import window_weights
 
 log = logging.getLogger(__name__)
 
 SEARCH_KEYS = ("turn", "content", "digest", "window")
-"""The keys SQLite's search_text knows; PostgreSQL serves all of them from the turn key."""
+"""The keys SQLite's search_text knows; PostgreSQL serves "content" and "digest" from the
+turn key (with a warning, once)."""
 
 
 class DerivedData:
@@ -142,15 +144,17 @@ class DerivedData:
         key: str = "turn",
         date_weight: float = 1.0,
     ) -> list[tuple[int, float]]:
-        """``(event_id, score)`` by full-text rank (``ts_rank_cd``) over summary, keywords
-        and content, best first. The query is taken as plain words, any of which may match,
-        never as syntax; very common words are dropped as on SQLite (see
-        :mod:`pmm.storage.terms`). ``sync`` is accepted for parity: PostgreSQL indexes each
-        row as it is written."""
+        """``(event_id, score)`` by full-text rank (``ts_rank_cd``), best first, over one key:
+        ``key="turn"``: the event's summary, keywords and content; ``key="window"``: the turn
+        with its neighbouring turns and its date in words (turns only; ``date_weight``
+        scales the date against the text, see :mod:`pmm.storage.postgres.windows`). The
+        query is taken as plain words, any of which may match, never as syntax; very common
+        words are dropped as on SQLite (see :mod:`pmm.storage.terms`). ``sync`` is accepted
+        for parity: PostgreSQL indexes each row in the transaction that writes it."""
         if key not in SEARCH_KEYS:
             raise InvalidInputError(f"key must be one of {', '.join(SEARCH_KEYS)}, got {key!r}")
-        if key != "turn" and not self._warned_keys:
-            # The window/date, content-only and digest-only keys are SQLite's for now.
+        if key not in ("turn", "window") and not self._warned_keys:
+            # The content-only and digest-only keys are SQLite's for now.
             log.warning(
                 "PostgreSQL storage has no %r search key yet: it searches the turn key "
                 "(summary, keywords and text) instead",
@@ -165,12 +169,18 @@ class DerivedData:
         terms = pick_terms(words, indexed, frequencies.__getitem__)
         tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms.words))
         where, params = filters(session_id, kinds, None, None)
-        rank, order = "ts_rank_cd(search, q)", "score DESC, id DESC"
+        table, rank = "events", "ts_rank_cd(search, q)"
+        if key == "window":
+            table = "(SELECT event_id AS id, session_id, kind, search FROM event_windows)"
+            # Normalised by length (| 1: divided by 1 + log(length)), as BM25 does: a turn's
+            # window that holds more turns must not outrank the turn itself.
+            rank = f"ts_rank_cd('{window_weights(date_weight)}', search, q, 1)"
+        order = "score DESC, id DESC"
         if terms.common:
             rank, order = "0.0", "id DESC"
         # A session's rows are read first through its index (a few hundred, typically): the
         # planner would otherwise walk the words' posting lists over every session.
-        source = f"(SELECT id, search FROM events{where})" if session_id else "events"
+        source = f"(SELECT id, search FROM {table} AS base{where})" if session_id else table
         where = "" if session_id else where.replace(" WHERE ", " AND ")
         sql = (
             f"WITH t(q) AS (SELECT {tsquery}) SELECT id, {rank} AS score"

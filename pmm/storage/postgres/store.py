@@ -32,14 +32,16 @@ from ...errors import (
 )
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from ...records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
+from ...window_keys import DEFAULT_WINDOW_RADIUS, WINDOW_KINDS
 from .connection import APPEND_LOCK, Database
 from .consolidation import ConsolidationData
 from .derived import DerivedData
 from .meta_keys import MetaKeys
 from .rows import BUMP, COLUMNS, INSERT, filters
+from .windows import built_radius, rebuild_windows, sync_windows
 
 if TYPE_CHECKING:
-    from datetime import timedelta
+    from datetime import datetime, timedelta
 
     import psycopg
 
@@ -53,9 +55,9 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;
-    ``timeout`` is how long a call waits for a connection. ``window_radius`` is accepted
-    like SQLite's, but the window/date search key is not built here yet (see
-    :meth:`search_text`). Implements
+    ``timeout`` is how long a call waits for a connection. ``window_radius`` is how many
+    turns before and after a turn its window key holds (PMM_RECALL_WINDOW; one radius per
+    database: opening it with another one rebuilds the window keys). Implements
     :class:`pmm.storage.base.EventLog`.
     """
 
@@ -66,16 +68,33 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         timeout: float = 30.0,
         pool_size: int = 4,
-        window_radius: int = 0,
+        window_radius: int = DEFAULT_WINDOW_RADIUS,
     ) -> None:
+        if (
+            not isinstance(window_radius, int)
+            or isinstance(window_radius, bool)
+            or not (0 <= window_radius <= 20)
+        ):
+            raise InvalidInputError(f"window_radius must be an int 0..20, got {window_radius!r}")
         self.url = url
         self.path = Database.redacted(url)
         self.max_content_bytes = max_content_bytes
         self._db = Database(url, timeout=timeout, pool_size=pool_size)
         self._lexemes = (0, None)
         self._warned_keys = False
-        self.window_radius = window_radius  # accepted for parity; no window key here yet
+        self.window_radius = window_radius
         self.applied_migrations = self._db.migrate()
+        self._build_windows()
+
+    def _build_windows(self) -> None:
+        """Build the window keys when this database's were built with another radius (or
+        never: a database from before migration 0003)."""
+        if self._db.read("SELECT radius FROM window_state")[0][0] == self.window_radius:
+            return
+        with self._db.write() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            if built_radius(conn) != self.window_radius:
+                rebuild_windows(conn, self.window_radius)
 
     def close(self) -> None:
         """Close the pool. The store cannot be used afterwards."""
@@ -100,9 +119,11 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         session_id: str | None = None,
         role: str | None = None,
         meta: dict[str, Any] | None = None,
+        ts: datetime | str | None = None,
     ) -> Event:
-        """Append one event and return it with its id, timestamp and hash."""
-        return self.append_many([NewEvent(kind, content, session_id, role, meta)])[0]
+        """Append one event and return it with its id, timestamp and hash (``ts``: its
+        conversation time when not now, see :class:`pmm.records.NewEvent`)."""
+        return self.append_many([NewEvent(kind, content, session_id, role, meta, ts)])[0]
 
     def append_many(self, entries: Iterable[NewEvent]) -> list[Event]:
         """Append several events in one transaction: all of them are stored, or none."""
@@ -126,6 +147,9 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         ]  # fmt: skip
         with conn.cursor() as cur:
             cur.executemany(INSERT, rows)
+        turns = [(e.session_id, e.id) for e in events if e.kind in WINDOW_KINDS]
+        if turns:
+            sync_windows(conn, turns, self.window_radius)
         return events
 
     def redact(self, event_id: int, *, reason: str) -> Event:
@@ -163,6 +187,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
                 (event_id,),
             )
             conn.execute("DELETE FROM embeddings WHERE event_id = %s", (event_id,))
+            sync_windows(conn, [(target[0], event_id)], self.window_radius)
             conn.execute(BUMP)
             return self._append_locked(conn, [marker])[0]
 
@@ -221,6 +246,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
             marks = ", ".join(["%s"] * 14)
             with conn.cursor() as cur:
                 cur.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
+            rebuild_windows(conn, self.window_radius)
             conn.execute(BUMP)
         return self.verify()
 
