@@ -325,8 +325,20 @@ class Recaller:
         kinds: tuple[str, ...],
         excluded: set[int],
     ) -> list[int]:
+        if self.embedder is None:  # checked by recall(); keeps mypy sure
+            raise ConfigurationError("semantic recall needs an embedder")
+        # A store with a server-side vector index (PostgreSQL with pgvector) answers itself;
+        # one without it (None) leaves the exact in-memory search to PMM.
+        served = getattr(self.store, "search_vectors", None)
+        if served is not None:
+            found = served(
+                self.embedder.model_name, vector, depth, session_id=session_id, kinds=kinds,
+                exclude_ids=excluded,
+            )  # fmt: skip
+            if found is not None:
+                return [i for i, _ in found]
         index = self.index
-        if index is None:  # checked by recall(); keeps mypy sure
+        if index is None:
             raise ConfigurationError("semantic recall needs an embedder")
         found = index.search(
             vector, depth, session_id=session_id, kinds=kinds, exclude_ids=excluded

@@ -17,6 +17,7 @@ from ...text import search_terms
 from ..terms import COMMON_TERM_MIN_DOCS, pick_terms
 from .connection import Database
 from .rows import BUMP, COLUMNS, filters
+from .vectors import PGVECTOR, ensure_index, vector_literal
 from .windows import window_weights
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ class DerivedData:
     _db: Database
     _warned_keys: bool
     _lexemes: tuple[int, dict[str, float] | None]
+    vector_backend: str
 
     # -- derived data ----------------------------------------------------------------
 
@@ -80,17 +82,24 @@ class DerivedData:
     def put_embeddings(self, model: str, dim: int, vectors: Iterable[tuple[int, bytes]]) -> int:
         """Store float32 vectors (as bytes) of ``model``, replacing old ones; events whose
         text was redacted meanwhile get none. Returns how many were stored."""
+        pgvector = self.vector_backend == PGVECTOR
+        column, value, update = (
+            (", vec", ", %s::vector", ", vec = excluded.vec") if pgvector else ("", "", "")
+        )
+        sql = (
+            f"INSERT INTO embeddings(event_id, model, dim, vector{column})"
+            f" SELECT %s, %s, %s, %s{value} WHERE EXISTS"
+            " (SELECT 1 FROM events WHERE id = %s AND content IS NOT NULL)"
+            " ON CONFLICT (event_id, model) DO UPDATE"
+            f" SET dim = excluded.dim, vector = excluded.vector{update}"
+        )
         stored = 0
         with self._db.write() as conn, conn.cursor() as cur:
+            if pgvector:
+                ensure_index(conn, model, dim)
             for event_id, blob in vectors:
-                cur.execute(
-                    "INSERT INTO embeddings(event_id, model, dim, vector)"
-                    " SELECT %s, %s, %s, %s WHERE EXISTS"
-                    " (SELECT 1 FROM events WHERE id = %s AND content IS NOT NULL)"
-                    " ON CONFLICT (event_id, model) DO UPDATE"
-                    " SET dim = excluded.dim, vector = excluded.vector",
-                    (event_id, model, dim, blob, event_id),
-                )
+                extra = (vector_literal(blob),) if pgvector else ()
+                cur.execute(sql, (event_id, model, dim, blob, *extra, event_id))
                 stored += cur.rowcount
             cur.execute(BUMP)
         return stored

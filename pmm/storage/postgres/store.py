@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...chain import ChainWalker, CheckedEvent, check_new_event, seal
@@ -38,11 +38,14 @@ from .consolidation import ConsolidationData
 from .derived import DerivedData
 from .meta_keys import MetaKeys
 from .rows import BUMP, COLUMNS, INSERT, filters
+from .vectors import PGVECTOR, search_candidates, setup_vectors
 from .windows import built_radius, rebuild_windows, sync_windows
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
+    import numpy as np
+    import numpy.typing as npt
     import psycopg
 
     from ...compaction import CompactionReport
@@ -85,6 +88,9 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         self.window_radius = window_radius
         self.applied_migrations = self._db.migrate()
         self._build_windows()
+        self.vector_backend, self.vector_detail = setup_vectors(self._db)
+        """``"pgvector"`` (HNSW candidates, exact re-score) or ``"bytea"`` (PMM searches
+        the float32 vectors exactly), and why (see :mod:`pmm.storage.postgres.vectors`)."""
 
     def _build_windows(self) -> None:
         """Build the window keys when this database's were built with another radius (or
@@ -250,6 +256,25 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
             conn.execute(BUMP)
         return self.verify()
 
+    def search_vectors(
+        self,
+        model: str,
+        query: npt.NDArray[np.float32],
+        k: int,
+        *,
+        session_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        exclude_ids: Iterable[int] = (),
+    ) -> list[tuple[int, float]] | None:
+        """The ``k`` events whose ``model`` vectors are nearest ``query`` by pgvector's HNSW
+        index, re-scored exactly: ``(event_id, cosine)`` best first; None without pgvector
+        (the caller searches :meth:`embeddings` itself then)."""
+        if self.vector_backend != PGVECTOR:
+            return None
+        return search_candidates(
+            self._db, model, query, k, session_id=session_id, kinds=kinds, exclude_ids=exclude_ids
+        )
+
     # -- reading ---------------------------------------------------------------------
 
     def get(self, event_id: int) -> Event:
@@ -367,6 +392,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
             "embeddings": self.embedding_models(),
             "bytes_on_disk": int(size),
             "schema_version": max(self.applied_migrations_all(), default=0),
+            "vector_search": self.vector_detail,
         }
 
     def applied_migrations_all(self) -> list[int]:
