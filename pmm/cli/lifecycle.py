@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import InvalidInputError
 from ..storage import is_postgres_url, open_store
+from ..storage.base import EventLog
 from .output import EXIT_FAILED, EXIT_OK, _bytes, _db_path, _emit, _existing_db, _sqlite_store
 
 
@@ -33,7 +34,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from ..erasure import file_bytes, forget, scrub
+    from ..erasure import file_bytes, scrub
 
     if args.scrub and not (args.event or args.session is not None or args.match is not None):
         path = _existing_db(args)
@@ -51,13 +52,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if not args.yes:
         raise InvalidInputError("forget erases text for good: add --yes to confirm")
     path = _existing_db(args)
-    with _sqlite_store(path, "forget") as store:
-        report = forget(
-            store,
-            event_ids=args.event,
-            session_id=args.session,
-            match=args.match,
-            reason=args.reason,
+    with open_store(path) as store:  # a SQLite file or a PostgreSQL URL
+        report = store.forget(
+            event_ids=args.event, session_id=args.session, match=args.match, reason=args.reason
         )
     lines = [
         f"forgot {len(report.erased)} events"
@@ -65,7 +62,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
         + f"; recorded as event(s) {', '.join(str(m.id) for m in report.markers)}",
         f"size: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
     ]
-    if not report.wal_truncated:
+    if is_postgres_url(path):
+        lines.append(
+            "note: the tables were rewritten (VACUUM FULL); PostgreSQL's WAL (pg_wal), its "
+            "archives, replicas and backups keep the old bytes until they are recycled"
+        )
+    elif not report.wal_truncated:
         lines.append("warning: another process holds the file: its -wal file was not emptied")
     return _emit(args, report.to_dict(), "\n".join(lines))
 
@@ -146,13 +148,11 @@ def _shown(target: str) -> str:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from ..compaction import compact, count_compacted
-
-    with _sqlite_store(_existing_db(args), "compact") as store:
-        report = compact(
-            store, older_than=args.older_than, session_id=args.session, dry_run=args.dry_run
+    with open_store(_existing_db(args)) as store:  # a SQLite file or a PostgreSQL URL
+        report = store.compact(
+            older_than=args.older_than, session_id=args.session, dry_run=args.dry_run
         )
-        total = count_compacted(store)
+        total = _compacted_rows(store)
         verified = store.verify()
     data = {**report.to_dict(), "compacted_rows_in_log": total, "verify": verified.to_dict()}
     verb = "would drop" if report.dry_run else "dropped"
@@ -167,6 +167,18 @@ def cmd_compact(args: argparse.Namespace) -> int:
     )
     _emit(args, data, text)
     return EXIT_OK if verified.ok else EXIT_FAILED
+
+
+def _compacted_rows(store: EventLog) -> int:
+    from ..compaction import count_compacted
+    from ..storage.postgres import PostgresEventStore
+    from ..store import EventStore
+
+    if isinstance(store, PostgresEventStore):
+        return store.count_compacted()
+    if isinstance(store, EventStore):
+        return count_compacted(store)
+    raise InvalidInputError(f"no compacted-row count for {type(store).__name__}")
 
 
 def _id_list(ids: Sequence[int]) -> str:

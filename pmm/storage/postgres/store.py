@@ -28,7 +28,6 @@ from ...errors import (
     EventNotFoundError,
     IntegrityError,
     InvalidInputError,
-    UnsupportedOperationError,
 )
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from ...records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
@@ -205,22 +204,30 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         match: str | None = None,
         reason: str,
     ) -> ErasureReport:
-        """Not on PostgreSQL yet: erased text must also leave the table's dead tuples and the
-        server's WAL, which needs a VACUUM FULL policy this store does not have. Use
-        :meth:`redact` per event (the chain records it), or copy the log to SQLite."""
-        raise UnsupportedOperationError(
-            f"forget() is not available on PostgreSQL ({self.path}) yet: use redact(event_id, "
-            "reason=...) per event, then VACUUM FULL events on the server"
-        )
+        """Erase events (by id, session and/or a case-insensitive ``match``) so that their
+        text leaves the tables' data files, recorded as chained ``redaction`` events; see
+        :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps)."""
+        from .erasure import forget
+
+        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
     ) -> CompactionReport:
-        """Not on PostgreSQL yet (see :meth:`forget`)."""
-        raise UnsupportedOperationError(
-            f"compact() is not available on PostgreSQL ({self.path}) yet: compaction runs on "
-            "SQLite logs (copy with pmm.storage.copy.copy_log)"
-        )
+        """Drop the raw text of digested turns older than ``older_than`` (``"30d"``),
+        recorded as a chained ``compaction`` event (see :mod:`pmm.compaction`)."""
+        from .erasure import compact
+
+        return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
+
+    def count_compacted(self) -> int:
+        """Rows whose raw text was compacted away (they keep a summary)."""
+        sql = "SELECT count(*) FROM events WHERE content IS NULL AND summary IS NOT NULL"
+        return int(self._db.read(sql)[0][0])
+
+    def _checked(self, entry: NewEvent) -> CheckedEvent:
+        """An entry checked for appending (see :func:`pmm.chain.check_new_event`)."""
+        return check_new_event(entry, self.max_content_bytes)
 
     def import_events(self, events: Iterable[Event]) -> VerifyReport:
         """Insert exported events verbatim (same ids, timestamps, hashes, digests) into an
@@ -378,7 +385,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         )[0]
         size = self._db.read(
             "SELECT pg_total_relation_size('events') + pg_total_relation_size('embeddings')"
-            " + pg_total_relation_size('edges')"
+            " + pg_total_relation_size('edges') + pg_total_relation_size('event_windows')"
         )[0][0]
         return {
             "path": self.path,
