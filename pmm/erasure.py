@@ -157,9 +157,9 @@ def scrub(store: EventStore) -> bool:
             conn.execute("VACUUM")
             busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as exc:
-            from .store import _translate
+            from .storage.sqlite.connection import translate
 
-            raise _translate(exc, store.path) from exc
+            raise translate(exc, store.path) from exc
     if busy:
         log.warning(
             "%s: another connection is reading the file, so the rewritten pages could not "
