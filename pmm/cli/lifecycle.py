@@ -172,7 +172,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 def _compacted_rows(store: EventLog) -> int:
     from ..compaction import count_compacted
     from ..storage.postgres import PostgresEventStore
-    from ..store import EventStore
+    from ..storage.sqlite import EventStore
 
     if isinstance(store, PostgresEventStore):
         return store.count_compacted()

@@ -32,17 +32,17 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...compaction import COMPACTION_KIND, CompactionReport, id_ranges, parse_age, summaries_digest
+from ...compaction import CompactionReport, compaction_marker, parse_age
 from ...erasure import (
     PROTECTED_KINDS,
-    REDACTION_KIND,
     SUMMARIZES,
     ErasureReport,
-    _checked_ids,
+    checked_request,
+    redaction_entries,
 )
 from ...errors import EventNotFoundError, InvalidInputError
 from ...hashing import HASH_VERSION, LEGACY_HASH_VERSION
-from ...records import Event, NewEvent
+from ...records import Event
 from .connection import APPEND_LOCK, Database
 from .rows import BUMP
 from .windows import sync_windows
@@ -99,15 +99,7 @@ def forget(
     """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
     case-insensitive substring of their text, summary or keywords), as
     :func:`pmm.erasure.forget` does on SQLite; nothing is written when it raises."""
-    if not isinstance(reason, str) or not reason.strip():
-        raise InvalidInputError("forget() needs a reason, e.g. reason='user asked'")
-    ids = _checked_ids(event_ids)
-    if session_id is not None and (not isinstance(session_id, str) or not session_id):
-        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
-    if match is not None and (not isinstance(match, str) or not match.strip()):
-        raise InvalidInputError(f"match must be a non-empty text, got {match!r}")
-    if not ids and session_id is None and match is None:
-        raise InvalidInputError("forget() needs event_ids, session_id or match")
+    ids = checked_request(event_ids, session_id, match, reason)
     db = store._db
     before = table_bytes(db)
     with db.write() as conn:
@@ -214,21 +206,8 @@ def _erase(
     sessions: dict[str | None, list[int]] = {}
     for event_id, session in placed:
         sessions.setdefault(session, []).append(int(event_id))
-    return store._append_locked(conn, [store._checked(e) for e in _markers(sessions, reason)])
-
-
-def _markers(sessions: dict[str | None, list[int]], reason: str) -> list[NewEvent]:
-    entries = []
-    for session, ids in sorted(sessions.items(), key=lambda item: min(item[1])):
-        ids.sort()
-        meta: dict[str, Any] = (
-            {"target": ids[0], "reason": reason}
-            if len(ids) == 1
-            else {"targets": ids, "reason": reason}
-        )
-        text = f"redacted event {ids[0]}" if len(ids) == 1 else f"redacted {len(ids)} events"
-        entries.append(NewEvent(REDACTION_KIND, text, session, "system", meta))
-    return entries
+    entries = redaction_entries(sessions, reason)
+    return store._append_locked(conn, [store._checked(e) for e in entries])
 
 
 def compact(
@@ -268,14 +247,7 @@ def compact(
             conn.execute("UPDATE events SET content = NULL WHERE id = ANY(%s)", (ids,))
             sync_windows(conn, [(r[3], int(r[0])) for r in rows], store.window_radius)
             conn.execute(BUMP)
-            meta = {
-                "older_than": str(label),
-                "session_id": session_id,
-                "count": len(rows),
-                "ids": id_ranges(ids),
-                "summaries_sha256": summaries_digest((int(r[0]), r[1]) for r in rows),
-            }
-            entry = NewEvent(COMPACTION_KIND, f"compacted {len(rows)} events", None, "system", meta)
+            entry = compaction_marker(str(label), session_id, [(int(r[0]), r[1]) for r in rows])
             marker = store._append_locked(conn, [store._checked(entry)])[0]
     if marker is not None:
         rewrite(db)
