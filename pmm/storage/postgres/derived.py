@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidInputError
 from ...records import Event, event_from_row
@@ -17,8 +17,12 @@ from ...text import search_terms
 from ..terms import COMMON_TERM_MIN_DOCS, pick_terms
 from .connection import Database
 from .rows import BUMP, COLUMNS, filters
-from .vectors import PGVECTOR, ensure_index, vector_literal
+from .vectors import PGVECTOR, ensure_index, search_candidates, vector_literal
 from .windows import window_weights
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +107,30 @@ class DerivedData:
                 stored += cur.rowcount
             cur.execute(BUMP)
         return stored
+
+    def search_vectors(
+        self,
+        model: str,
+        query: npt.NDArray[np.float32],
+        k: int,
+        *,
+        session_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        exclude_ids: Iterable[int] = (),
+    ) -> list[tuple[int, float]] | None:
+        """The ``k`` events whose ``model`` vectors are nearest ``query`` by pgvector's HNSW
+        index, re-scored exactly: ``(event_id, cosine)`` best first; None without pgvector
+        (the caller searches :meth:`embeddings` itself then)."""
+        if self.vector_backend != PGVECTOR:
+            return None
+        return search_candidates(
+            self._db, model, query, k, session_id=session_id, kinds=kinds, exclude_ids=exclude_ids
+        )
+
+    def count_compacted(self) -> int:
+        """Rows whose raw text was compacted away (they keep a summary)."""
+        sql = "SELECT count(*) FROM events WHERE content IS NULL AND summary IS NOT NULL"
+        return int(self._db.read(sql)[0][0])
 
     def embeddings(self, model: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
         """``(event_id, vector bytes)`` of ``model`` for events with ids above ``after_id``."""

@@ -12,15 +12,18 @@ append takes a transaction-scoped advisory lock before it reads the head, so app
 any number of connections, processes and machines extend one chain. Migrations (numbered
 SQL files in ``migrations/`` beside this module) are applied once, under a session advisory
 lock, by whichever process gets there first. Keyword search is PostgreSQL full text
-(``tsvector`` + GIN, ranked by ``ts_rank_cd``); vectors are float32 bytes searched exactly
-by PMM's vector index, as on SQLite.
+(``tsvector`` + GIN, ranked by ``ts_rank_cd``) over the turn key and the window/date key
+(:mod:`.windows`, kept in step in the transactions that change turns); vectors are float32
+bytes, searched by pgvector's HNSW index when the server has it (:mod:`.vectors`) and
+exactly by PMM otherwise. ``forget`` and ``compact`` rewrite the tables afterwards
+(:mod:`.erasure`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...chain import ChainWalker, CheckedEvent, check_new_event, seal
@@ -37,14 +40,12 @@ from .consolidation import ConsolidationData
 from .derived import DerivedData
 from .meta_keys import MetaKeys
 from .rows import BUMP, COLUMNS, INSERT, filters
-from .vectors import PGVECTOR, search_candidates, setup_vectors
+from .vectors import setup_vectors
 from .windows import built_radius, rebuild_windows, sync_windows
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
-    import numpy as np
-    import numpy.typing as npt
     import psycopg
 
     from ...compaction import CompactionReport
@@ -220,11 +221,6 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
-    def count_compacted(self) -> int:
-        """Rows whose raw text was compacted away (they keep a summary)."""
-        sql = "SELECT count(*) FROM events WHERE content IS NULL AND summary IS NOT NULL"
-        return int(self._db.read(sql)[0][0])
-
     def _checked(self, entry: NewEvent) -> CheckedEvent:
         """An entry checked for appending (see :func:`pmm.chain.check_new_event`)."""
         return check_new_event(entry, self.max_content_bytes)
@@ -262,25 +258,6 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
             rebuild_windows(conn, self.window_radius)
             conn.execute(BUMP)
         return self.verify()
-
-    def search_vectors(
-        self,
-        model: str,
-        query: npt.NDArray[np.float32],
-        k: int,
-        *,
-        session_id: str | None = None,
-        kinds: Sequence[str] | None = None,
-        exclude_ids: Iterable[int] = (),
-    ) -> list[tuple[int, float]] | None:
-        """The ``k`` events whose ``model`` vectors are nearest ``query`` by pgvector's HNSW
-        index, re-scored exactly: ``(event_id, cosine)`` best first; None without pgvector
-        (the caller searches :meth:`embeddings` itself then)."""
-        if self.vector_backend != PGVECTOR:
-            return None
-        return search_candidates(
-            self._db, model, query, k, session_id=session_id, kinds=kinds, exclude_ids=exclude_ids
-        )
 
     # -- reading ---------------------------------------------------------------------
 
