@@ -41,7 +41,13 @@ from .derived import DerivedData
 from .meta_keys import MetaKeys
 from .rows import BUMP, COLUMNS, INSERT, filters
 from .vectors import setup_vectors
-from .windows import built_radius, rebuild_windows, sync_windows
+from .windows import (
+    built_radius,
+    prefetch_tails,
+    rebuild_windows,
+    sync_windows,
+    write_appended,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
@@ -142,8 +148,13 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
     def _append_locked(
         self, conn: psycopg.Connection[Any], checked: list[CheckedEvent]
     ) -> list[Event]:
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-        head = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+        # Two round trips: (lock, head, the sessions' last turns) and (insert, window keys).
+        sessions = {c.entry.session_id for c in checked if c.entry.kind in WINDOW_KINDS}
+        with conn.pipeline():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            head_cur = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1")
+            tails = prefetch_tails(conn, sessions, self.window_radius) if sessions else []
+        head = head_cur.fetchone()
         last_id, prev_hash = (int(head[0]), head[1]) if head else (0, None)
         events = seal(checked, last_id=last_id, prev_hash=prev_hash, ts=utc_now())
         rows = [
@@ -151,11 +162,11 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
              c.meta_json, e.prev_hash, e.hash, e.hash_version)
             for e, c in zip(events, checked, strict=True)
         ]  # fmt: skip
-        with conn.cursor() as cur:
+        appended = [(e.id, e.kind, e.session_id, e.ts, e.content) for e in events]
+        with conn.pipeline(), conn.cursor() as cur:
             cur.executemany(INSERT, rows)
-        turns = [(e.session_id, e.id) for e in events if e.kind in WINDOW_KINDS]
-        if turns:
-            sync_windows(conn, turns, self.window_radius)
+            if sessions:
+                write_appended(conn, tails, appended, self.window_radius)
         return events
 
     def redact(self, event_id: int, *, reason: str) -> Event:

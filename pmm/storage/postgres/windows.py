@@ -37,6 +37,11 @@ _NEIGHBOURHOOD = (
     f" UNION ALL (SELECT {_ROW} FROM events WHERE {{match}} AND kind = ANY(%s) AND id > s.high"
     " ORDER BY id LIMIT %s)) AS r"
 )
+_TAIL = (
+    "SELECT s.sid, r.* FROM unnest(%s::text[]) AS s(sid) CROSS JOIN LATERAL"
+    f" (SELECT {_ROW} FROM events WHERE {{match}} AND kind = ANY(%s) ORDER BY id DESC LIMIT %s)"
+    " AS r"
+)
 _UPSERT = (
     "INSERT INTO event_windows(event_id, session_id, kind, search)"
     " SELECT t.id, t.sid, t.kind, setweight(to_tsvector('english', t.body), 'A')"
@@ -46,6 +51,8 @@ _UPSERT = (
     " ON CONFLICT (event_id) DO UPDATE SET search = excluded.search"
 )
 _BATCH = 5000
+_Window = tuple[int, str | None, str, str, str]
+"""One row to write: event id, session, kind, window text, date words."""
 
 
 def window_weights(date_weight: float) -> str:
@@ -75,10 +82,62 @@ def sync_windows(
         params = [sessions, lows, highs, _KINDS, 2 * radius, _KINDS, _KINDS, 2 * radius]
         for session, *row in conn.execute(sql, params):
             rows[session].append(tuple(row))
+    upserts, deletes = _plan(by_session, rows, radius)
     changed = 0
+    if deletes:
+        changed += conn.execute(
+            "DELETE FROM event_windows WHERE event_id = ANY(%s)", (deletes,)
+        ).rowcount
+    changed += _upsert(conn, upserts)
+    return changed
+
+
+def prefetch_tails(
+    conn: psycopg.Connection[Any], sessions: Iterable[str | None], radius: int
+) -> list[psycopg.Cursor[Any]]:
+    """Send the reads of the newest ``2 * radius`` turns and clear markers of each session
+    (what an append's windows need from before it); read them with :func:`write_appended`.
+    In a pipeline they travel with the other statements of the append."""
+    wanted = set(sessions)
+    named: list[str | None] = [*sorted(s for s in wanted if s is not None)]
+    queries = [(named, "session_id = s.sid")] if named else []
+    if None in wanted:
+        queries.append(([None], "session_id IS NULL"))
+    return [
+        conn.execute(_TAIL.replace("{match}", match), (group, _KINDS, 2 * radius))
+        for group, match in queries
+    ]
+
+
+def write_appended(
+    conn: psycopg.Connection[Any],
+    tails: Sequence[psycopg.Cursor[Any]],
+    appended: Sequence[tuple[int, str, str | None, str, str | None]],
+    radius: int,
+) -> int:
+    """Write the window rows that appended events ``(id, kind, session, ts, content)``
+    call for, given their sessions' tails from :func:`prefetch_tails`; returns how many."""
+    rows: dict[str | None, list[tuple[Any, ...]]] = defaultdict(list)
+    for cur in tails:
+        for session, *row in cur.fetchall():
+            rows[session].append(tuple(row))
+    marked: dict[str | None, set[int]] = defaultdict(set)
+    for event_id, kind, session, ts, content in appended:
+        if kind in _KINDS:
+            rows[session].append((event_id, kind, ts, content))
+        if kind in WINDOW_KINDS:
+            marked[session].add(event_id)
+    upserts, _ = _plan(marked, rows, radius)  # new turns only add text: nothing to delete
+    return _upsert(conn, upserts)
+
+
+def _plan(
+    marked: dict[str | None, set[int]], rows: dict[str | None, list[tuple[Any, ...]]], radius: int
+) -> tuple[list[_Window], list[int]]:
+    """The rows to write and the ids whose rows to delete (turns left without text)."""
     upserts: list[_Window] = []
     deletes: list[int] = []
-    for session, marked_ids in by_session.items():
+    for session, marked_ids in marked.items():
         session_rows = sorted(rows[session])
         targets = _targets(session_rows, marked_ids, radius)
         texts = window_texts([WindowRow(r[0], r[1], r[3]) for r in session_rows], radius, targets)
@@ -88,12 +147,7 @@ def sync_windows(
             for i, text in texts.items()
         ]
         deletes += sorted(targets - texts.keys())
-    if deletes:
-        changed += conn.execute(
-            "DELETE FROM event_windows WHERE event_id = ANY(%s)", (deletes,)
-        ).rowcount
-    changed += _upsert(conn, upserts)
-    return changed
+    return upserts, deletes
 
 
 def _targets(rows: Sequence[tuple[Any, ...]], marked: set[int], radius: int) -> set[int]:
@@ -110,10 +164,6 @@ def _targets(rows: Sequence[tuple[Any, ...]], marked: set[int], radius: int) -> 
         elif row[1] in WINDOW_KINDS:
             segment.append(int(row[0]))
     return targets
-
-
-_Window = tuple[int, str | None, str, str, str]
-"""One row to write: event id, session, kind, window text, date words."""
 
 
 def _upsert(conn: psycopg.Connection[Any], rows: list[_Window]) -> int:
