@@ -225,3 +225,23 @@ def test_erased_words_leave_the_data_files_but_not_the_wal(
             conn.execute("SELECT pg_switch_wal()")
             conn.execute("CHECKPOINT")
         assert _holding(wal, tokens) >= {"ZX9912345Q", "quokkaberry"}
+
+
+def test_a_user_who_does_not_own_the_database_is_warned_about_pg_statistic(
+    pg_cluster: PostgresCluster, pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from pmm.storage.postgres import PostgresEventStore
+
+    role = f"app_{pg_url.rsplit('_', 1)[-1]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT CREATE ON SCHEMA public TO {role}")
+    app_url = pg_url.replace("://pmm@", f"://{role}@")
+    with PostgresEventStore(app_url) as store:  # its tables are the app user's own
+        secret = store.append("prompt", SECRET, session_id="s", role="user").id
+        with caplog.at_level(logging.WARNING, logger="pmm.storage.postgres.erasure"):
+            report = store.forget(event_ids=[secret], reason="asked")
+        assert report.erased == [secret] and store.verify().ok
+    assert any("VACUUM FULL pg_statistic" in r.getMessage() for r in caplog.records)
