@@ -179,6 +179,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     }
     result["database_check"] = _doctor_database_check(settings.db_path)
     result["vector_search"] = _vector_search(settings.db_path)
+    if is_postgres_url(settings.db_path):  # a database "exists" when PMM could open it
+        result["db_exists"] = not result["vector_search"].startswith("unknown:")
     if args.json:
         return _emit(args, result, "")
     installed = [f"{n} {v}" for n, v in result["packages"].items() if v]
@@ -187,7 +189,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         f"python {result['python']} on {result['platform']}; SQLite {result['sqlite']}",
         "installed: " + ", ".join(installed),
         "not installed: " + (", ".join(missing) or "-"),
-        f"database: {settings.db_path}" + ("" if result["db_exists"] else " (does not exist yet)"),
+        f"database: {settings.db_path}"
+        + ("" if result["db_exists"] else _missing_db_note(settings.db_path)),
         "",
         f"summaries: {'on' if settings.enable_summary else 'off'} (PMM_ENABLE_SUMMARY);"
         f" mode {settings.summary_mode}; summarizer {settings.summarizer}"
@@ -216,6 +219,10 @@ def _doctor_database_check(path: str) -> dict[str, Any] | None:
     return check(path).to_dict()
 
 
+def _missing_db_note(path: str) -> str:
+    return " (cannot connect)" if is_postgres_url(path) else " (does not exist yet)"
+
+
 def _vector_search(path: str) -> str:
     """How semantic recall searches this log's vectors: on PostgreSQL, pgvector's HNSW
     index when the server has the extension, else exactly in PMM (as on SQLite)."""
@@ -224,7 +231,7 @@ def _vector_search(path: str) -> str:
     from ..storage.postgres import PostgresEventStore
 
     try:
-        with PostgresEventStore(path) as store:
+        with PostgresEventStore(path, timeout=5.0) as store:
             return f"{store.vector_backend}: {store.vector_detail}"
     except PMMError as exc:  # doctor reports what it cannot reach instead of stopping
         return f"unknown: {exc}"

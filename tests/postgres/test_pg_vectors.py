@@ -83,6 +83,7 @@ def test_doctor_reports_the_vector_search_in_use(
     with PostgresEventStore(pg_url) as store:
         expected = f"{store.vector_backend}: {store.vector_detail}"
     assert main(["doctor", "--db", pg_url, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["vector_search"] == expected
+    data = json.loads(capsys.readouterr().out)
+    assert data["vector_search"] == expected and data["db_exists"]
     assert main(["doctor", "--db", pg_url]) == 0
     assert f"vector search: {expected}" in capsys.readouterr().out
