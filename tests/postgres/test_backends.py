@@ -212,3 +212,15 @@ def test_pmm_migrate_to_and_back_on_the_command_line(
     assert main(["migrate-to", back, "--from", pg_url]) == 2  # not empty: an input error
     assert main(["forget", "--scrub", "--db", pg_url]) != 0
     assert "SQLite files" in capsys.readouterr().err
+
+
+def test_content_and_digest_keys_search_their_own_fields(log: EventLog) -> None:
+    a = log.append("prompt", "We walked along the harbour at dusk", session_id="s", role="user")
+    b = log.append("prompt", "Booked a table for Friday", session_id="s", role="user")
+    log.set_digests([(b.id, "Dinner at the harbour restaurant", ["harbour", "dinner"], "test")])
+    assert sorted(i for i, _ in log.search_text("harbour")) == [a.id, b.id]
+    assert [i for i, _ in log.search_text("harbour", key="content")] == [a.id]
+    assert [i for i, _ in log.search_text("harbour", key="digest")] == [b.id]
+    assert [i for i, _ in log.search_text("Friday table", key="content")] == [b.id]
+    assert log.search_text("Friday table", key="digest") == []
+    assert log.search_text("it's a back\\slash harbour", key="digest")[0][0] == b.id

@@ -27,15 +27,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEARCH_KEYS = ("turn", "content", "digest", "window")
-"""The keys SQLite's search_text knows; PostgreSQL serves "content" and "digest" from the
-turn key (with a warning, once)."""
+"""The keys search_text knows (as on SQLite)."""
+KEY_WEIGHTS = {"content": "B", "digest": "A"}
+"""The weight of the turn tsvector that the content-only and digest-only keys search."""
 
 
 class DerivedData:
     """Digests, vectors, edges and search over the ``events`` table (needs ``self._db``)."""
 
     _db: Database
-    _warned_keys: bool
     _lexemes: tuple[int, dict[str, float] | None]
     vector_backend: str
 
@@ -182,7 +182,8 @@ class DerivedData:
         date_weight: float = 1.0,
     ) -> list[tuple[int, float]]:
         """``(event_id, score)`` by full-text rank (``ts_rank_cd``), best first, over one key:
-        ``key="turn"``: the event's summary, keywords and content; ``key="window"``: the turn
+        ``key="turn"``: the event's summary, keywords and content (``"content"`` or
+        ``"digest"``: the content, or the summary and keywords, alone); ``key="window"``: the turn
         with its neighbouring turns and its date in words (turns only; ``date_weight``
         scales the date against the text, see :mod:`pmm.storage.postgres.windows`). The
         query is taken as plain words, any of which may match, never as syntax; very common
@@ -190,21 +191,22 @@ class DerivedData:
         for parity: PostgreSQL indexes each row in the transaction that writes it."""
         if key not in SEARCH_KEYS:
             raise InvalidInputError(f"key must be one of {', '.join(SEARCH_KEYS)}, got {key!r}")
-        if key not in ("turn", "window") and not self._warned_keys:
-            # The content-only and digest-only keys are SQLite's for now.
-            log.warning(
-                "PostgreSQL storage has no %r search key yet: it searches the turn key "
-                "(summary, keywords and text) instead",
-                key,
-            )
-            self._warned_keys = True
         words = search_terms(query)
         if not words:
             return []
         indexed = self.search_index_upto()
         frequencies = self._document_frequencies(words, indexed)
         terms = pick_terms(words, indexed, frequencies.__getitem__)
-        tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms.words))
+        one = "plainto_tsquery('english', %s)"
+        if key in KEY_WEIGHTS:
+            # The word's lexemes, each restricted to the key's weight ('lisbon':A): the turn
+            # tsvector holds summary and keywords as A, content as B.
+            one = (
+                f"(SELECT coalesce(string_agg(quote_literal(l) || ':{KEY_WEIGHTS[key]}', ' | '),"
+                " '')::tsquery FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS l"
+                " WHERE strpos(l, E'\\\\') = 0)"
+            )
+        tsquery = " || ".join([one] * len(terms.words))
         where, params = filters(session_id, kinds, None, None)
         table, rank = "events", "ts_rank_cd(search, q)"
         if key == "window":

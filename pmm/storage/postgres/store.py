@@ -90,7 +90,6 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         self.max_content_bytes = max_content_bytes
         self._db = Database(url, timeout=timeout, pool_size=pool_size)
         self._lexemes = (0, None)
-        self._warned_keys = False
         self.window_radius = window_radius
         self.applied_migrations = self._db.migrate()
         self._build_windows()
