@@ -38,6 +38,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
     if args.scrub and not (args.event or args.session is not None or args.match is not None):
         path = _existing_db(args)
+        if is_postgres_url(path):
+            return _rewrite_postgres(args, path)
         with _sqlite_store(path, "forget --scrub") as store:
             before = file_bytes(path)
             done = scrub(store)
@@ -70,6 +72,20 @@ def cmd_forget(args: argparse.Namespace) -> int:
     elif not report.wal_truncated:
         lines.append("warning: another process holds the file: its -wal file was not emptied")
     return _emit(args, report.to_dict(), "\n".join(lines))
+
+
+def _rewrite_postgres(args: argparse.Namespace, path: str) -> int:
+    """``pmm forget --scrub`` on PostgreSQL: rewrite PMM's tables (see
+    :func:`pmm.storage.postgres.erasure.rewrite`)."""
+    from ..storage.postgres import PostgresEventStore
+
+    with PostgresEventStore(path) as store:
+        before, after = store.rewrite_tables()
+    text = (
+        f"rewrote the tables of {store.path}: {_bytes(before)} -> {_bytes(after)}; PostgreSQL's "
+        "WAL (pg_wal), archives, replicas and backups keep old bytes until they are recycled"
+    )
+    return _emit(args, {"bytes_before": before, "bytes_after": after}, text)
 
 
 def cmd_backup(args: argparse.Namespace) -> int:

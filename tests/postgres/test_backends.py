@@ -210,7 +210,7 @@ def test_pmm_migrate_to_and_back_on_the_command_line(
     assert main(["migrate-to", back, "--from", pg_url]) == 0
     assert "copied 4 events" in capsys.readouterr().out
     assert main(["migrate-to", back, "--from", pg_url]) == 2  # not empty: an input error
-    assert main(["forget", "--scrub", "--db", pg_url]) != 0
+    assert main(["init", "--db", pg_url]) != 0
     assert "SQLite files" in capsys.readouterr().err
 
 

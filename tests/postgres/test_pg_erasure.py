@@ -171,6 +171,8 @@ def test_forget_and_compact_on_the_command_line(
     assert main(["forget", "--session", "bob", "--yes", "--db", pg_url]) == 0
     out = capsys.readouterr().out
     assert "forgot 2 events" in out and "pg_wal" in out
+    assert main(["forget", "--scrub", "--db", pg_url]) == 0
+    assert "rewrote the tables" in capsys.readouterr().out
     assert main(["verify", "--db", pg_url]) == 0
 
 

@@ -95,16 +95,18 @@ def forget(
     session_id: str | None = None,
     match: str | None = None,
     reason: str,
+    require_text: bool = False,
 ) -> ErasureReport:
     """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
     case-insensitive substring of their text, summary or keywords), as
-    :func:`pmm.erasure.forget` does on SQLite; nothing is written when it raises."""
+    :func:`pmm.erasure.forget` does on SQLite (``require_text``: refuse events whose text
+    is gone already, as ``redact`` does); nothing is written when it raises."""
     ids = checked_request(event_ids, session_id, match, reason)
     db = store._db
     before = table_bytes(db)
     with db.write() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-        targets, derived, skipped = _select(conn, ids, session_id, match)
+        targets, derived, skipped = _select(conn, ids, session_id, match, require_text)
         markers = _erase(store, conn, targets | derived, reason)
     rewrite(db)
     report = ErasureReport(
@@ -122,24 +124,32 @@ def forget(
 
 
 def _select(
-    conn: psycopg.Connection[Any], ids: set[int], session_id: str | None, match: str | None
+    conn: psycopg.Connection[Any],
+    ids: set[int],
+    session_id: str | None,
+    match: str | None,
+    require_text: bool,
 ) -> tuple[set[int], set[int], list[int]]:
     """``(targets, derived session summaries, skipped protected ids)``."""
     rows = {
-        int(r[0]): (r[1], int(r[2]))
+        int(r[0]): (r[1], int(r[2]), bool(r[3]))
         for r in conn.execute(
-            "SELECT id, kind, hash_version FROM events WHERE id = ANY(%s)", (sorted(ids),)
+            "SELECT id, kind, hash_version, content IS NOT NULL FROM events WHERE id = ANY(%s)",
+            (sorted(ids),),
         )
     }
     missing = sorted(ids - rows.keys())
     if missing:
         raise EventNotFoundError(f"no event with id {', '.join(map(str, missing[:10]))}")
-    protected = sorted(i for i, (kind, _) in rows.items() if kind in PROTECTED_KINDS)
+    protected = sorted(i for i, (kind, _, _) in rows.items() if kind in PROTECTED_KINDS)
     if protected:
         raise InvalidInputError(
             f"events {protected} record earlier erasures or compactions and hold no text: "
             "they are kept"
         )
+    empty = sorted(i for i, (_, _, has_text) in rows.items() if not has_text)
+    if require_text and empty:
+        raise EventNotFoundError(f"no event with id {empty[0]} holding text to redact")
     targets = set(ids)
     skipped: set[int] = set()
     if session_id is not None:

@@ -45,7 +45,6 @@ from .windows import (
     built_radius,
     prefetch_tails,
     rebuild_windows,
-    sync_windows,
     write_appended,
 )
 
@@ -169,43 +168,13 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         return events
 
     def redact(self, event_id: int, *, reason: str) -> Event:
-        """Erase one event's raw text, digest and vectors, recorded as a chained
-        ``redaction`` event (see :meth:`pmm.storage.sqlite.EventStore.redact`)."""
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidInputError("redact() needs a reason, e.g. reason='user asked'")
-        with self._db.write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-            target = conn.execute(
-                "SELECT session_id, hash_version, content IS NOT NULL FROM events"
-                " WHERE id = %s FOR UPDATE",
-                (event_id,),
-            ).fetchone()
-            if target is None or not target[2]:
-                raise EventNotFoundError(f"no event with id {event_id} holding text to redact")
-            if target[1] == LEGACY_HASH_VERSION:
-                raise InvalidInputError(
-                    f"event {event_id} was written by the earlier PMM, whose hash covers the "
-                    "text itself: redacting it would break the chain for good"
-                )
-            marker = check_new_event(
-                NewEvent(
-                    "redaction",
-                    f"redacted event {event_id}",
-                    target[0],
-                    "system",
-                    {"target": event_id, "reason": reason},
-                ),
-                self.max_content_bytes,
-            )
-            conn.execute(
-                "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
-                " digest_method = 'redacted' WHERE id = %s",
-                (event_id,),
-            )
-            conn.execute("DELETE FROM embeddings WHERE event_id = %s", (event_id,))
-            sync_windows(conn, [(target[0], event_id)], self.window_radius)
-            conn.execute(BUMP)
-            return self._append_locked(conn, [marker])[0]
+        """Erase one event's raw text, digest, vectors, edges and window keys (and the
+        session summaries built from it), recorded as a chained ``redaction`` event that
+        is returned; then the tables are rewritten, as :meth:`forget` does (its one-event
+        form, like SQLite's). Rows of the earlier PMM cannot be redacted."""
+        from .erasure import forget
+
+        return forget(self, event_ids=[event_id], reason=reason, require_text=True).markers[0]
 
     def forget(
         self,
@@ -230,6 +199,16 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         from .erasure import compact
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
+
+    def rewrite_tables(self) -> tuple[int, int]:
+        """Rewrite PMM's tables so that no dead row version holds erased text (``VACUUM
+        FULL``, see :func:`pmm.storage.postgres.erasure.rewrite`); returns the bytes they
+        took before and after. :meth:`forget`, :meth:`redact` and :meth:`compact` do it."""
+        from .erasure import rewrite, table_bytes
+
+        before = table_bytes(self._db)
+        rewrite(self._db)
+        return before, table_bytes(self._db)
 
     def _checked(self, entry: NewEvent) -> CheckedEvent:
         """An entry checked for appending (see :func:`pmm.chain.check_new_event`)."""
