@@ -173,7 +173,17 @@ def trip(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
             [
                 ("X", "ok slight change of plans for the trip", ""),
                 ("Y", "uh oh", ""),
-                ("X", f"flights got insane so we switched to {second[0]} instead", "sw"),
+                (
+                    "X",
+                    ctx.rng.choice(
+                        [
+                            f"flights got insane so we switched to {second[0]} instead",
+                            f"{mate.name} found a crazy deal so now it's {second[0]}",
+                            f"we're doing {second[0]} now, the other one was sold out everywhere",
+                        ]
+                    ),
+                    "sw",
+                ),
                 ("Y", f"honestly {second[0]} might be even better", ""),
             ],
         ),
@@ -302,7 +312,9 @@ def pet(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
                 ("Y", "WAIT. whose is that", ""),
                 (
                     "X",
-                    f"mine!!! we brought {'her' if sex == 'she' else 'him'} home yesterday",
+                    ctx.rng.choice(
+                        ["mine!!! we brought {} home yesterday", "ours!! picked {} up yesterday"]
+                    ).format("her" if sex == "she" else "him"),
                     "got",
                 ),
                 ("Y", "name??", ""),
@@ -416,7 +428,13 @@ def job(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
             [
                 ("X", "had an interview today. don't jinx it", ""),
                 ("Y", "WHERE", ""),
-                ("X", f"{company}. for a {role} position", "iv"),
+                (
+                    "X",
+                    ctx.rng.choice(
+                        [f"{company}. for a {role} position", f"{company}, they need a {role}"]
+                    ),
+                    "iv",
+                ),
                 ("Y", "you'll smash it", ""),
             ],
         ),
@@ -567,7 +585,7 @@ def hobby(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     return beats, qs
 
 
-RELATIVES = [("sister", "f"), ("brother", "m"), ("cousin", "f"), ("cousin", "m")]
+RELATIVES = ["sister", "cousin", "sister-in-law", "best friend"]
 BABIES = [
     ("girl", "Wren"),
     ("boy", "Otto"),
@@ -585,8 +603,8 @@ NAMESAKES = ["our grandma", "a great-uncle", "a song they love", "the town where
 
 def baby(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     x = ctx.people[owner]
-    rel, _ = ctx.rng.choice(RELATIVES)
-    kin = ctx.friend()
+    rel = ctx.rng.choice(RELATIVES)
+    kin = ctx.take([p for p in THIRD if p.gender == "f"])
     sex, child = ctx.take(BABIES)
     after = ctx.rng.choice(NAMESAKES)
     s0, s1 = ctx.sessions(2, 3, 7)
@@ -659,7 +677,11 @@ def injury(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
             [
                 ("X", "so I did something really dumb", ""),
                 ("Y", "oh no what", ""),
-                ("X", f"hurt my {part} {how}", "in"),
+                (
+                    "X",
+                    ctx.rng.choice([f"hurt my {part} {how}", f"messed up my {part} {how}"]),
+                    "in",
+                ),
                 ("Y", "ouch. ice it!!", ""),
             ],
         ),
@@ -686,7 +708,7 @@ def injury(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
         Q("temporal", f"When did {w} get injured?", ctx.day(s0), ["in"], [part]),
         Q(
             "commonsense",
-            f"Was {w} in shape to play {sport} right after the physio visit?",
+            f"Was {w} cleared to get back to {sport} right after the physio visit?",
             f"no, {weeks} more weeks without {sport}",
             ["ph"],
             [sport],
@@ -808,7 +830,7 @@ def show(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
 
 BANDS = [
     ("Velvet Hour", "Paper Lungs"),
-    ("The Gannets", "Low Tide"),
+    ("Gannet Coast", "Low Tide"),
     ("Miro Sands", "Glass Orchard"),
     ("Cold Harbour", "Tin Roof"),
     ("Juniper Static", "Kite Season"),
