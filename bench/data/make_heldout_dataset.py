@@ -180,7 +180,8 @@ def build(seed: int = SEED, conversations: int = len(PAIRS)) -> dict[str, Any]:
 
 def check(data: dict[str, Any]) -> None:
     """Raise ValueError unless every question has evidence turns in its own conversation
-    that contain all of its key words (case-insensitive)."""
+    that contain all of its key words (case-insensitive), and every ``multi`` question's
+    evidence spans two or more sessions."""
     text = {
         t["id"]: (c["id"], t["text"].lower())
         for c in data["conversations"]
@@ -196,6 +197,8 @@ def check(data: dict[str, Any]) -> None:
         missing = [k for k in q["keys"] if k.lower() not in joined]
         if not q["keys"] or missing:
             raise ValueError(f"{q['id']}: evidence lacks {missing or 'keys'}")
+        if q["type"] == "multi" and len({i.rsplit("-", 1)[0] for i in q["answer_ids"]}) < 2:
+            raise ValueError(f"{q['id']}: multi question with evidence in one session")
 
 
 def main(argv: list[str] | None = None) -> int:
