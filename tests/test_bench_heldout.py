@@ -73,6 +73,7 @@ def test_self_check_passes_and_catches_wrong_evidence(
     broken["questions"][0]["answer_ids"] = []
     with pytest.raises(ValueError, match="no evidence"):
         generator.check(broken)
+    broken = copy.deepcopy(small)
     multi = next(q for q in broken["questions"] if q["type"] == "multi")
     multi["answer_ids"] = multi["answer_ids"][-1:]
     multi["keys"] = [text[multi["answer_ids"][0]].split()[0]]  # keys hold; sessions do not
