@@ -20,7 +20,7 @@ from .errors import ConfigurationError
 
 _AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-_OFF = {"", "off", "none", "false", "0d"}
+_OFF = {"", "off", "none", "false"}
 
 
 @dataclass(frozen=True, slots=True)

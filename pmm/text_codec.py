@@ -116,6 +116,13 @@ def _require_zstd() -> Any:
     return zstandard
 
 
+def dictionary_id(blob: bytes) -> int:
+    """The id of the dictionary a blob was encoded with (0: none)."""
+    if len(blob) < _HEADER.size:
+        raise CorruptDatabaseError("a compressed text is shorter than its header")
+    return int(_HEADER.unpack_from(blob)[1])
+
+
 class TextCodec:
     """Encodes and decodes text blobs with the dictionaries it knows.
 

@@ -124,3 +124,11 @@ def test_setting_is_validated_at_load() -> None:
     assert Settings.load(env={}, compress_after=500).compress_after == "500"
     with pytest.raises(ConfigurationError, match="PMM_COMPRESS_AFTER"):
         Settings.load(env={"PMM_COMPRESS_AFTER": "soon"})
+
+
+def test_dictionary_id_reads_the_header() -> None:
+    name, data = train(texts(), "zlib")
+    blob = TextCodec().encode(texts()[1], Dictionary(42, name, data))
+    assert blob is not None and text_codec.dictionary_id(blob) == 42
+    with pytest.raises(CorruptDatabaseError):
+        text_codec.dictionary_id(b"\x01")
