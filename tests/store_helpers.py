@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pmm.storage.sqlite.text import StoredText
 from pmm.store import EventStore
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -24,8 +25,10 @@ N_MIGRATIONS = len(MIGRATIONS)
 
 @contextlib.contextmanager
 def raw(path: Path | str) -> Iterator[sqlite3.Connection]:
-    """A plain sqlite3 connection to the file, committed on success."""
+    """A plain sqlite3 connection to the file, committed on success. PMM's SQL functions
+    are registered (its full-text triggers decode compressed text with ``pmm_text``)."""
     conn = sqlite3.connect(path, isolation_level=None)
+    StoredText(conn)
     try:
         conn.execute("BEGIN")
         yield conn
@@ -50,7 +53,8 @@ def snapshot(path: Path | str) -> tuple[int, str | None, int]:
         head = conn.execute("SELECT hash, id FROM events ORDER BY id DESC LIMIT 1").fetchone()
     finally:
         conn.close()
-    return (count, head[0], head[1]) if head else (count, None, 0)
+    # The hash is stored as its 32 bytes (migrations/0008): shown as hex, like Event.hash.
+    return (count, bytes(head[0]).hex(), head[1]) if head else (count, None, 0)
 
 
 def filled_store(path: Path | str, n: int = 5) -> EventStore:

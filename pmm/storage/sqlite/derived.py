@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...records import Event, event_from_row
+from ...records import Event
 from .connection import SqliteBase, translate
 from .rows import COLUMNS
 
@@ -38,7 +38,7 @@ class DerivedData(SqliteBase):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
-        return [event_from_row(r) for r in self._read(sql, params)]
+        return [self._text.event(r) for r in self._read(sql, params)]
 
     def count_undigested(self, *, kinds: Iterable[str]) -> int:
         kind_list = list(kinds)
@@ -121,7 +121,7 @@ class DerivedData(SqliteBase):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
-        return [event_from_row(r) for r in self._read(sql, params)]
+        return [self._text.event(r) for r in self._read(sql, params)]
 
     def delete_embeddings(self, model: str) -> int:
         """Drop every vector of ``model``; returns how many."""

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from ...chain import ChainWalker
+from ...errors import CorruptDatabaseError, MissingDependencyError
 from ...records import VerifyReport
 from .connection import translated
 from .derived import DerivedData
@@ -66,8 +67,14 @@ class Inspection(DerivedData):
                 "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
                 " prev_hash, hash, hash_version FROM events ORDER BY id"
             )
+            plain = self._text.chain_row
             for row in cursor:
-                if walker.step(*row) is not None:
+                try:
+                    fields = plain(row)
+                except (CorruptDatabaseError, MissingDependencyError) as exc:
+                    walker.fail(int(row[0]), f"its stored text cannot be read: {exc}")
+                    break
+                if walker.step(*fields) is not None:
                     break
             cursor.close()
         return walker.report()
