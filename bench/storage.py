@@ -124,7 +124,7 @@ def pmm_files(
     shutil.copy(raw, packed)
     with Mind(packed, enable_summary=False) as mind:
         done = mind.compress(after="0")
-        assert done.compressed == 2 * len(pairs), done
+        assert done.compressed >= len(pairs), done  # short questions stay plain
         assert mind.verify().ok
     sizes["pmm compressed"] = settle(packed)
     digested = folder / "digests.db"

@@ -1,3 +1,4 @@
+-- read-compatible: hex text digests are read as they are.
 -- Lean rows (issue 11): content_sha256, prev_hash and hash hold the 32 bytes of each
 -- SHA-256 as a BLOB instead of 64 hex characters (96 B less per row). Only values that
 -- are exactly 64 lower-case hex digits are converted (pmm_unhex, registered by the

@@ -1,3 +1,4 @@
+-- read-compatible: the window index with its text is searched the same way.
 -- Lean rows (issue 11): the window/date key index kept a copy of every window's text
 -- (each turn with its neighbours: about five times the raw text, 63% of a raw-only
 -- file). It is now contentless (content=''): only the index is stored. Rows are
