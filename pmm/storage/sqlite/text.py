@@ -77,14 +77,3 @@ class StoredText:
             if isinstance(fields[i], bytes):
                 fields[i] = fields[i].hex()
         return event_from_row(fields)
-
-    def chain_row(self, row: Sequence[Any]) -> tuple[Any, ...]:
-        """A verify row (id, ts, kind, session_id, role, content, content_sha256, meta,
-        prev_hash, hash, hash_version) with hex digests and plain text."""
-        content = row[5]
-        if isinstance(content, bytes):
-            content = self.codec.decode(content)
-        return (
-            row[0], row[1], row[2], row[3], row[4], content, unpack_digest(row[6]), row[7],
-            unpack_digest(row[8]), unpack_digest(row[9]), row[10],
-        )  # fmt: skip
