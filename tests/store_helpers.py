@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pmm.storage.sqlite.text import StoredText
 from pmm.store import EventStore
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -25,10 +24,8 @@ N_MIGRATIONS = len(MIGRATIONS)
 
 @contextlib.contextmanager
 def raw(path: Path | str) -> Iterator[sqlite3.Connection]:
-    """A plain sqlite3 connection to the file, committed on success. PMM's SQL functions
-    are registered (its full-text triggers decode compressed text with ``pmm_text``)."""
+    """A plain sqlite3 connection to the file, committed on success."""
     conn = sqlite3.connect(path, isolation_level=None)
-    StoredText(conn)
     try:
         conn.execute("BEGIN")
         yield conn
