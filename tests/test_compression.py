@@ -208,3 +208,22 @@ def test_digests_of_compressed_turns_keep_the_index_exact(tmp_path: Path) -> Non
         store.forget(event_ids=[5], reason="test")
         store._conn.execute("INSERT INTO events_fts(events_fts) VALUES ('integrity-check')")
         assert mind.verify().ok
+
+
+def test_batches_give_the_same_result(tmp_path: Path) -> None:
+    from pmm.compress_policy import CompressAfter
+    from pmm.storage.sqlite.compression import compress_texts
+
+    with EventStore(tmp_path / "pmm.db") as store:
+        fill(store)
+        policy = CompressAfter.parse("5")
+        assert policy is not None
+        plan = compress_texts(store, policy, dry_run=True)
+        assert (plan.compressed, plan.trained) == (55, True)
+        report = compress_texts(store, policy, batch=16)
+        assert (report.compressed, report.dictionary_id, report.trained) == (55, 1, True)
+        assert report.bytes_before == plan.bytes_before
+        assert [e.content for e in store.events()] == [reply(i) for i in range(60)]
+        conn = store._conn
+        assert conn.execute("SELECT count(*) FROM text_dictionaries").fetchone()[0] == 1
+        assert conn.execute("SELECT scanned_upto FROM text_state").fetchone()[0] == 55

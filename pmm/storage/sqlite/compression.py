@@ -40,6 +40,8 @@ MIN_SAMPLES = 16
 """Texts a first run needs to train a dictionary; with fewer it waits for more."""
 MAX_SAMPLES = 4000
 """Texts a dictionary is trained on at most (evenly spread over the candidates)."""
+BATCH = 5000
+"""Texts compressed per write transaction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,44 +73,80 @@ def compress_texts(
     dry_run: bool = False,
     retrain: bool = False,
     now: datetime | None = None,
+    batch: int = BATCH,
 ) -> CompressionReport:
-    """Compress the plain texts ``policy`` calls old (see the module docstring)."""
-    text = store._text
-    with store._lock, store._write() as conn:
-        scanned = conn.execute("SELECT scanned_upto FROM text_state").fetchone()[0]
-        rows, upto = _candidates(conn, policy, scanned, now)
-        if not rows:
-            if not dry_run:
-                conn.execute("UPDATE text_state SET scanned_upto = ?", (upto,))
-            return CompressionReport(0, 0, 0, None, False, dry_run)
-        plain = sum(len(r[1].encode("utf-8")) for r in rows)
-        dictionary = None if retrain else _newest(conn)
-        if dry_run:
-            return CompressionReport(len(rows), plain, 0, None, dictionary is None, True)
-        trained = dictionary is None
-        if dictionary is None:
-            if len(rows) < MIN_SAMPLES:
-                return CompressionReport(0, 0, 0, None, False)  # wait for more text
-            dictionary = _train(conn, rows)
-        text.codec.add(dictionary)
-        updates = []
-        after = 0
-        for event_id, value in rows:
-            blob = text.codec.encode(value, dictionary)
-            if blob is not None:
-                updates.append((blob, event_id))
-                after += len(blob)
-            else:
-                after += len(value.encode("utf-8"))
-        conn.executemany("UPDATE events SET content = ? WHERE id = ?", updates)
-        conn.execute("UPDATE text_state SET scanned_upto = ?", (upto,))
-    return CompressionReport(len(updates), plain, after, dictionary.id, trained)
+    """Compress the plain texts ``policy`` calls old (see the module docstring), ``batch``
+    texts per write transaction, so that appends from other threads and processes wait
+    for one batch at most."""
+    done = CompressionReport(0, 0, 0, None, False, dry_run)
+    while True:
+        with store._lock, store._write() as conn:
+            scanned = conn.execute("SELECT scanned_upto FROM text_state").fetchone()[0]
+            where, params, upto = _candidates(conn, policy, scanned, now)
+            if dry_run:
+                count, plain = conn.execute(
+                    f"SELECT count(*), coalesce(sum(length(CAST(content AS BLOB))), 0)"
+                    f" FROM events WHERE {where}",
+                    params,
+                ).fetchone()
+                trained = retrain or _newest(conn) is None
+                return CompressionReport(int(count), int(plain), 0, None, trained, True)
+            rows = [
+                (int(r[0]), str(r[1]))
+                for r in conn.execute(
+                    f"SELECT id, content FROM events WHERE {where} ORDER BY id LIMIT ?",
+                    [*params, batch],
+                )
+            ]
+            if len(rows) == batch:
+                upto = rows[-1][0]  # the next batch starts after it
+            step = _compress_rows(store, conn, rows, retrain and done.dictionary_id is None)
+            if step is None:
+                return done  # too little text to train a dictionary on yet: wait for more
+            conn.execute("UPDATE text_state SET scanned_upto = ?", (upto,))
+        done = CompressionReport(
+            done.compressed + step.compressed,
+            done.bytes_before + step.bytes_before,
+            done.bytes_after + step.bytes_after,
+            step.dictionary_id or done.dictionary_id,
+            done.trained or step.trained,
+        )
+        if len(rows) < batch:
+            return done
+
+
+def _compress_rows(
+    store: EventStore, conn: sqlite3.Connection, rows: list[tuple[int, str]], retrain: bool
+) -> CompressionReport | None:
+    """Encode and store ``rows``; None when a dictionary is needed and they are too few."""
+    if not rows:
+        return CompressionReport(0, 0, 0, None, False)
+    codec = store._text.codec
+    dictionary = None if retrain else _newest(conn)
+    trained = dictionary is None
+    if dictionary is None:
+        if len(rows) < MIN_SAMPLES:
+            return None
+        dictionary = _train(conn, rows)
+    codec.add(dictionary)
+    updates: list[tuple[bytes, int]] = []
+    before = after = 0
+    for event_id, value in rows:
+        size = len(value.encode("utf-8"))
+        blob = codec.encode(value, dictionary)
+        before += size
+        if blob is not None:
+            updates.append((blob, event_id))
+        after += size if blob is None else len(blob)
+    conn.executemany("UPDATE events SET content = ? WHERE id = ?", updates)
+    return CompressionReport(len(updates), before, after, dictionary.id, trained)
 
 
 def _candidates(
     conn: sqlite3.Connection, policy: CompressAfter, scanned: int, now: datetime | None
-) -> tuple[list[tuple[int, str]], int]:
-    """The plain texts to compress and the id up to which the log is then scanned."""
+) -> tuple[str, list[Any], int]:
+    """The WHERE clause (and its parameters) of the plain texts to compress, and the id up
+    to which the log is scanned once they are."""
     newest = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
     where = "id > ? AND typeof(content) = 'text' AND length(CAST(content AS BLOB)) >= ?"
     params: list[Any] = [scanned, MIN_BYTES]
@@ -134,9 +172,7 @@ def _candidates(
             upto = newest
         where += " AND id <= ?"
         params.append(upto)
-    upto = max(upto, scanned)
-    rows = conn.execute(f"SELECT id, content FROM events WHERE {where} ORDER BY id", params)
-    return [(int(r[0]), str(r[1])) for r in rows], upto
+    return where, params, max(upto, scanned)
 
 
 def _newest(conn: sqlite3.Connection) -> Dictionary | None:
