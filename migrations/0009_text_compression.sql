@@ -6,9 +6,10 @@
 -- full-text view below calls it, so only PMM reads that view).
 -- The dictionaries, trained on the file's own text, live here: the file is self-contained.
 -- trained_from/trained_upto: the ids of its first and last sample (erasing an event in
--- that range retrains it, see pmm/storage/sqlite/compression.py).
+-- that range retrains it, see pmm/storage/sqlite/compression.py). AUTOINCREMENT: an id is
+-- never given to a second dictionary, so a process that cached one never decodes with it.
 CREATE TABLE text_dictionaries (
-    id           INTEGER PRIMARY KEY,
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
     codec        TEXT    NOT NULL,
     format       INTEGER NOT NULL,
     samples      INTEGER NOT NULL,

@@ -159,6 +159,19 @@ def test_erasure_retrains_the_dictionary_and_leaves_no_byte(
     assert [r[0] for r in conn.execute("SELECT id FROM text_dictionaries")] == [2]
 
 
+def test_dictionary_ids_are_never_reused(tmp_path: Path) -> None:
+    """Erasing the only texts of a dictionary deletes it; the next one gets a new id, so
+    another process's cached copy of the old one is never used for new text."""
+    with EventStore(tmp_path / "pmm.db") as store:
+        fill(store, 20, "alice")
+        assert store.compress("0").dictionary_id == 1
+        store.forget(session_id="alice", reason="gone")  # too few texts left to retrain on
+        assert store._conn.execute("SELECT count(*) FROM text_dictionaries").fetchone()[0] == 0
+        fill(store, 20, "bob")
+        assert store.compress("0").dictionary_id == 2
+        assert store.verify().ok
+
+
 def test_compaction_copy_and_recover(tmp_path: Path) -> None:
     db = tmp_path / "pmm.db"
     with Mind(db, enable_summary=True, summary_mode="deferred", summarizer="heuristic") as mind:
