@@ -63,6 +63,7 @@ def cmd_dream(args: argparse.Namespace) -> int:
         "dropped_bullets": report.dropped_bullets,
         "contradictions": report.contradictions,
         "llm_calls": report.llm_calls,
+        "compressed": report.compressed,
     }
     methods = ", ".join(f"{k} {v:,}" for k, v in report.methods.items())
     text = (
@@ -76,6 +77,7 @@ def cmd_dream(args: argparse.Namespace) -> int:
             else ""
         )
         + f", marked {report.contradictions:,} statements superseded"
+        + (f", compressed {report.compressed:,} old texts" if report.compressed else "")
         + f"; {report.pending:,} still pending; {report.seconds:.2f} s"
     )
     return _emit(args, result, text)

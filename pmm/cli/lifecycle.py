@@ -197,6 +197,32 @@ def _compacted_rows(store: EventLog) -> int:
     raise InvalidInputError(f"no compacted-row count for {type(store).__name__}")
 
 
+def cmd_compress(args: argparse.Namespace) -> int:
+    from ..erasure import file_bytes
+    from ..settings import Settings
+
+    after = args.after if args.after is not None else Settings.load().compress_after
+    if not after:
+        raise InvalidInputError("give --after (1000 or 30d) or set PMM_COMPRESS_AFTER")
+    path = _existing_db(args)
+    before = file_bytes(path)
+    with _sqlite_store(path, "compress") as store:
+        report = store.compress(after, dry_run=args.dry_run, retrain=args.retrain)
+        verified = store.verify()
+    data = {**report.to_dict(), "verify": verified.to_dict()}
+    verb = "would compress" if report.dry_run else "compressed"
+    lines = [
+        f"{verb} {report.compressed} texts: {_bytes(report.bytes_before)}"
+        + ("" if report.dry_run else f" -> {_bytes(report.bytes_after)}")
+        + (f" (dictionary {report.dictionary_id}" + (", new)" if report.trained else ")"))
+        * (report.dictionary_id is not None),
+        f"file: {_bytes(before)} (free pages are reused; `pmm compact` or VACUUM returns them)",
+        "chain " + ("verifies" if verified.ok else f"DOES NOT VERIFY: {verified.reason}"),
+    ]
+    _emit(args, data, "\n".join(lines))
+    return EXIT_OK if verified.ok else EXIT_FAILED
+
+
 def _id_list(ids: Sequence[int]) -> str:
     if not ids:
         return "none"
