@@ -136,3 +136,10 @@ def test_a_database_from_before_window_keys_gets_them_on_open(pg_url: str) -> No
     with open_store(pg_url) as new:
         assert window_hits(new, "tomatoes") == ids
         assert new.verify().ok
+
+
+def test_turns_without_a_session_have_windows_that_follow_redaction(log: EventLog) -> None:
+    ids = [log.append("prompt", t).id for t in ("pelicans at dawn", "secret walrus", "tea")]
+    assert window_hits(log, "walrus") == ids and window_hits(log, "pelicans") == ids
+    log.redact(ids[1], reason="asked")
+    assert window_hits(log, "walrus") == [] and window_hits(log, "pelicans") == [ids[0], ids[2]]

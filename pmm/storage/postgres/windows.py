@@ -72,10 +72,11 @@ def sync_windows(
     for session, event_id in marked:
         by_session[session].add(int(event_id))
     rows: dict[str | None, list[tuple[Any, ...]]] = defaultdict(list)
-    named = [s for s in by_session if s is not None]
-    for sessions, match in ((named, "session_id = s.sid"), ([None], "session_id IS NULL")):
-        if not sessions or (sessions == [None] and None not in by_session):
-            continue
+    named: list[str | None] = [s for s in by_session if s is not None]
+    groups = [(named, "session_id = s.sid")] if named else []
+    if None in by_session:
+        groups.append(([None], "session_id IS NULL"))
+    for sessions, match in groups:
         lows = [min(by_session[s]) for s in sessions]
         highs = [max(by_session[s]) for s in sessions]
         sql = _NEIGHBOURHOOD.replace("{match}", match)
