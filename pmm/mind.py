@@ -16,32 +16,24 @@ argument wins over the environment, which wins over ``.env`` and the defaults.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 import weakref
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .context import Context, Turn, assemble
-from .errors import ConfigurationError, InvalidInputError, UnsupportedOperationError
-from .facts import FactBook
 from .processing import Processor
 from .records import DreamReport, Event, Hit, NewEvent, VerifyReport
-from .roles import without_speaker
+from .session_context import (
+    SessionContexts,
+    checked_session,
+    default_recall_mode,
+    recall_weights,
+)
 from .settings import Settings
 from .storage import EventLog, open_store
 from .tokens import TokenCounter, get_token_counter
-from .turns import (
-    CLEAR_KIND,
-    REDACTION_KIND,
-    SUPERSEDES_EDGE,
-    TURN_KINDS,
-    kind_for_role,
-    turn_role,
-)
+from .turns import CLEAR_KIND, TURN_KINDS, kind_for_role
+from .upkeep import Upkeep
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -50,6 +42,7 @@ if TYPE_CHECKING:
 
     from .compaction import CompactionReport
     from .consolidate import SummaryReport
+    from .context import Context
     from .contradictions import ContradictionReport
     from .digest import Digester
     from .embed import Embedder
@@ -59,15 +52,6 @@ if TYPE_CHECKING:
     from .worker import BackgroundWorker
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _SessionState:
-    """What Mind has read of one session so far (refreshed incrementally)."""
-
-    scanned_upto: int = 0
-    clear_after: int = 0
-    facts: FactBook = field(default_factory=FactBook)
 
 
 class Mind:
@@ -92,14 +76,8 @@ class Mind:
             settings = Settings.load(db_path=db_path, **overrides)
         elif db_path is not None or overrides:
             settings = settings.with_(**({"db_path": db_path} if db_path else {}), **overrides)
-        self.settings = settings
-        from .recall import parse_weights
-
-        self._recall_weights = parse_weights(settings.recall_weights)
-        if settings.recall_window > 20:
-            raise ConfigurationError(
-                f"PMM_RECALL_WINDOW={settings.recall_window} is not valid: use 0..20 turns"
-            )
+        self._settings = settings
+        weights = recall_weights(settings)
         if settings.enable_embeddings and embedder is None:
             from .embed import build_embedder
 
@@ -113,16 +91,20 @@ class Mind:
             window_radius=settings.recall_window,
         )
         self.counter: TokenCounter = get_token_counter()
-        self._llm = llm
-        self._recaller: Recaller | None = None
-        self._sessions: dict[str, _SessionState] = {}
-        self._lock = threading.RLock()
         self._worker: BackgroundWorker | None = None
         self._closed = False
-        self._warned_no_llm = False
-        self._warned_compress = False
         self._processor = Processor(
             self.store, settings, llm=llm, digester=digester, embedder=embedder
+        )
+        self._contexts = SessionContexts(
+            self.store, settings, self.counter, weights=weights, embedder=lambda: self.embedder
+        )
+        self._upkeep = Upkeep(
+            self.store,
+            settings,
+            self._processor,
+            llm=llm,
+            on_superseded=self._contexts.forget_facts,
         )
         if self._derived_enabled and settings.summary_mode == "background":
             from .worker import BackgroundWorker
@@ -135,6 +117,15 @@ class Mind:
         # (at interpreter exit the worker's own hook flushes instead).
         self._finalizer = weakref.finalize(self, _release, self.store, self._worker)
         self._finalizer.atexit = False
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in force; assigning new ones applies them to context and upkeep."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        self._settings = self._contexts.settings = self._upkeep.settings = settings
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -152,22 +143,8 @@ class Mind:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         # Consolidation hook: dream on a clean exit (see dream_on_close).
-        if (
-            exc_type is None
-            and self.settings.dream_on_close
-            and self._derived_enabled
-            and not self._closed
-        ):
-            self.flush()
-            try:
-                self.dream()
-            except Exception as exc:  # what is stored stays stored; it stays pending
-                log.warning(
-                    "dream on close failed (%s: %s); pending work stays for the next dream "
-                    "(set PMM_DREAM_ON_CLOSE=0 to skip it)",
-                    type(exc).__name__,
-                    exc,
-                )
+        if exc_type is None and self._derived_enabled and not self._closed:
+            self._upkeep.dream_on_close(self.flush)
         self.close()
 
     def __repr__(self) -> str:
@@ -248,17 +225,7 @@ class Mind:
         kinds: Sequence[str] = TURN_KINDS,
     ) -> list[Event]:
         """This session's turns since its last clear, oldest first (``limit`` = newest N)."""
-        session = self._session(session_id)
-        clear_after, _ = self._state(session)
-        events = self.store.events(
-            session_id=session,
-            kinds=kinds,
-            after_id=clear_after,
-            newest_first=True,
-            limit=limit,
-        )
-        events.reverse()
-        return events
+        return self._contexts.history(self._session(session_id), limit=limit, kinds=kinds)
 
     def context(
         self,
@@ -281,34 +248,14 @@ class Mind:
         makes "Relevant memories" the summary's ``k`` turns that best match ``query``
         (deterministic: no recall ranking), instead of recall's hits.
         """
-        session = self._session(session_id)
-        budget = self.settings.max_tokens if budget_tokens is None else budget_tokens
-        if budget < 0:
-            raise InvalidInputError(f"budget_tokens must be >= 0, got {budget}")
-        clear_after, facts = self._state(session)
-        window, complete = self._history_window(session, clear_after, budget)
-        if self.settings.enable_summary:
-            facts += self._topic_lines(session, clear_after)
-        # Recall runs only when there is something older than the window to find.
-        look_back = not complete or self.settings.recall_scope == "all"
-        memories: list[Turn] = []
-        # Consolidation hook: the stored session summary stands for turns that do not fit.
-        summary = self._summary_lines(session, clear_after, complete, linked_turns)
-        if linked_turns > 0:
-            memories = self._linked_memories(session, clear_after, query or "", linked_turns)
-        elif query and query.strip() and self.settings.recall_k and look_back:
-            memories = self._memories(query, session, clear_after, window)
-        return assemble(
-            session_id=session,
-            history=window,
-            budget=budget,
-            counter=self.counter,
-            facts=facts,
-            memories=memories,
+        return self._contexts.context(
+            self._session(session_id),
+            query,
+            budget_tokens,
             human_prefix=human_prefix,
             ai_prefix=ai_prefix,
             as_messages=as_messages,
-            summary=summary,
+            linked_turns=linked_turns,
         )
 
     def recall(
@@ -332,7 +279,7 @@ class Mind:
 
     @property
     def _default_mode(self) -> str:
-        return "hybrid" if self.settings.enable_embeddings else "keyword"
+        return default_recall_mode(self.settings)
 
     # -- derived data ----------------------------------------------------------------
 
@@ -343,38 +290,7 @@ class Mind:
 
         ``progress(done, total)`` is called after each batch.
         """
-        started = time.perf_counter()
-        digested, embedded, methods = self._processor.run(limit, progress)
-        summaries, contradictions, summary_vectors = self._consolidate()
-        compressed = self._compress_old()
-        return DreamReport(
-            digested=digested,
-            embedded=embedded + summary_vectors,
-            methods=dict(methods),
-            pending=self.pending_count(),
-            seconds=time.perf_counter() - started,
-            summaries=summaries.created,
-            superseded_summaries=summaries.superseded,
-            dropped_bullets=summaries.dropped_bullets,
-            contradictions=contradictions.superseded,
-            llm_calls=summaries.llm_calls + contradictions.llm_calls,
-            compressed=compressed,
-        )
-
-    def _compress_old(self) -> int:
-        """Dream's last step: compress old texts when ``PMM_COMPRESS_AFTER`` is set."""
-        if not self.settings.compress_after:
-            return 0
-        if not hasattr(self.store, "compress"):
-            if not self._warned_compress:
-                self._warned_compress = True
-                log.warning(
-                    "PMM_COMPRESS_AFTER is set, but this storage backend (%s) does not "
-                    "compress text: it is ignored",
-                    type(self.store).__name__,
-                )
-            return 0
-        return self.compress().compressed
+        return self._upkeep.dream(limit, progress)
 
     def pending_count(self) -> int:
         """How many turns still wait for a digest (0 when summaries are off)."""
@@ -407,20 +323,7 @@ class Mind:
 
     def stats(self) -> dict[str, Any]:
         """Counts by kind/session/role, digest and embedding coverage, size on disk."""
-        stats = self.store.stats()
-        turns = self.store.count(kinds=TURN_KINDS)
-        stats["turns"] = turns
-        stats["pending_digests"] = self.pending_count()  # 0 when summaries are off
-        stats["token_counter"] = self.counter.name
-        stats["settings"] = {
-            "enable_summary": self.settings.enable_summary,
-            "summary_mode": self.settings.summary_mode,
-            "summarizer": self.settings.summarizer,
-            "enable_embeddings": self.settings.enable_embeddings,
-            "max_tokens": self.settings.max_tokens,
-        }
-        stats["worker"] = self._worker_status()
-        return stats
+        return self._upkeep.stats(self.counter.name, self._worker_status())
 
     def _worker_status(self) -> dict[str, Any] | None:
         """The background worker's :meth:`~pmm.worker.BackgroundWorker.status` (a dead
@@ -434,152 +337,10 @@ class Mind:
     # -- internals -------------------------------------------------------------------
 
     def _session(self, session_id: str | None) -> str:
-        session = self.settings.session_id if session_id is None else session_id
-        if not isinstance(session, str) or not session.strip():
-            raise InvalidInputError(f"session_id must be a non-empty string, got {session!r}")
-        try:
-            session.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInputError(
-                f"session_id {session!r} holds a lone surrogate, which UTF-8 cannot store"
-            ) from None
-        return session
-
-    def _new_session_state(self) -> _SessionState:
-        return _SessionState(facts=FactBook(nlp=self.settings.facts_nlp))
-
-    def _state(self, session: str) -> tuple[int, list[str]]:
-        """This session's clear marker and key facts, brought up to date with new events.
-
-        Facts are rebuilt from scratch when a turn of the session was redacted, so erased
-        text does not live on in the prompt.
-        """
-        with self._lock:
-            state = self._sessions.setdefault(session, self._new_session_state())
-            new = self.store.events(
-                session_id=session,
-                kinds=("prompt", CLEAR_KIND, REDACTION_KIND),
-                after_id=state.scanned_upto,
-            )
-            seen_upto = max((e.id for e in new), default=state.scanned_upto)
-            if any(e.kind == REDACTION_KIND for e in new):
-                state = self._sessions[session] = self._new_session_state()
-                new = self.store.events(
-                    session_id=session, kinds=("prompt", CLEAR_KIND), before_id=seen_upto + 1
-                )
-            # Consolidation hook: statements a newer one superseded are not key facts.
-            replaced = self.store.edge_sources(
-                (e.id for e in new if e.kind == "prompt"), SUPERSEDES_EDGE
-            )
-            for event in new:
-                if event.id in replaced:
-                    continue
-                if event.kind == CLEAR_KIND:
-                    state.clear_after = event.id
-                    state.facts.clear()
-                elif event.kind == "prompt":
-                    role, text = turn_role(event)
-                    if role == "user":
-                        state.facts.add(text)
-            state.scanned_upto = seen_upto
-            return state.clear_after, state.facts.lines()
-
-    def _history_window(
-        self, session: str, clear_after: int, budget: int
-    ) -> tuple[list[Turn], bool]:
-        """Newest turns first, read page by page until they would fill ``budget``; the flag
-        says whether the window holds every turn since the clear marker."""
-        turns: list[Turn] = []
-        spent = 0
-        before: int | None = None
-        use_summaries = self.settings.enable_summary
-        raw_turns = self.settings.raw_turns
-        page = 64
-        while spent < budget:
-            rows = self.store.turn_rows(
-                session_id=session,
-                kinds=TURN_KINDS,
-                after_id=clear_after,
-                before_id=before,
-                limit=page,
-            )
-            for row in rows:
-                role, text = turn_role(row)
-                summarized = False
-                if use_summaries and len(turns) >= raw_turns and row.summary:
-                    summary = without_speaker(role, row.summary)
-                    if len(summary) < len(text):
-                        text, summarized = summary, True
-                turns.append(Turn(role, text, row.id, row.ts, row.session_id, summarized))
-                spent += self.counter.count(text) + 4
-                if spent >= budget:
-                    return turns, False
-            if len(rows) < page:
-                return turns, True
-            before = rows[-1].id
-        return turns, False
-
-    def _topic_lines(self, session: str, clear_after: int) -> list[str]:
-        """The most frequent keywords of this session's digested turns (a "Topics" line)."""
-        events = self.store.events(
-            session_id=session,
-            kinds=TURN_KINDS,
-            after_id=clear_after,
-            newest_first=True,
-            limit=200,
-        )
-        counts: Counter[str] = Counter()
-        for event in events:
-            counts.update({k.strip(): 1 for k in event.keywords if k.strip()})
-        top = [k for k, n in counts.most_common(8) if n > 1 or len(counts) <= 8]
-        return [f"Topics: {', '.join(top)}"] if top else []
-
-    def _memories(
-        self, query: str, session: str, clear_after: int, window: list[Turn]
-    ) -> list[Turn]:
-        """Older turns relevant to ``query`` that are not in the recent window."""
-        seen = {t.event_id for t in window}
-        scope_all = self.settings.recall_scope == "all"
-        # Indexing new turns costs a write; within one session it can wait while every turn
-        # not yet indexed is in the window anyway (the background worker and dream index).
-        sync = scope_all or not seen or self.store.search_index_upto() < min(seen) - 1
-        hits = self._get_recaller().recall(
-            query,
-            self.settings.recall_k * 2,  # some may predate this session's clear marker
-            session_id=None if scope_all else session,
-            mode=self._default_mode,
-            exclude_ids=seen,
-            sync_index=sync,
-        )
-        memories: list[Turn] = []
-        for hit in hits:
-            event = hit.event
-            if event.id in seen or (event.session_id == session and event.id <= clear_after):
-                continue
-            role, text = turn_role(event)
-            if self.settings.enable_summary and event.summary:
-                text = without_speaker(role, event.summary)
-            memories.append(
-                Turn(role, text, event.id, event.ts, event.session_id, bool(event.summary))
-            )
-            if len(memories) >= self.settings.recall_k:
-                break
-        return memories
+        return checked_session(session_id, self.settings.session_id)
 
     def _get_recaller(self) -> Recaller:
-        with self._lock:
-            if self._recaller is None:
-                from .recall import Recaller
-
-                self._recaller = Recaller(
-                    self.store,
-                    self.embedder,
-                    weights=self._recall_weights,
-                    summaries=self.settings.recall_summaries and self.settings.enable_summary,
-                    summary_prior=self.settings.summary_prior,
-                    summary_children=self.settings.summary_children,
-                )
-            return self._recaller
+        return self._contexts.recaller()
 
     # -- message ids (LangChain v1 middleware) -----------------------------------------
 
@@ -610,10 +371,9 @@ class Mind:
         Digesting and embedding wait while it runs, so no digest or vector of the erased
         text is written back afterwards; the context and recall drop the events at once.
         """
-        with self._processor.lock:
-            return self.store.forget(
-                event_ids=event_ids, session_id=session_id, match=match, reason=reason
-            )
+        return self._upkeep.forget(
+            event_ids=event_ids, session_id=session_id, match=match, reason=reason
+        )
 
     def compress(
         self, after: str | int | None = None, *, dry_run: bool = False, retrain: bool = False
@@ -625,20 +385,7 @@ class Mind:
 
             mind.compress("30d").compressed            # texts compressed now
         """
-        after = self.settings.compress_after if after is None else after
-        if after is None or after == "":
-            raise InvalidInputError(
-                "compression is off: pass after= (a count like 1000 or an age like 30d) "
-                "or set PMM_COMPRESS_AFTER"
-            )
-        compress = getattr(self.store, "compress", None)
-        if compress is None:
-            raise UnsupportedOperationError(
-                f"{type(self.store).__name__} does not compress text (SQLite files do)"
-            )
-        with self._processor.lock:
-            report: CompressionReport = compress(after, dry_run=dry_run, retrain=retrain)
-            return report
+        return self._upkeep.compress(after, dry_run=dry_run, retrain=retrain)
 
     def compact(
         self,
@@ -652,8 +399,7 @@ class Mind:
 
             mind.compact(older_than="30d", dry_run=True).compacted   # what would go
         """
-        with self._processor.lock:
-            return self.store.compact(older_than=older_than, session_id=session_id, dry_run=dry_run)
+        return self._upkeep.compact(older_than=older_than, session_id=session_id, dry_run=dry_run)
 
     # -- consolidation hooks (logic in pmm/consolidate.py, pmm/contradictions.py) -----
 
@@ -662,88 +408,11 @@ class Mind:
         """True when a pause is worth a dream: ``dream_threshold`` turns wait for a digest
         or for their session summary, or ``dream_max_pending`` turns wait for a digest or a
         vector. Always False while summaries and embeddings are off."""
-        if not self._derived_enabled:
-            return False
-        from .dream_policy import should_dream
-
-        embedder = self.embedder
-        vectors = (
-            self.store.count_unembedded(embedder.model_name, kinds=TURN_KINDS) if embedder else 0
-        )
-        return should_dream(
-            self.store, self.settings, pending_digests=self.pending_count(), pending_vectors=vectors
-        )
+        return self._derived_enabled and self._upkeep.should_dream()
 
     def _consolidate(self) -> tuple[SummaryReport, ContradictionReport, int]:
         """Dream's consolidation step (pmm/dream_policy.py); a no-op with summaries off."""
-        from .dream_policy import consolidate
-
-        with self._processor.lock:
-            chat = self._chat_model() if self.settings.enable_summary else None
-            summaries, contradictions, vectors = consolidate(
-                self.store, self.settings, chat, self.embedder
-            )
-        if contradictions.superseded:
-            with self._lock:
-                self._sessions.clear()  # key facts are rebuilt without superseded statements
-        return summaries, contradictions, vectors
-
-    def _current_summary(self, session: str, clear_after: int) -> Event | None:
-        if not (self.settings.enable_summary and self.settings.session_summaries):
-            return None
-        from .consolidate import current_summary
-
-        summary = current_summary(self.store, session)
-        if summary is None or int(summary.meta.get("covers_from", 0)) <= clear_after:
-            return None
-        return summary
-
-    def _summary_lines(
-        self, session: str, clear_after: int, complete: bool, linked: int
-    ) -> list[tuple[str, int]]:
-        """``(bullet, first cited id)`` of the stored session summary, when the window does
-        not hold every turn (or ``linked`` turns are asked for)."""
-        if complete and not linked:
-            return []
-        summary = self._current_summary(session, clear_after)
-        if summary is None:
-            return []
-        from .consolidate import summary_bullets
-
-        bullets = [b for b in summary_bullets(summary) if b.turns]
-        return [(b.text, -1 if linked else min(b.turns)) for b in bullets]
-
-    def _linked_memories(self, session: str, clear_after: int, query: str, k: int) -> list[Turn]:
-        """The ``k`` turns of the session summary that best match ``query``."""
-        summary = self._current_summary(session, clear_after)
-        if summary is None:
-            return []
-        from .consolidate import best_children
-
-        out = []
-        for event in best_children(self.store, summary, query, k):
-            role, text = turn_role(event)
-            if event.summary:
-                text = without_speaker(role, event.summary)
-            out.append(Turn(role, text, event.id, event.ts, event.session_id, bool(event.summary)))
-        return out
-
-    def _chat_model(self) -> Any:
-        """The chat model consolidation uses: the one passed in, else ChatOpenAI when the
-        summarizer is llm or auto and OPENAI_API_KEY is set; None = heuristics."""
-        if self._llm is not None:
-            return self._llm
-        from .dream_policy import default_chat_model
-        from .errors import PMMError
-
-        try:
-            self._llm = default_chat_model(self.settings)
-        except PMMError as exc:
-            if not self._warned_no_llm:
-                self._warned_no_llm = True
-                log.warning("consolidation runs without an llm (%s): using heuristics", exc)
-            return None
-        return self._llm
+        return self._upkeep.consolidate()
 
 
 def _release(store: EventLog, worker: BackgroundWorker | None) -> None:

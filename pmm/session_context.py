@@ -1,0 +1,340 @@
+"""The context of a session as :meth:`pmm.Mind.context` assembles it: what is read from the
+log (clear marker, key facts, the newest turns that fit, topics, relevant memories, the
+stored session summary) before :func:`pmm.context.assemble` fits it into the budget.
+
+    weights = recall_weights(settings)              # checks the recall settings
+    contexts = SessionContexts(store, settings, counter, weights=weights, embedder=get_embedder)
+    session = checked_session("alice", settings.session_id)
+    ctx = contexts.context(session, query="where do I live?", budget_tokens=500)
+    clear_after, facts = contexts.state(session)   # clear marker id, key-fact lines
+    contexts.history(session, limit=10)             # turns since the clear, oldest first
+    contexts.recaller().recall("Lisbon", 5)         # the one recaller (built on first use)
+    contexts.forget_facts()    # consolidation superseded statements: rebuild key facts
+
+What has been read of each session is kept and brought up to date incrementally.
+``settings`` may be replaced between calls (the recaller keeps those it was built with).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .context import Context, Turn, assemble
+from .errors import ConfigurationError, InvalidInputError
+from .facts import FactBook
+from .roles import without_speaker
+from .turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
+
+if TYPE_CHECKING:
+    from .embed import Embedder
+    from .recall import Recaller
+    from .records import Event
+    from .settings import Settings
+    from .storage import EventLog
+    from .tokens import TokenCounter
+
+
+def checked_session(session_id: str | None, default: str) -> str:
+    """``session_id`` (None = ``default``), checked: a non-empty string UTF-8 can store."""
+    session = default if session_id is None else session_id
+    if not isinstance(session, str) or not session.strip():
+        raise InvalidInputError(f"session_id must be a non-empty string, got {session!r}")
+    try:
+        session.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            f"session_id {session!r} holds a lone surrogate, which UTF-8 cannot store"
+        ) from None
+    return session
+
+
+def recall_weights(settings: Settings) -> dict[str, float]:
+    """The ranker weights of ``PMM_RECALL_WEIGHTS``, once the recall settings are checked."""
+    from .recall import parse_weights
+
+    weights = parse_weights(settings.recall_weights)
+    if settings.recall_window > 20:
+        raise ConfigurationError(
+            f"PMM_RECALL_WINDOW={settings.recall_window} is not valid: use 0..20 turns"
+        )
+    return weights
+
+
+def default_recall_mode(settings: Settings) -> str:
+    """Recall's mode when none is asked for: hybrid with embeddings on, else keyword."""
+    return "hybrid" if settings.enable_embeddings else "keyword"
+
+
+@dataclass
+class _SessionState:
+    """What has been read of one session so far (refreshed incrementally)."""
+
+    scanned_upto: int = 0
+    clear_after: int = 0
+    facts: FactBook = field(default_factory=FactBook)
+
+
+class SessionContexts:
+    """Builds the :class:`~pmm.context.Context` of any session of one log, and holds the
+    recaller it shares with :meth:`pmm.Mind.recall` (``weights`` from
+    :func:`recall_weights`; ``embedder`` is called when the recaller is built)."""
+
+    def __init__(
+        self,
+        store: EventLog,
+        settings: Settings,
+        counter: TokenCounter,
+        *,
+        weights: dict[str, float],
+        embedder: Callable[[], Embedder | None],
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.counter = counter
+        self._weights = weights
+        self._embedder = embedder
+        self._recaller: Recaller | None = None
+        self._sessions: dict[str, _SessionState] = {}
+        self._lock = threading.RLock()
+
+    def context(
+        self,
+        session: str,
+        query: str | None = None,
+        budget_tokens: int | None = None,
+        *,
+        human_prefix: str = "Human",
+        ai_prefix: str = "AI",
+        as_messages: bool = False,
+        linked_turns: int = 0,
+    ) -> Context:
+        """The compact, role-labelled memory of ``session`` (see :meth:`pmm.Mind.context`)."""
+        budget = self.settings.max_tokens if budget_tokens is None else budget_tokens
+        if budget < 0:
+            raise InvalidInputError(f"budget_tokens must be >= 0, got {budget}")
+        clear_after, facts = self.state(session)
+        window, complete = self._history_window(session, clear_after, budget)
+        if self.settings.enable_summary:
+            facts += self._topic_lines(session, clear_after)
+        # Recall runs only when there is something older than the window to find.
+        look_back = not complete or self.settings.recall_scope == "all"
+        memories: list[Turn] = []
+        # Consolidation hook: the stored session summary stands for turns that do not fit.
+        summary = self._summary_lines(session, clear_after, complete, linked_turns)
+        if linked_turns > 0:
+            memories = self._linked_memories(session, clear_after, query or "", linked_turns)
+        elif query and query.strip() and self.settings.recall_k and look_back:
+            memories = self._memories(query, session, clear_after, window)
+        return assemble(
+            session_id=session,
+            history=window,
+            budget=budget,
+            counter=self.counter,
+            facts=facts,
+            memories=memories,
+            human_prefix=human_prefix,
+            ai_prefix=ai_prefix,
+            as_messages=as_messages,
+            summary=summary,
+        )
+
+    def state(self, session: str) -> tuple[int, list[str]]:
+        """This session's clear marker and key facts, brought up to date with new events.
+
+        Facts are rebuilt from scratch when a turn of the session was redacted, so erased
+        text does not live on in the prompt.
+        """
+        with self._lock:
+            state = self._sessions.setdefault(session, self._new_state())
+            new = self.store.events(
+                session_id=session,
+                kinds=("prompt", CLEAR_KIND, REDACTION_KIND),
+                after_id=state.scanned_upto,
+            )
+            seen_upto = max((e.id for e in new), default=state.scanned_upto)
+            if any(e.kind == REDACTION_KIND for e in new):
+                state = self._sessions[session] = self._new_state()
+                new = self.store.events(
+                    session_id=session, kinds=("prompt", CLEAR_KIND), before_id=seen_upto + 1
+                )
+            # Consolidation hook: statements a newer one superseded are not key facts.
+            replaced = self.store.edge_sources(
+                (e.id for e in new if e.kind == "prompt"), SUPERSEDES_EDGE
+            )
+            for event in new:
+                if event.id in replaced:
+                    continue
+                if event.kind == CLEAR_KIND:
+                    state.clear_after = event.id
+                    state.facts.clear()
+                elif event.kind == "prompt":
+                    role, text = turn_role(event)
+                    if role == "user":
+                        state.facts.add(text)
+            state.scanned_upto = seen_upto
+            return state.clear_after, state.facts.lines()
+
+    def history(
+        self, session: str, *, limit: int | None = None, kinds: Sequence[str] = TURN_KINDS
+    ) -> list[Event]:
+        """This session's turns since its last clear, oldest first (``limit`` = newest N)."""
+        clear_after, _ = self.state(session)
+        events = self.store.events(
+            session_id=session,
+            kinds=kinds,
+            after_id=clear_after,
+            newest_first=True,
+            limit=limit,
+        )
+        events.reverse()
+        return events
+
+    def recaller(self) -> Recaller:
+        """The recaller of this log, built on first use from the settings of that moment."""
+        with self._lock:
+            if self._recaller is None:
+                from .recall import Recaller
+
+                self._recaller = Recaller(
+                    self.store,
+                    self._embedder(),
+                    weights=self._weights,
+                    summaries=self.settings.recall_summaries and self.settings.enable_summary,
+                    summary_prior=self.settings.summary_prior,
+                    summary_children=self.settings.summary_children,
+                )
+            return self._recaller
+
+    def forget_facts(self) -> None:
+        """Drop what was read of every session: key facts are rebuilt on the next call."""
+        with self._lock:
+            self._sessions.clear()
+
+    def _new_state(self) -> _SessionState:
+        return _SessionState(facts=FactBook(nlp=self.settings.facts_nlp))
+
+    def _history_window(
+        self, session: str, clear_after: int, budget: int
+    ) -> tuple[list[Turn], bool]:
+        """Newest turns first, read page by page until they would fill ``budget``; the flag
+        says whether the window holds every turn since the clear marker."""
+        turns: list[Turn] = []
+        spent = 0
+        before: int | None = None
+        use_summaries = self.settings.enable_summary
+        raw_turns = self.settings.raw_turns
+        page = 64
+        while spent < budget:
+            rows = self.store.turn_rows(
+                session_id=session,
+                kinds=TURN_KINDS,
+                after_id=clear_after,
+                before_id=before,
+                limit=page,
+            )
+            for row in rows:
+                role, text = turn_role(row)
+                summarized = False
+                if use_summaries and len(turns) >= raw_turns and row.summary:
+                    summary = without_speaker(role, row.summary)
+                    if len(summary) < len(text):
+                        text, summarized = summary, True
+                turns.append(Turn(role, text, row.id, row.ts, row.session_id, summarized))
+                spent += self.counter.count(text) + 4
+                if spent >= budget:
+                    return turns, False
+            if len(rows) < page:
+                return turns, True
+            before = rows[-1].id
+        return turns, False
+
+    def _topic_lines(self, session: str, clear_after: int) -> list[str]:
+        """The most frequent keywords of this session's digested turns (a "Topics" line)."""
+        events = self.store.events(
+            session_id=session,
+            kinds=TURN_KINDS,
+            after_id=clear_after,
+            newest_first=True,
+            limit=200,
+        )
+        counts: Counter[str] = Counter()
+        for event in events:
+            counts.update({k.strip(): 1 for k in event.keywords if k.strip()})
+        top = [k for k, n in counts.most_common(8) if n > 1 or len(counts) <= 8]
+        return [f"Topics: {', '.join(top)}"] if top else []
+
+    def _memories(
+        self, query: str, session: str, clear_after: int, window: list[Turn]
+    ) -> list[Turn]:
+        """Older turns relevant to ``query`` that are not in the recent window."""
+        seen = {t.event_id for t in window}
+        scope_all = self.settings.recall_scope == "all"
+        # Indexing new turns costs a write; within one session it can wait while every turn
+        # not yet indexed is in the window anyway (the background worker and dream index).
+        sync = scope_all or not seen or self.store.search_index_upto() < min(seen) - 1
+        hits = self.recaller().recall(
+            query,
+            self.settings.recall_k * 2,  # some may predate this session's clear marker
+            session_id=None if scope_all else session,
+            mode=default_recall_mode(self.settings),
+            exclude_ids=seen,
+            sync_index=sync,
+        )
+        memories: list[Turn] = []
+        for hit in hits:
+            event = hit.event
+            if event.id in seen or (event.session_id == session and event.id <= clear_after):
+                continue
+            role, text = turn_role(event)
+            if self.settings.enable_summary and event.summary:
+                text = without_speaker(role, event.summary)
+            memories.append(
+                Turn(role, text, event.id, event.ts, event.session_id, bool(event.summary))
+            )
+            if len(memories) >= self.settings.recall_k:
+                break
+        return memories
+
+    def _current_summary(self, session: str, clear_after: int) -> Event | None:
+        if not (self.settings.enable_summary and self.settings.session_summaries):
+            return None
+        from .consolidate import current_summary
+
+        summary = current_summary(self.store, session)
+        if summary is None or int(summary.meta.get("covers_from", 0)) <= clear_after:
+            return None
+        return summary
+
+    def _summary_lines(
+        self, session: str, clear_after: int, complete: bool, linked: int
+    ) -> list[tuple[str, int]]:
+        """``(bullet, first cited id)`` of the stored session summary, when the window does
+        not hold every turn (or ``linked`` turns are asked for)."""
+        if complete and not linked:
+            return []
+        summary = self._current_summary(session, clear_after)
+        if summary is None:
+            return []
+        from .consolidate import summary_bullets
+
+        bullets = [b for b in summary_bullets(summary) if b.turns]
+        return [(b.text, -1 if linked else min(b.turns)) for b in bullets]
+
+    def _linked_memories(self, session: str, clear_after: int, query: str, k: int) -> list[Turn]:
+        """The ``k`` turns of the session summary that best match ``query``."""
+        summary = self._current_summary(session, clear_after)
+        if summary is None:
+            return []
+        from .consolidate import best_children
+
+        out = []
+        for event in best_children(self.store, summary, query, k):
+            role, text = turn_role(event)
+            if event.summary:
+                text = without_speaker(role, event.summary)
+            out.append(Turn(role, text, event.id, event.ts, event.session_id, bool(event.summary)))
+        return out
