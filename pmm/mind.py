@@ -15,7 +15,6 @@ argument wins over the environment, which wins over ``.env`` and the defaults.
 
 from __future__ import annotations
 
-import logging
 import weakref
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -50,8 +49,6 @@ if TYPE_CHECKING:
     from .recall import Recaller
     from .storage.sqlite.compression import CompressionReport
     from .worker import BackgroundWorker
-
-log = logging.getLogger(__name__)
 
 
 class Mind:
@@ -91,13 +88,13 @@ class Mind:
             window_radius=settings.recall_window,
         )
         self.counter: TokenCounter = get_token_counter()
-        self._worker: BackgroundWorker | None = None
         self._closed = False
-        self._processor = Processor(
+        self._processor = processor = Processor(
             self.store, settings, llm=llm, digester=digester, embedder=embedder
         )
+        # The parts never refer back to this Mind, so dropping it releases the worker.
         self._contexts = SessionContexts(
-            self.store, settings, self.counter, weights=weights, embedder=lambda: self.embedder
+            self.store, settings, self.counter, weights=weights, embedder=lambda: processor.embedder
         )
         self._upkeep = Upkeep(
             self.store,
@@ -106,13 +103,7 @@ class Mind:
             llm=llm,
             on_superseded=self._contexts.forget_facts,
         )
-        if self._derived_enabled and settings.summary_mode == "background":
-            from .worker import BackgroundWorker
-
-            self._worker = BackgroundWorker(
-                self.process_pending, name="pmm-digest", flush_timeout=settings.flush_timeout
-            )
-            self._worker.wake()  # events left pending by an earlier process
+        self._worker = self._processor.start_worker(self.process_pending)
         # A Mind dropped without close() still releases its thread and file when collected
         # (at interpreter exit the worker's own hook flushes instead).
         self._finalizer = weakref.finalize(self, _release, self.store, self._worker)
@@ -203,10 +194,7 @@ class Mind:
                 kind_for_role(entry.role)  # validates the role
         events = self.store.append_many(entries)
         if self._derived_enabled:
-            if self.settings.summary_mode == "inline":
-                self._processor.process_events(events)
-            elif self._worker is not None:
-                self._worker.wake()
+            self._processor.appended(events, inline=self.settings.summary_mode == "inline")
         return events
 
     def clear(self, session_id: str | None = None) -> Event:
@@ -274,12 +262,12 @@ class Mind:
         if session_id is not None:
             session_id = self._session(session_id)
         return self._get_recaller().recall(
-            query, k, session_id=session_id, mode=mode or self._default_mode, kinds=kinds
+            query,
+            k,
+            session_id=session_id,
+            mode=mode or default_recall_mode(self.settings),
+            kinds=kinds,
         )
-
-    @property
-    def _default_mode(self) -> str:
-        return default_recall_mode(self.settings)
 
     # -- derived data ----------------------------------------------------------------
 
@@ -323,16 +311,8 @@ class Mind:
 
     def stats(self) -> dict[str, Any]:
         """Counts by kind/session/role, digest and embedding coverage, size on disk."""
-        return self._upkeep.stats(self.counter.name, self._worker_status())
-
-    def _worker_status(self) -> dict[str, Any] | None:
-        """The background worker's :meth:`~pmm.worker.BackgroundWorker.status` (a dead
-        thread is restarted first and counted in ``restarts``); None without a worker."""
-        if self._worker is None:
-            return None
-        if not self._closed:
-            self._worker.revive()
-        return self._worker.status()
+        worker = self._processor.worker_status(revive=not self._closed)
+        return self._upkeep.stats(self.counter.name, worker)
 
     # -- internals -------------------------------------------------------------------
 

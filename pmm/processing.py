@@ -4,6 +4,9 @@ mode and the background worker, for one Mind.
     processor = Processor(store, settings)          # backends from the settings
     digested, embedded, methods = processor.run(limit=None, progress=None)
     processor.process_events(new_events)     # inline mode: right after an append
+    worker = processor.start_worker(one_batch)   # background mode: the digest thread
+    processor.appended(new_events, inline=False)  # inline: process them; else wake it
+    processor.worker_status(revive=True)         # None without a worker
 
 The digester and embedder are built on first use (``digester``/``embedder`` passed in
 replace them).
@@ -17,7 +20,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .turns import TURN_KINDS, turn_role
 
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from .records import Event
     from .settings import Settings
     from .storage import EventLog
+    from .worker import BackgroundWorker
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,7 @@ class Processor:
         self._embedder = embedder
         self._build_lock = threading.Lock()
         self.lock = threading.Lock()
+        self.worker: BackgroundWorker | None = None
 
     @property
     def digester(self) -> Digester:
@@ -140,6 +145,40 @@ class Processor:
                 exc,
                 [e.id for e in turns],
             )
+
+    def start_worker(self, work: Callable[[], int]) -> BackgroundWorker | None:
+        """Background mode (summaries or embeddings on): start the thread that runs
+        ``work`` (one batch) when woken, woken now for what an earlier process left
+        pending. None, and no thread, in the other modes."""
+        settings = self.settings
+        derived = settings.enable_summary or settings.enable_embeddings
+        if not derived or settings.summary_mode != "background":
+            return None
+        from .worker import BackgroundWorker
+
+        self.worker = BackgroundWorker(
+            work, name="pmm-digest", flush_timeout=settings.flush_timeout
+        )
+        self.worker.wake()  # events left pending by an earlier process
+        return self.worker
+
+    def appended(self, events: Sequence[Event], *, inline: bool) -> None:
+        """New events are stored: digest and embed them now (``inline``), or wake the
+        background worker if there is one."""
+        if inline:
+            self.process_events(events)
+        elif self.worker is not None:
+            self.worker.wake()
+
+    def worker_status(self, *, revive: bool) -> dict[str, Any] | None:
+        """The background worker's :meth:`~pmm.worker.BackgroundWorker.status` (with
+        ``revive``, a dead thread is restarted first and counted in ``restarts``); None
+        without a worker."""
+        if self.worker is None:
+            return None
+        if revive:
+            self.worker.revive()
+        return self.worker.status()
 
     def _embed_pending(self, limit: int) -> int:
         """Embed up to ``limit`` turns without a vector. With summaries on, a turn is
