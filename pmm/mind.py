@@ -75,12 +75,7 @@ class Mind:
             settings = settings.with_(**({"db_path": db_path} if db_path else {}), **overrides)
         self._settings = settings
         weights = recall_weights(settings)
-        if settings.enable_embeddings and embedder is None:
-            from .embed import build_embedder
-
-            # Cheap (the model loads on first use), and a missing [embeddings] extra fails
-            # here, with one line saying what to install, not later in the worker.
-            embedder = build_embedder(settings)
+        embedder = Processor.early_embedder(settings, embedder)  # before a file is opened
         self.store: EventLog = open_store(
             settings.db_url or settings.db_path,
             max_content_bytes=settings.max_content_bytes,

@@ -1,15 +1,16 @@
 """Digesting and embedding pending turns: the work behind :meth:`pmm.Mind.dream`, inline
 mode and the background worker, for one Mind.
 
-    processor = Processor(store, settings)          # backends from the settings
+    embedder = Processor.early_embedder(settings, None)  # a missing extra fails here
+    processor = Processor(store, settings, embedder=embedder)
     digested, embedded, methods = processor.run(limit=None, progress=None)
-    processor.process_events(new_events)     # inline mode: right after an append
-    worker = processor.start_worker(one_batch)   # background mode: the digest thread
+    processor.process_events(new_events)        # inline mode: right after an append
+    worker = processor.start_worker(one_batch)  # background mode: the digest thread
     processor.appended(new_events, inline=False)  # inline: process them; else wake it
-    processor.worker_status(revive=True)         # None without a worker
+    processor.worker_status(revive=True)        # None without a worker
 
-The digester and embedder are built on first use (``digester``/``embedder`` passed in
-replace them).
+The digester and embedder are built on first use unless passed in (``early_embedder``
+builds the embedder up front; its model still loads on first use).
 ``lock`` serializes this work with erasure and compaction, so no digest or vector of erased
 text is written back.
 """
@@ -57,6 +58,17 @@ class Processor:
         self._build_lock = threading.Lock()
         self.lock = threading.Lock()
         self.worker: BackgroundWorker | None = None
+
+    @staticmethod
+    def early_embedder(settings: Settings, embedder: Embedder | None) -> Embedder | None:
+        """``embedder``, else with embeddings on the one the settings pick, built now."""
+        if settings.enable_embeddings and embedder is None:
+            from .embed import build_embedder
+
+            # Cheap (the model loads on first use), and a missing [embeddings] extra fails
+            # here, with one line saying what to install, not later in the worker.
+            embedder = build_embedder(settings)
+        return embedder
 
     @property
     def digester(self) -> Digester:
