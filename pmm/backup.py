@@ -16,22 +16,17 @@ Usage::
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import DatabaseError, IntegrityError, InvalidInputError
+from .errors import IntegrityError, InvalidInputError
 from .hashing import HASH_VERSION, LEGACY_HASH_VERSION, chain_payload, legacy_hash, sha256_hex
 from .records import VerifyReport
-from .store import EventStore
-
-_EVENT_COLUMNS = (
-    "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
-    " hash_version, summary, keywords, digest_method"
-)
+from .storage.sqlite import EventStore
+from .storage.sqlite.backup import copy_file, page_check, remove_files, salvage, write_salvaged
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +105,15 @@ def backup(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> Ba
         raise InvalidInputError(f"{dst} exists: pick a new file name for the backup")
     started = time.perf_counter()
     partial = dst.with_name(dst.name + ".partial")
-    _copy(src, str(partial))
+    copy_file(src, str(partial))
     try:
         with EventStore(partial) as copy:
             report = copy.verify()
     except BaseException:
-        _remove(partial)
+        remove_files(partial)
         raise
     if not report.ok:
-        _remove(partial)
+        remove_files(partial)
         raise IntegrityError(
             f"the copy of {src} does not verify at event {report.first_bad_id}: "
             f"{report.reason}; no backup was written (try `pmm recover`)"
@@ -141,8 +136,8 @@ def restore(
         raise InvalidInputError(f"no backup at {src}")
     started = time.perf_counter()
     staged = dst + ".restoring"
-    _remove(staged)
-    _copy(src, staged)
+    remove_files(staged)
+    copy_file(src, staged)
     try:
         with EventStore(staged) as copy:
             report = copy.verify()
@@ -153,10 +148,10 @@ def restore(
             )
         if Path(dst).exists():
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-            _copy(dst, f"{dst}.before-restore-{stamp}")
-        _copy(staged, dst)
+            copy_file(dst, f"{dst}.before-restore-{stamp}")
+        copy_file(staged, dst)
     finally:
-        _remove(staged)
+        remove_files(staged)
     return BackupReport(src, dst, Path(dst).stat().st_size, time.perf_counter() - started, report)
 
 
@@ -164,15 +159,8 @@ def check(path: str | os.PathLike[str], *, full: bool = False) -> CheckReport:
     """SQLite's check of every page: ``PRAGMA quick_check`` (or ``integrity_check`` when
     ``full``). Never raises for a damaged file: the damage is the report."""
     pragma = "integrity_check" if full else "quick_check"
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = [r[0] for r in conn.execute(f"PRAGMA {pragma}(100)")]
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        return CheckReport(str(path), pragma, False, [str(exc)])
-    return CheckReport(str(path), pragma, rows == ["ok"], [] if rows == ["ok"] else rows)
+    ok, problems = page_check(str(path), pragma)
+    return CheckReport(str(path), pragma, ok, problems)
 
 
 def recover(broken: str | os.PathLike[str], target: str | os.PathLike[str]) -> RecoveryReport:
@@ -188,42 +176,13 @@ def recover(broken: str | os.PathLike[str], target: str | os.PathLike[str]) -> R
         raise InvalidInputError(f"no file at {src}")
     if Path(dst).exists():
         raise InvalidInputError(f"{dst} exists: recover into a new file")
-    try:
-        conn = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-        conn.execute("SELECT 1 FROM events LIMIT 0")
-    except sqlite3.Error as exc:
-        raise DatabaseError(
-            f"{src} cannot be read at all ({exc}): its first page (the schema) is damaged; "
-            "`sqlite3 BROKEN.db .recover` may still find rows"
-        ) from exc
     errors: list[str] = []
-    try:
-        rows, failed = _salvage_events(conn, errors)
-        edges = _salvage_all(conn, "SELECT src, dst, kind FROM edges", errors)
-        vectors = _salvage_all(conn, "SELECT event_id, model, dim, vector FROM embeddings", errors)
-    finally:
-        conn.close()
+    rows, failed, edges, vectors = salvage(src, errors)
     rows.sort(key=lambda r: r[0])
     ids = {r[0] for r in rows}
     lost = sorted(set(range(1, max(ids, default=0) + 1)) - ids | set(failed))
     unverified, broken_links = _check_rows(rows)
-    with EventStore(dst) as store:
-        with store._write() as wconn:
-            wconn.executemany(
-                f"INSERT INTO events({_EVENT_COLUMNS}) VALUES ({','.join('?' * 14)})", rows
-            )
-            wconn.executemany(
-                "INSERT OR IGNORE INTO edges(src, dst, kind) SELECT ?, ?, ?"
-                " WHERE ?1 IN (SELECT id FROM events) AND ?2 IN (SELECT id FROM events)",
-                edges,
-            )
-            wconn.executemany(
-                "INSERT OR IGNORE INTO embeddings(event_id, model, dim, vector)"
-                " SELECT ?, ?, ?, ? WHERE ?1 IN (SELECT id FROM events)",
-                vectors,
-            )
-        store.sync_search_index()
-        report = store.verify()
+    report = write_salvaged(dst, rows, edges, vectors)
     return RecoveryReport(
         src,
         dst,
@@ -240,67 +199,6 @@ def recover(broken: str | os.PathLike[str], target: str | os.PathLike[str]) -> R
 
 
 # -- internals -------------------------------------------------------------------------
-
-
-def _copy(source: str, target: str) -> None:
-    """One-step online backup of ``source`` into ``target`` (created or overwritten)."""
-    try:
-        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-        try:
-            dst = sqlite3.connect(target)
-            try:
-                src.backup(dst)
-            finally:
-                dst.close()
-        finally:
-            src.close()
-    except sqlite3.Error as exc:
-        raise DatabaseError(f"could not copy {source} to {target}: {exc}") from exc
-
-
-def _remove(path: str | os.PathLike[str]) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
-
-
-def _salvage_events(
-    conn: sqlite3.Connection, errors: list[str]
-) -> tuple[list[tuple[Any, ...]], list[int]]:
-    try:
-        top = int(conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0)
-    except sqlite3.Error as exc:
-        errors.append(f"max(id) unreadable ({exc}): searching every id up to 2**40")
-        top = 2**40
-    rows: list[tuple[Any, ...]] = []
-    failed: list[int] = []
-    pending = [(1, top)] if top else []
-    while pending:
-        lo, hi = pending.pop()
-        try:
-            rows.extend(
-                conn.execute(
-                    f"SELECT {_EVENT_COLUMNS} FROM events WHERE id BETWEEN ? AND ?", (lo, hi)
-                ).fetchall()
-            )
-        except sqlite3.Error as exc:
-            if lo == hi:
-                failed.append(lo)
-                if len(errors) < 20:
-                    errors.append(f"event {lo}: {exc}")
-                continue
-            mid = (lo + hi) // 2
-            pending += [(mid + 1, hi), (lo, mid)]
-    return rows, failed
-
-
-def _salvage_all(conn: sqlite3.Connection, sql: str, errors: list[str]) -> list[tuple[Any, ...]]:
-    found: list[tuple[Any, ...]] = []
-    try:
-        for row in conn.execute(sql):
-            found.append(row)
-    except sqlite3.Error as exc:
-        errors.append(f"{sql.split(' FROM ')[1]}: kept {len(found)} rows, then {exc}")
-    return found
 
 
 def _check_rows(rows: list[tuple[Any, ...]]) -> tuple[list[int], list[int]]:

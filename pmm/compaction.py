@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .erasure import PROTECTED_KINDS, file_bytes, scrub
+from .erasure import file_bytes
 from .errors import InvalidInputError
-from .hashing import HASH_VERSION, sha256_hex
+from .hashing import sha256_hex
 from .records import Event, NewEvent
 
 if TYPE_CHECKING:
-    from .store import EventStore
+    from .storage.sqlite import EventStore
 
 COMPACTION_KIND = "compaction"
 _AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
@@ -96,44 +96,31 @@ def compact(
     cutoff = ((now or datetime.now(UTC)) - age).astimezone(UTC)
     cutoff_ts = cutoff.isoformat(timespec="microseconds")[:-6] + "Z"
     before = file_bytes(store.path)
-    sql = (
-        "SELECT id, summary, length(CAST(content AS BLOB)) FROM events"
-        " WHERE content IS NOT NULL AND summary IS NOT NULL AND digest_method IS NOT NULL"
-        f" AND digest_method != 'redacted' AND hash_version = ? AND ts < ?"
-        f" AND kind NOT IN ({','.join('?' * len(PROTECTED_KINDS))})"
-    )
-    params: list[Any] = [HASH_VERSION, cutoff_ts, *PROTECTED_KINDS]
-    if session_id is not None:
-        sql += " AND session_id = ?"
-        params.append(session_id)
     label = older_than if isinstance(older_than, str) else f"{age.total_seconds():g}s"
-    with store._lock, store._write() as conn:  # compaction is part of the storage layer
-        rows = conn.execute(sql + " ORDER BY id", params).fetchall()
-        ids = [r[0] for r in rows]
-        raw = sum(r[2] for r in rows)
-        marker = None
-        if rows and not dry_run:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                conn.execute(
-                    f"UPDATE events SET content = NULL WHERE id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                )
-            meta = {
-                "older_than": str(label),
-                "session_id": session_id,
-                "count": len(rows),
-                "ids": id_ranges(ids),
-                "summaries_sha256": summaries_digest((r[0], r[1]) for r in rows),
-            }
-            entry = store._check(
-                NewEvent(COMPACTION_KIND, f"compacted {len(rows)} events", None, "system", meta)
-            )
-            marker = store._append_locked(conn, [entry])[0]
-            store.rebuild_search_indexes(conn)
-    if marker is not None:
-        scrub(store)
+    from .storage.sqlite.compaction import compact_rows
+
+    ids, raw, marker = compact_rows(
+        store,
+        cutoff_ts=cutoff_ts,
+        session_id=session_id,
+        dry_run=dry_run,
+        marker=lambda rows: compaction_marker(str(label), session_id, rows),
+    )
     return CompactionReport(ids, raw, marker, dry_run, before, file_bytes(store.path))
+
+
+def compaction_marker(label: str, session_id: str | None, rows: list[tuple[int, str]]) -> NewEvent:
+    """The chained ``compaction`` event recording that the raw text of ``rows``
+    (``(id, summary)``) was dropped: the ids as runs and one digest of their summaries."""
+    ids = [r[0] for r in rows]
+    meta = {
+        "older_than": label,
+        "session_id": session_id,
+        "count": len(rows),
+        "ids": id_ranges(ids),
+        "summaries_sha256": summaries_digest(rows),
+    }
+    return NewEvent(COMPACTION_KIND, f"compacted {len(rows)} events", None, "system", meta)
 
 
 def id_ranges(ids: Iterable[int]) -> list[list[int]]:
@@ -170,8 +157,6 @@ def check_compaction(store: EventStore, marker: Event) -> bool:
 
 def count_compacted(store: EventStore) -> int:
     """Rows whose raw text was compacted away (they keep a summary)."""
-    return int(
-        store._read("SELECT count(*) FROM events WHERE content IS NULL AND summary IS NOT NULL")[0][
-            0
-        ]
-    )
+    from .storage.sqlite.compaction import count_compacted as count_rows
+
+    return count_rows(store)

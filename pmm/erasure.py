@@ -33,17 +33,15 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import EventNotFoundError, InvalidInputError
-from .hashing import LEGACY_HASH_VERSION
+from .errors import InvalidInputError
 from .records import Event, NewEvent
 
 if TYPE_CHECKING:
-    from .store import EventStore
+    from .storage.sqlite import EventStore
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +49,6 @@ REDACTION_KIND = "redaction"
 PROTECTED_KINDS = ("redaction", "compaction")
 """Records of earlier erasures and compactions: they hold no text and are never erased."""
 SUMMARIZES = "SUMMARIZES"
-_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,18 +112,11 @@ def forget(
     if not ids and session_id is None and match is None:
         raise InvalidInputError("forget() needs event_ids, session_id or match")
     before = file_bytes(store.path)
-    with store._lock:  # erasure is part of the storage layer
-        conn = store._conn
-        secure = conn.execute("PRAGMA secure_delete").fetchone()[0]
-        conn.execute("PRAGMA secure_delete = ON")
-        try:
-            with store._write() as wconn:
-                targets, derived, skipped = _select(wconn, ids, session_id, match, require_text)
-                markers = _erase(store, wconn, targets, derived, reason)
-                store.rebuild_search_indexes(wconn)
-            truncated = scrub(store)
-        finally:
-            conn.execute(f"PRAGMA secure_delete = {int(secure)}")
+    from .storage.sqlite.erasure import erase
+
+    targets, derived, skipped, markers, truncated = erase(
+        store, ids, session_id, match, reason, require_text
+    )
     report = ErasureReport(
         erased=sorted(targets | derived),
         derived=sorted(derived),
@@ -142,33 +132,11 @@ def forget(
 
 
 def scrub(store: EventStore) -> bool:
-    """Rewrite the file without free pages (``VACUUM``) and empty the -wal file
-    (``wal_checkpoint(TRUNCATE)``); returns whether the -wal file was emptied.
+    """Rewrite the file without free pages and empty its -wal file; returns whether the
+    -wal file was emptied (see :func:`pmm.storage.sqlite.erasure.scrub`)."""
+    from .storage.sqlite.erasure import scrub as scrub_file
 
-    Call it with ``secure_delete`` on after erasing rows. Another connection reading the
-    file can keep the checkpoint from finishing: SQLite waits for it up to the busy
-    timeout, and then this returns False and logs one warning.
-    """
-    if store.path == ":memory:":
-        return True
-    with store._lock:
-        conn = store._conn
-        try:
-            conn.execute("VACUUM")
-            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        except sqlite3.Error as exc:
-            from .store import _translate
-
-            raise _translate(exc, store.path) from exc
-    if busy:
-        log.warning(
-            "%s: another connection is reading the file, so the rewritten pages could not "
-            "all be copied back and its -wal file emptied: until then the erased text may "
-            "remain in the file's free space. Close the other PMM processes and run "
-            "`pmm forget --scrub` to finish",
-            store.path,
-        )
-    return not busy
+    return scrub_file(store)
 
 
 def file_bytes(path: str) -> int:
@@ -180,6 +148,22 @@ def file_bytes(path: str) -> int:
         for suffix in ("", "-wal", "-shm")
         if os.path.exists(path + suffix)
     )
+
+
+def redaction_entries(sessions: dict[str | None, list[int]], reason: str) -> list[NewEvent]:
+    """The chained ``redaction`` events recording an erasure: one per session of the erased
+    ``{session: [ids]}``, ordered by their first id, holding the ids and the reason."""
+    entries = []
+    for session, ids in sorted(sessions.items(), key=lambda item: min(item[1])):
+        ids.sort()
+        meta: dict[str, Any] = (
+            {"target": ids[0], "reason": reason}
+            if len(ids) == 1
+            else {"targets": ids, "reason": reason}
+        )
+        text = f"redacted event {ids[0]}" if len(ids) == 1 else f"redacted {len(ids)} events"
+        entries.append(NewEvent(REDACTION_KIND, text, session, "system", meta))
+    return entries
 
 
 # -- internals -------------------------------------------------------------------------
@@ -196,136 +180,3 @@ def _checked_ids(event_ids: Iterable[int] | None) -> set[int]:
             raise InvalidInputError(f"event ids are positive ints, got {value!r}")
         ids.add(value)
     return ids
-
-
-def _in(ids: Sequence[object]) -> str:
-    return ",".join("?" * len(ids))
-
-
-def _chunks(ids: Iterable[int]) -> list[list[int]]:
-    ordered = sorted(ids)
-    return [ordered[i : i + _CHUNK] for i in range(0, len(ordered), _CHUNK)]
-
-
-def _select(
-    conn: sqlite3.Connection,
-    ids: set[int],
-    session_id: str | None,
-    match: str | None,
-    require_text: bool,
-) -> tuple[set[int], set[int], list[int]]:
-    """``(targets, derived summaries, skipped protected ids)`` under the write lock."""
-    rows: dict[int, tuple[str, int, bool]] = {}
-    for chunk in _chunks(ids):
-        for id_, kind, version, has_text in conn.execute(
-            f"SELECT id, kind, hash_version, content IS NOT NULL FROM events"
-            f" WHERE id IN ({_in(chunk)})",
-            chunk,
-        ):
-            rows[id_] = (kind, version, bool(has_text))
-    missing = sorted(ids - rows.keys())
-    if missing:
-        raise EventNotFoundError(f"no event with id {', '.join(map(str, missing[:10]))}")
-    protected = sorted(i for i, (kind, _, _) in rows.items() if kind in PROTECTED_KINDS)
-    if protected:
-        raise InvalidInputError(
-            f"events {protected} record earlier erasures or compactions and hold no text: "
-            "they are kept"
-        )
-    if require_text:
-        empty = sorted(i for i, (_, _, has_text) in rows.items() if not has_text)
-        if empty:
-            raise EventNotFoundError(f"no event with id {empty[0]} holding text to redact")
-    targets = set(ids)
-    skipped: set[int] = set()
-    kinds = _in(PROTECTED_KINDS)
-    if session_id is not None:
-        for id_, kind in conn.execute(
-            "SELECT id, kind FROM events WHERE session_id = ?", (session_id,)
-        ):
-            (skipped if kind in PROTECTED_KINDS else targets).add(id_)
-    if match is not None:
-        needle = match.casefold()
-        for id_, content, summary, keywords in conn.execute(
-            "SELECT id, content, summary, keywords FROM events"
-            f" WHERE kind NOT IN ({kinds})"
-            " AND (content IS NOT NULL OR summary IS NOT NULL OR keywords IS NOT NULL)",
-            PROTECTED_KINDS,
-        ):
-            if any(needle in (t or "").casefold() for t in (content, summary, keywords)):
-                targets.add(id_)
-    if not targets:
-        raise EventNotFoundError(
-            "nothing to forget: no event matched"
-            + (f" session {session_id!r}" if session_id is not None else "")
-            + (" the given text" if match is not None else "")
-        )
-    derived = _summaries_of(conn, targets) - targets
-    legacy = _legacy(conn, targets | derived)
-    if legacy:
-        raise InvalidInputError(
-            f"events {legacy[:10]} were written by the earlier PMM, whose hash covers the "
-            "text itself: erasing them would break the chain for good; nothing was erased"
-        )
-    return targets, derived, sorted(skipped)
-
-
-def _summaries_of(conn: sqlite3.Connection, targets: set[int]) -> set[int]:
-    found: set[int] = set()
-    for chunk in _chunks(targets):
-        found.update(
-            r[0]
-            for r in conn.execute(
-                f"SELECT DISTINCT src FROM edges WHERE kind = ? AND dst IN ({_in(chunk)})",
-                [SUMMARIZES, *chunk],
-            )
-        )
-    return found
-
-
-def _legacy(conn: sqlite3.Connection, ids: set[int]) -> list[int]:
-    found: list[int] = []
-    for chunk in _chunks(ids):
-        found.extend(
-            r[0]
-            for r in conn.execute(
-                f"SELECT id FROM events WHERE hash_version = ? AND id IN ({_in(chunk)})",
-                [LEGACY_HASH_VERSION, *chunk],
-            )
-        )
-    return sorted(found)
-
-
-def _erase(
-    store: EventStore,
-    conn: sqlite3.Connection,
-    targets: set[int],
-    derived: set[int],
-    reason: str,
-) -> list[Event]:
-    erased = targets | derived
-    sessions: dict[str | None, list[int]] = {}
-    for chunk in _chunks(erased):
-        for id_, session in conn.execute(
-            f"SELECT id, session_id FROM events WHERE id IN ({_in(chunk)})", chunk
-        ):
-            sessions.setdefault(session, []).append(id_)
-        marks = _in(chunk)
-        conn.execute(
-            "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
-            f" digest_method = 'redacted' WHERE id IN ({marks})",
-            chunk,
-        )
-        conn.execute(f"DELETE FROM embeddings WHERE event_id IN ({marks})", chunk)
-        conn.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", chunk * 2)
-    entries = []
-    for session, ids in sorted(sessions.items(), key=lambda item: min(item[1])):
-        ids.sort()
-        meta: dict[str, Any] = (
-            {"target": ids[0], "reason": reason}
-            if len(ids) == 1
-            else {"targets": ids, "reason": reason}
-        )
-        text = f"redacted event {ids[0]}" if len(ids) == 1 else f"redacted {len(ids)} events"
-        entries.append(store._check(NewEvent(REDACTION_KIND, text, session, "system", meta)))
-    return store._append_locked(conn, entries)

@@ -35,7 +35,7 @@ from ..errors import (
 from ..records import Event
 from ..settings import Settings
 from ..storage import is_postgres_url
-from ..store import EventStore
+from ..storage.sqlite import EventStore
 
 if TYPE_CHECKING:
     from ..mind import Mind

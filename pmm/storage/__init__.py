@@ -30,7 +30,7 @@ def open_store(target: str | os.PathLike[str], **options: Any) -> EventLog:
         from .postgres import PostgresEventStore
 
         return PostgresEventStore(str(target), **options)
-    from ..store import EventStore
+    from .sqlite import EventStore
 
     return EventStore(target, **options)
 

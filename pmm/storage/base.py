@@ -1,6 +1,6 @@
 """What PMM needs from an event log, as one typed protocol.
 
-:class:`pmm.store.EventStore` (SQLite) and
+:class:`pmm.storage.sqlite.EventStore` (SQLite) and
 :class:`pmm.storage.postgres.PostgresEventStore` implement it, with the same meaning for
 every call: appends extend one hash chain (see :mod:`pmm.chain`), derived data (digests,
 vectors, edges) never touches the chain, and ``verify`` walks it.

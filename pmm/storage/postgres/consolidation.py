@@ -85,7 +85,7 @@ class ConsolidationData:
         supersedes: str,
     ) -> tuple[Event, bool]:
         """Append a session summary and its audit event, atomically and at most once (see
-        :meth:`pmm.store.EventStore.append_summary`)."""
+        :meth:`pmm.storage.sqlite.EventStore.append_summary`)."""
         checked = check_new_event(summary, self.max_content_bytes)
         with self._db.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))

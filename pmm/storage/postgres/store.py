@@ -130,7 +130,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
 
     def redact(self, event_id: int, *, reason: str) -> Event:
         """Erase one event's raw text, digest and vectors, recorded as a chained
-        ``redaction`` event (see :meth:`pmm.store.EventStore.redact`)."""
+        ``redaction`` event (see :meth:`pmm.storage.sqlite.EventStore.redact`)."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInputError("redact() needs a reason, e.g. reason='user asked'")
         with self._db.write() as conn:

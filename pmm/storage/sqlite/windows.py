@@ -1,4 +1,4 @@
-"""The window/date key index of :class:`~pmm.store.EventStore` (its SQL; store layer).
+"""The window/date key index of :class:`~pmm.storage.sqlite.EventStore` (its SQL; store layer).
 
     sync_windows(conn, radius=2)   # inside the store's write transaction
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 
-from .window_keys import BOUNDARY_KIND, WINDOW_KINDS, WindowRow, date_words, window_texts
+from ...window_keys import BOUNDARY_KIND, WINDOW_KINDS, WindowRow, date_words, window_texts
 
 _KINDS = (*WINDOW_KINDS, BOUNDARY_KIND)
 _KIND_MARKS = ",".join("?" * len(_KINDS))

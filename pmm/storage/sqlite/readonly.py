@@ -5,7 +5,7 @@
         conn = open_read_only("archive/pmm.db", timeout=30.0)
         refuse_pending_migrations(conn, "archive/pmm.db")
 
-:class:`pmm.store.EventStore` uses these when the file (or its folder) is not writable: the
+:class:`pmm.storage.sqlite.EventStore` uses these when the file (or its folder) is not writable: the
 connection is ``mode=ro`` (``immutable=1`` when SQLite cannot even create the ``-shm`` file
 and no ``-wal`` holds unmerged pages), no migration runs, and the full-text index is not
 brought up to date. ``verify``, reads, search and export work; an append raises
@@ -19,8 +19,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-from . import schema
-from .errors import DatabaseError, NotADatabaseError, ReadOnlyDatabaseError
+from ... import schema
+from ...errors import DatabaseError, NotADatabaseError, ReadOnlyDatabaseError
 
 
 def read_only_reason(path: str) -> str | None:

@@ -1,0 +1,15 @@
+"""The SQLite backend of the event log: :class:`EventStore`, split by idea into modules.
+
+    from pmm.storage.sqlite import EventStore
+    store = EventStore("pmm.db")
+
+``store`` composes the mixins of ``log`` (append + chain), ``search`` (FTS keys, with
+``windows`` for the window/date key), ``derived`` (digests, vectors), ``consolidation``
+(edges, summaries, supersession), ``meta_keys`` and ``verify`` (verify, stats);
+``connection`` opens files and translates sqlite3 errors, ``readonly`` opens archives.
+Migrations stay in ``migrations/`` at the repository root (see :mod:`pmm.schema`).
+"""
+
+from .store import DEFAULT_MAX_CONTENT_BYTES, EventStore
+
+__all__ = ["DEFAULT_MAX_CONTENT_BYTES", "EventStore"]

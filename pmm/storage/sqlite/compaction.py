@@ -1,0 +1,72 @@
+"""The SQLite part of compaction (:mod:`pmm.compaction`): dropping the raw text of old
+digested turns in one write transaction with their chained marker, and counting them.
+
+    ids, raw_bytes, marker = compact_rows(
+        store, cutoff_ts="2026-10-01T00:00:00.000000Z", session_id=None, dry_run=True,
+        marker=lambda rows: pmm.compaction.compaction_marker("30d", None, rows),
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ...erasure import PROTECTED_KINDS
+from ...hashing import HASH_VERSION
+from ...records import Event, NewEvent
+from .erasure import scrub
+
+if TYPE_CHECKING:
+    from .store import EventStore
+
+
+def compact_rows(
+    store: EventStore,
+    *,
+    cutoff_ts: str,
+    session_id: str | None,
+    dry_run: bool,
+    marker: Callable[[list[tuple[int, str]]], NewEvent],
+) -> tuple[list[int], int, Event | None]:
+    """Drop the text of the digested turns written before ``cutoff_ts`` (in ``session_id``
+    only, when given) and append ``marker(rows)`` (``(id, summary)`` rows) in the same
+    transaction, then scrub the file: ``(ids, raw UTF-8 bytes, marker event)``. With
+    ``dry_run`` nothing is written and the marker is None."""
+    sql = (
+        "SELECT id, summary, length(CAST(content AS BLOB)) FROM events"
+        " WHERE content IS NOT NULL AND summary IS NOT NULL AND digest_method IS NOT NULL"
+        f" AND digest_method != 'redacted' AND hash_version = ? AND ts < ?"
+        f" AND kind NOT IN ({','.join('?' * len(PROTECTED_KINDS))})"
+    )
+    params: list[Any] = [HASH_VERSION, cutoff_ts, *PROTECTED_KINDS]
+    if session_id is not None:
+        sql += " AND session_id = ?"
+        params.append(session_id)
+    with store._lock, store._write() as conn:
+        rows = conn.execute(sql + " ORDER BY id", params).fetchall()
+        ids = [r[0] for r in rows]
+        raw = sum(r[2] for r in rows)
+        event = None
+        if rows and not dry_run:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                conn.execute(
+                    f"UPDATE events SET content = NULL WHERE id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+            entry = store._check(marker([(r[0], r[1]) for r in rows]))
+            event = store._append_locked(conn, [entry])[0]
+            store.rebuild_search_indexes(conn)
+    if event is not None:
+        scrub(store)
+    return ids, raw, event
+
+
+def count_compacted(store: EventStore) -> int:
+    """Rows whose raw text was compacted away (they keep a summary)."""
+    return int(
+        store._read("SELECT count(*) FROM events WHERE content IS NULL AND summary IS NOT NULL")[0][
+            0
+        ]
+    )

@@ -1,0 +1,202 @@
+"""Opening a SQLite log (WAL, busy timeout, pragmas), its write transaction, sqlite3 error
+translation, and :class:`SqliteBase`, what every mixin of
+:class:`pmm.storage.sqlite.EventStore` stands on (the connection, its lock, ``_read``,
+``_write``).
+
+    conn = open_connection("pmm.db", timeout=30.0)
+    with WriteTransaction(conn, "pmm.db") as c:      # BEGIN IMMEDIATE ... COMMIT
+        c.execute("UPDATE fts_state SET indexed_upto = 0")
+    with translated("pmm.db"):                        # sqlite3.Error -> pmm.errors.DatabaseError
+        conn.execute("PRAGMA quick_check")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import (
+    CorruptDatabaseError,
+    DatabaseError,
+    DiskFullError,
+    NotADatabaseError,
+    ReadOnlyDatabaseError,
+)
+
+
+class SqliteBase:
+    """The state the mixins of :class:`pmm.storage.sqlite.EventStore` share, and its
+    read/write helpers (every query goes through ``_read`` or ``_write``)."""
+
+    path: str
+    window_radius: int
+    read_only_reason: str | None
+    _conn: sqlite3.Connection
+    _lock: threading.RLock
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path) from exc
+
+    def _write(self) -> WriteTransaction:
+        if self.read_only_reason is not None:
+            raise ReadOnlyDatabaseError(self.read_only_reason)
+        return WriteTransaction(self._conn, self.path)
+
+
+class WriteTransaction:
+    """``with`` block around ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self._conn = conn
+        self._path = path
+
+    def __enter__(self) -> sqlite3.Connection:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate(exc, self._path) from exc
+        return self._conn
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        if exc_type is None:
+            try:
+                self._conn.execute("COMMIT")
+                return
+            except sqlite3.Error as error:
+                self._rollback(error)
+                raise translate(error, self._path) from error
+        self._rollback(exc)
+        if isinstance(exc, sqlite3.Error):
+            raise translate(exc, self._path) from exc
+
+    def _rollback(self, cause: BaseException | None) -> None:
+        """Roll back what is left of the transaction. SQLite has already rolled it back
+        itself after some errors (a full disk, an I/O error): then there is nothing to do,
+        and the cause, not "cannot rollback", is what the caller must hear about."""
+        if not self._conn.in_transaction:
+            return
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            logging.getLogger(__name__).warning(
+                "%s: ROLLBACK after %r failed too (%s); the transaction was not committed",
+                self._path,
+                cause,
+                error,
+            )
+
+
+def default_busy_timeout() -> float:
+    """``PMM_BUSY_TIMEOUT_MS`` (from the environment or ``.env``) in seconds."""
+    from ...settings import Settings
+
+    return Settings.load().busy_timeout_ms / 1000
+
+
+def open_connection(path: str, timeout: float) -> sqlite3.Connection:
+    if path != ":memory:":
+        target = Path(path)
+        folder = target.parent
+        if not folder.is_dir():
+            raise DatabaseError(
+                f"folder {folder} does not exist: create it (mkdir -p {folder}) or use another path"
+            )
+        if target.is_dir():
+            raise DatabaseError(f"{target} is a folder: give the path of a database file")
+        if target.exists() and not os.access(target, os.W_OK):
+            raise ReadOnlyDatabaseError(
+                f"{target} is read-only: make it writable (chmod u+w {target}) or copy it "
+                "somewhere writable; PMM needs to append to it"
+            )
+        if not os.access(folder, os.W_OK):
+            raise ReadOnlyDatabaseError(
+                f"folder {folder} is not writable: SQLite needs to create its -wal and -shm "
+                "files beside the database"
+            )
+    try:
+        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise translate(exc, path) from exc
+    try:
+        enable_wal(conn, timeout)
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise translate(exc, path) from exc
+    return conn
+
+
+def enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """``PRAGMA journal_mode=WAL``, retried: while another process creates the same new file
+    or switches it to WAL, SQLite answers "database is locked" at once, without waiting."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def translated(path: str) -> Iterator[None]:
+    """Raise sqlite3 errors inside the block as PMM's :class:`DatabaseError` subclasses."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise translate(exc, path) from exc
+
+
+def translate(exc: sqlite3.Error, path: str) -> DatabaseError:
+    message = str(exc)
+    if "malformed" in message:
+        return CorruptDatabaseError(
+            f"{path} is corrupt ({message}): `pmm check` shows the damage, "
+            "`pmm recover BROKEN.db NEW.db` salvages every readable row, "
+            "`pmm restore FILE` brings back a backup"
+        )
+    if "not a database" in message:
+        return NotADatabaseError(
+            f"{path} is not a PMM/SQLite database or is corrupt ({message}): check the path; "
+            "`pmm check` shows the damage, `pmm recover BROKEN.db NEW.db` salvages every "
+            "readable row, `pmm restore FILE` brings back a backup"
+        )
+    if "readonly" in message or "read-only" in message:
+        return ReadOnlyDatabaseError(
+            f"{path} cannot be written ({message}): make the file and its folder writable"
+        )
+    if "database or disk is full" in message:
+        return DiskFullError(
+            f"{path}: the disk is full, or the database reached its size limit ({message}): "
+            "the last write was not stored, and everything acknowledged before it is safe. "
+            "Free some space and retry; `pmm verify` checks the log"
+        )
+    if "disk I/O error" in message:
+        return DatabaseError(
+            f"{path}: the file could not be read or written ({message}): the disk may be "
+            "full, failing or gone. The last write was not stored; what was acknowledged "
+            "before it is safe. Check the disk and retry; `pmm verify` checks the log"
+        )
+    if "locked" in message or "busy" in message:
+        return DatabaseError(
+            f"{path} is locked by another writer ({message}): SQLite's write lock was not "
+            "released within PMM_BUSY_TIMEOUT_MS (busy_timeout_ms); retry, or raise it"
+        )
+    return DatabaseError(f"{path}: {message}")

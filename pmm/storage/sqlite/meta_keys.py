@@ -1,0 +1,84 @@
+"""Meta-key lookups on SQLite (the LangChain v1 middleware and the LangGraph store): which
+message ids a session holds, and a key/value view of an append-only log. Mixed into
+:class:`pmm.storage.sqlite.EventStore`::
+
+    store.stored_meta_values(session_id="t1", field="message_id", values=["m1", "m2"])
+    store.latest_per_meta_key(kinds=["store_put"], field="key", session_prefix="ns/")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ...errors import InvalidInputError
+from ...records import Event, event_from_row
+from .connection import SqliteBase
+from .rows import COLUMNS
+
+
+class MetaKeys(SqliteBase):
+    """Lookups by a ``meta`` field."""
+
+    # -- meta keys (used by the LangChain v1 middleware and the LangGraph store) ---------
+
+    def stored_meta_values(self, *, session_id: str, field: str, values: Iterable[str]) -> set[str]:
+        """Which of ``values`` some event of this session holds in ``meta[field]``, e.g.
+        ``store.stored_meta_values(session_id="t1", field="message_id", values=ids)``.
+
+        ``message_id`` and ``key`` have their own indexes (migration 0006): one index probe
+        per value; another field reads the session's rows."""
+        wanted = list(dict.fromkeys(values))
+        found: set[str] = set()
+        value = _meta_path(field)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(
+                f"SELECT DISTINCT {value} FROM events WHERE session_id = ?"
+                f" AND {value} IN ({marks})",
+                [session_id, *chunk],
+            )
+            found.update(str(r[0]) for r in rows)
+        return found
+
+    def latest_per_meta_key(
+        self,
+        *,
+        kinds: Iterable[str],
+        field: str,
+        session_id: str | None = None,
+        session_prefix: str | None = None,
+        value: str | None = None,
+    ) -> list[Event]:
+        """The newest event of ``kinds`` for each (session, ``meta[field]``) pair, in the one
+        session ``session_id`` or in every session starting with ``session_prefix``; with
+        ``value``, only that key. Oldest first. (A key/value view of an append-only log.)"""
+        kind_list = list(kinds)
+        path = _meta_path(field)
+        clauses = [f"kind IN ({','.join('?' * len(kind_list))})"]
+        params: list[Any] = [*kind_list]
+        if session_id is not None:
+            clauses.append("session_id = ?")
+            params.append(session_id)
+        if session_prefix is not None:
+            clauses.append("substr(session_id, 1, ?) = ?")  # exact, unlike LIKE
+            params.extend([len(session_prefix), session_prefix])
+        if value is not None:
+            clauses.append(f"{path} = ?")
+            params.append(value)
+        latest = (
+            f"SELECT max(id) FROM events WHERE {' AND '.join(clauses)} GROUP BY session_id, {path}"
+        )
+        rows = self._read(
+            f"SELECT {COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", params
+        )
+        return [event_from_row(r) for r in rows]
+
+
+def _meta_path(field: str) -> str:
+    """``json_extract(meta, '$.field')`` written as the indexes of migration 0006 write it
+    (a bound parameter would not match them); ``field`` must be a plain name."""
+    if not field.isidentifier():
+        raise InvalidInputError(f"meta field must be a plain name, got {field!r}")
+    return f"json_extract(meta, '$.{field}')"

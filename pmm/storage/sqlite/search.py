@@ -1,0 +1,191 @@
+"""Keyword search on SQLite: the FTS5 indexes (turn/content/digest keys, and the window/date
+key of :mod:`pmm.storage.sqlite.windows`), keeping them in step, and BM25 ranking. Mixed
+into :class:`pmm.storage.sqlite.EventStore`::
+
+    store.search_text("Lisbon", session_id="alice")            # [(event_id, score)]
+    store.search_text("what did I do last May", key="window")
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable
+
+from ...errors import InvalidInputError
+from ...text import search_terms
+from ..terms import QueryTerms, pick_terms
+from .connection import SqliteBase, translate
+from .rows import filters
+from .windows import sync_windows, windows_pending
+
+log = logging.getLogger(__name__)
+
+_SEARCH_KEYS = {
+    "turn": ("events_fts", "{summary keywords content}", "bm25(events_fts, 2.0, 3.0, 1.0, 0.0)"),
+    "content": ("events_fts", "{content}", "bm25(events_fts, 0.0, 0.0, 1.0, 0.0)"),
+    "digest": ("events_fts", "{summary keywords}", "bm25(events_fts, 2.0, 3.0, 0.0, 0.0)"),
+    "window": ("events_window_fts", "{body dates}", "bm25(events_window_fts, 1.0, 1.0, 0.0)"),
+}
+"""Search keys: (FTS table, columns searched, BM25 expression)."""
+
+
+def _fts_phrase(text: str) -> str:
+    """``text`` as an FTS5 string: searched as plain words, never as query syntax."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _session_tag(session_id: str) -> str:
+    """The token the FTS ``tags`` column holds for a session (see migrations/0003)."""
+    return "s" + session_id.encode("utf-8").hex() + "0"
+
+
+class SearchIndex(SqliteBase):
+    """The full-text indexes and :meth:`search_text`."""
+
+    _doc_freq: dict[str, tuple[int, int]]  # term -> (docs, indexed rows then)
+
+    def rebuild_search_indexes(self, conn: sqlite3.Connection) -> None:
+        """Rebuild every full-text index derived from event text, inside the caller's
+        write transaction (``conn``), so that erased text leaves no term behind (FTS5 keeps
+        deleted terms in its segments until they are merged). Used by erasure and
+        compaction; every text-derived index belongs here."""
+        conn.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
+        conn.execute(
+            "UPDATE fts_state SET indexed_upto = (SELECT coalesce(max(id), 0) FROM events)"
+        )
+        # The window/date index holds its own copy of each window's text: rewrite the
+        # windows that reached the changed turns, then merge its segments so that the
+        # deleted terms are gone too.
+        sync_windows(conn, self.window_radius)
+        conn.execute("INSERT INTO events_window_fts(events_window_fts) VALUES ('optimize')")
+        self._doc_freq.clear()
+
+    # -- full-text search ------------------------------------------------------------
+
+    def sync_search_index(self) -> int:
+        """Index every event appended since the last call, and bring the window/date keys
+        up to date (new turns, and the neighbours of turns appended, redacted or
+        compacted since); returns how many events were newly indexed."""
+        upto, newest = self._read(
+            "SELECT (SELECT indexed_upto FROM fts_state), (SELECT max(id) FROM events)"
+        )[0]
+        if (not newest or newest <= upto) and not self._windows_pending():
+            return 0
+        if self.read_only_reason is not None:
+            self._warn_unindexed(newest - upto)
+            return 0
+        with self._lock, self._write() as conn:
+            upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]
+            newest = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+            if newest > upto:
+                conn.execute(
+                    "INSERT INTO events_fts(rowid, summary, keywords, content, tags)"
+                    " SELECT id, summary, keywords, content, tags FROM events_fts_source"
+                    " WHERE id > ? AND id <= ?",
+                    (upto, newest),
+                )
+                conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
+            if windows_pending(conn, self.window_radius):
+                sync_windows(conn, self.window_radius)
+            return int(max(0, newest - upto))
+
+    def _windows_pending(self) -> bool:
+        with self._lock:
+            try:
+                return windows_pending(self._conn, self.window_radius)
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path) from exc
+
+    def _warn_unindexed(self, count: int) -> None:
+        if not getattr(self, "_warned_unindexed", False):
+            self._warned_unindexed = True
+            log.warning(
+                "%s is read-only: its %d newest events are not in the full-text index, so "
+                "keyword search does not find them (copy the file somewhere writable to "
+                "index them)",
+                self.path,
+                count,
+            )
+
+    def search_index_upto(self) -> int:
+        """The newest event id the full-text index holds (later ones are indexed by the
+        next :meth:`sync_search_index`)."""
+        return int(self._read("SELECT indexed_upto FROM fts_state")[0][0])
+
+    def search_text(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        sync: bool = True,
+        key: str = "turn",
+        date_weight: float = 1.0,
+    ) -> list[tuple[int, float]]:
+        """``(event_id, score)`` by BM25, best first, over one key of the events:
+
+        - ``key="turn"``: the event's summary, keywords and content;
+        - ``key="content"``: its content only; ``key="digest"``: summary and keywords only;
+        - ``key="window"``: the turn with its neighbouring turns and its date in words
+          (turns only; ``date_weight`` scales the date column against the text).
+
+        The query is taken as plain words (any of them may match): quotes, ``AND``, ``*``,
+        ``-``, parentheses or ``NEAR`` in it are searched as text, never as syntax. In a
+        log of 1,000+ events, words found in over 5% of it count as stopwords, and at most
+        the :data:`MAX_QUERY_TERMS` rarest words are used: ranking cost grows with how
+        common the words are. When every word is that common, the newest events holding the
+        rarest word come first (score 0), since BM25 could not tell them apart anyway.
+        ``sync=False`` skips indexing events appended since the last search (for callers
+        that already hold the newest events).
+        """
+        if key not in _SEARCH_KEYS:
+            raise InvalidInputError(f"key must be one of {', '.join(_SEARCH_KEYS)}, got {key!r}")
+        words = search_terms(query)
+        if not words:
+            return []
+        if sync:
+            self.sync_search_index()
+        terms = self._informative_terms(words)
+        table, columns, rank = _SEARCH_KEYS[key]
+        if key == "window":
+            rank = f"bm25(events_window_fts, 1.0, {float(date_weight)!r}, 0.0)"
+        match = columns + " : (" + " OR ".join(_fts_phrase(t) for t in terms.words) + ")"
+        # The session tag lets FTS read only this session's postings. Kinds are filtered
+        # in SQL: as a tag they would match most rows, and BM25 would read them all.
+        if session_id is not None:
+            match += " AND tags : " + _fts_phrase(_session_tag(session_id))
+        kind_list = None if kinds is None else ([kinds] if isinstance(kinds, str) else list(kinds))
+        where, params = filters(session_id, kind_list, None, None)
+        where = where.replace(" WHERE ", " AND ")
+        order = "rank"
+        if terms.common:
+            rank, order = "0.0", "e.id DESC"
+        sql = (
+            f"SELECT e.id, {rank} AS rank FROM {table}"
+            f" JOIN events e ON e.id = {table}.rowid"
+            f" WHERE {table} MATCH ?{where} ORDER BY {order} LIMIT ?"
+        )
+        return [(r[0], -r[1]) for r in self._read(sql, [match, *params, int(limit)])]
+
+    def _informative_terms(self, words: list[str]) -> QueryTerms:
+        """The rarest (at most MAX_QUERY_TERMS) words, without very common ones."""
+        indexed = self.search_index_upto()
+        return pick_terms(words, indexed, lambda w: self._document_frequency(w, indexed))
+
+    def _document_frequency(self, word: str, indexed: int) -> int:
+        """How many indexed events hold ``word`` (cached until the index grows by 10%)."""
+        cached = self._doc_freq.get(word)
+        if cached is not None and indexed <= cached[1] * 1.1:
+            return cached[0]
+        docs = int(
+            self._read(
+                "SELECT count(*) FROM events_fts WHERE events_fts MATCH ?",
+                ("{summary keywords content} : " + _fts_phrase(word),),
+            )[0][0]
+        )
+        if len(self._doc_freq) > 50_000:
+            self._doc_freq.clear()
+        self._doc_freq[word] = (docs, indexed)
+        return docs

@@ -1,0 +1,205 @@
+"""EventStore: the append-only, hash-chained SQLite event log, composed from the mixins of
+this package (log, search, derived data, consolidation, meta keys, verification).
+
+Usage::
+
+    from pmm.storage.sqlite import EventStore      # also: from pmm.store import EventStore
+
+    with EventStore("pmm.db") as store:
+        ev = store.append("prompt", "I moved to Lisbon", session_id="alice", role="user")
+        store.get(ev.id).content            # 'I moved to Lisbon'
+        store.events(session_id="alice", newest_first=True, limit=10)
+        report = store.verify()             # VerifyReport(ok=True, rows=1, head='…', ...)
+
+Appends take SQLite's write lock (``BEGIN IMMEDIATE``) before reading the head, so any
+number of threads and processes appending to one file extend one chain and lose nothing.
+The file is in WAL mode with ``synchronous=NORMAL``: an acknowledged append survives the
+process being killed; a power cut may lose the last transactions but never breaks the chain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ... import schema
+from ...errors import IntegrityError, InvalidInputError
+from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
+from ...records import Event, VerifyReport
+from ...window_keys import DEFAULT_WINDOW_RADIUS
+from .connection import default_busy_timeout, open_connection
+from .consolidation import ConsolidationData
+from .meta_keys import MetaKeys
+from .readonly import open_read_only, read_only_reason, refuse_pending_migrations
+from .rows import COLUMNS
+from .search import SearchIndex
+from .verify import Inspection
+
+if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from ...compaction import CompactionReport
+    from ...erasure import ErasureReport
+
+DEFAULT_MAX_CONTENT_BYTES = 1_048_576
+"""Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
+
+
+class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
+    """The event log in one SQLite file (see the module docstring for an example).
+
+    ``path`` may be ``":memory:"`` for a throwaway log. ``max_content_bytes`` caps one
+    event's content. ``timeout`` is how many seconds an append waits for another writer
+    (default: ``PMM_BUSY_TIMEOUT_MS``, 30 s). ``window_radius`` is how many turns before and
+    after a turn its window key holds (PMM_RECALL_WINDOW; see :mod:`pmm.window_keys`).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        timeout: float | None = None,
+        window_radius: int = DEFAULT_WINDOW_RADIUS,
+    ) -> None:
+        if timeout is None:
+            timeout = default_busy_timeout()
+        self.path = str(path)
+        self.max_content_bytes = max_content_bytes
+        if (
+            not isinstance(window_radius, int)
+            or isinstance(window_radius, bool)
+            or not (0 <= window_radius <= 20)
+        ):
+            raise InvalidInputError(f"window_radius must be an int 0..20, got {window_radius!r}")
+        self.window_radius = window_radius
+        self._lock = threading.RLock()
+        self._doc_freq: dict[str, tuple[int, int]] = {}  # term -> (docs, indexed rows then)
+        self.read_only_reason = None if self.path == ":memory:" else read_only_reason(self.path)
+        """Why the file cannot be written (it was opened read-only), or None."""
+        if self.read_only_reason is not None:
+            self._conn = open_read_only(self.path, timeout)
+            self.applied_migrations = []
+            try:
+                refuse_pending_migrations(self._conn, self.path)
+            except BaseException:
+                self._conn.close()
+                raise
+            return
+        self._conn = open_connection(self.path, timeout)
+        try:
+            self.applied_migrations = schema.migrate(
+                self._conn, None if self.path == ":memory:" else Path(self.path)
+            )
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file. The store cannot be used afterwards."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EventStore({self.path!r})"
+
+    def redact(self, event_id: int, *, reason: str) -> Event:
+        """Erase one event's raw text (and its digest, vectors and edges) and record that as
+        a chained ``redaction`` event in the same session, which is returned. The redacted
+        row keeps verifying: its hash covers ``content_sha256``, not the text. The file is
+        then scrubbed so that no byte of the text remains (see :mod:`pmm.erasure`, whose
+        ``forget`` erases many events at once). Rows of the earlier PMM (``hash_version``
+        0) hash the text itself and cannot be redacted."""
+        from ...erasure import forget
+
+        report = forget(self, event_ids=[event_id], reason=reason, require_text=True)
+        return report.markers[0]
+
+    def forget(
+        self,
+        *,
+        event_ids: Iterable[int] | None = None,
+        session_id: str | None = None,
+        match: str | None = None,
+        reason: str,
+    ) -> ErasureReport:
+        """Erase events so that no byte of their text stays in the file (see
+        :func:`pmm.erasure.forget`)."""
+        from ...erasure import forget
+
+        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
+
+    def compact(
+        self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
+    ) -> CompactionReport:
+        """Drop the raw text of old digested turns (see :func:`pmm.compaction.compact`)."""
+        from ...compaction import compact
+
+        return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
+
+    def import_events(self, events: Iterable[Event]) -> VerifyReport:
+        """Insert exported events verbatim (same ids, timestamps, hashes and digests) into
+        an empty log, in one transaction; returns the verify report of the result.
+
+        Raises :class:`InvalidInputError` when the log already holds events and
+        :class:`IntegrityError` when the events do not form a chain that verifies; either
+        way nothing is written. Embeddings are not imported: recompute them afterwards.
+        """
+        rows = []
+        for e in events:
+            meta_json = canonical_json(e.meta)
+            if e.hash_version == LEGACY_HASH_VERSION and e.content is not None:
+                # The earlier PMM hashed its own meta text: find the spelling that verifies.
+                for spelling in (json.dumps(e.meta), json.dumps(e.meta, ensure_ascii=False)):
+                    if legacy_hash(e.prev_hash, e.kind, e.content, spelling) == e.hash:
+                        meta_json = spelling
+            keywords = json.dumps(list(e.keywords), ensure_ascii=False) if e.keywords else None
+            rows.append(
+                (
+                    e.id,
+                    e.ts,
+                    e.kind,
+                    e.session_id,
+                    e.role,
+                    e.content,
+                    e.content_sha256,
+                    meta_json,
+                    e.prev_hash,
+                    e.hash,
+                    e.hash_version,
+                    e.summary,
+                    keywords,
+                    e.digest_method,
+                )
+            )
+        with self._lock, self._write() as conn:
+            if conn.execute("SELECT 1 FROM events LIMIT 1").fetchone():
+                raise InvalidInputError(
+                    f"{self.path} already holds events: import only into a new, empty database"
+                )
+            marks = ",".join("?" * 14)
+            try:
+                conn.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
+            except sqlite3.IntegrityError as exc:
+                raise IntegrityError(f"the events cannot be imported as given: {exc}") from None
+            report = self.verify()
+            if not report.ok:
+                raise IntegrityError(
+                    f"the imported chain does not verify at event {report.first_bad_id}: "
+                    f"{report.reason}; nothing was imported"
+                )
+        self.sync_search_index()
+        return report
