@@ -33,12 +33,14 @@ held (least recently searched out first).
 
 from __future__ import annotations
 
+import heapq
 import math
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .records import Event
@@ -51,7 +53,7 @@ from .window_keys import (
     WINDOW_KINDS,
     WindowRow,
     date_words,
-    window_texts,
+    window_members,
 )
 
 if TYPE_CHECKING:
@@ -63,6 +65,14 @@ CHANGE_KINDS = ("redaction", "compaction")
 """Events that change older turns' text: every cached session is dropped when one appears."""
 TURN_WEIGHTS = (2.0, 3.0, 1.0)
 """summary, keywords, content: the turn key's BM25 column weights (as in FTS5)."""
+WINDOW_WEIGHTS = (1.0, 1.0)
+"""body, dates: the window key's weights (the dates' is ``date_weight`` when given)."""
+
+
+@lru_cache(maxsize=4096)
+def _date_tokens(day: str) -> list[str]:
+    """The tokens of a day's date key (``date_words``); callers never modify the list."""
+    return fts_tokens(date_words(day))
 
 
 @dataclass
@@ -71,8 +81,7 @@ class _Column:
     counts: Counter[str]
 
     @classmethod
-    def of(cls, text: str | None) -> _Column:
-        tokens = fts_tokens(text) if text else []
+    def of(cls, tokens: list[str]) -> _Column:
         return cls(tokens, Counter(tokens))
 
     def hits(self, phrase: Sequence[str]) -> int:
@@ -92,11 +101,15 @@ class _Doc:
     kind: str
     columns: tuple[_Column, ...]
     length: int  # tokens in every column, plus the one session-tag token FTS5 counts
+    weighted: dict[str, float]  # token -> occurrences weighted by the key's usual weights
 
-    def hits(self, phrase: Sequence[str], weights: Sequence[float]) -> float:
-        """The phrase's occurrences, each weighted by its column's weight."""
+    def hits(self, phrase: Sequence[str], weights: Sequence[float], usual: bool) -> float:
+        """The phrase's occurrences, each weighted by its column's weight (``usual``: the
+        weights are the key's usual ones, precomputed)."""
         total = 0.0
         if len(phrase) == 1:
+            if usual:
+                return self.weighted.get(phrase[0], 0.0)
             token = phrase[0]
             for weight, column in zip(weights, self.columns, strict=True):
                 total += weight * column.counts.get(token, 0)
@@ -109,16 +122,21 @@ class _Doc:
 class _Key:
     """One key's documents in a session, with postings (token -> ids) and per-kind totals."""
 
-    def __init__(self) -> None:
+    def __init__(self, weights: tuple[float, ...]) -> None:
+        self.weights = weights
         self.docs: dict[int, _Doc] = {}
         self.postings: dict[str, set[int]] = {}
         self.count: Counter[str] = Counter()
         self.length: Counter[str] = Counter()
 
-    def put(self, event_id: int, kind: str, texts: Sequence[str | None]) -> None:
+    def put(self, event_id: int, kind: str, columns: tuple[_Column, ...]) -> None:
         self.drop(event_id)
-        columns = tuple(_Column.of(t) for t in texts)
-        doc = _Doc(event_id, kind, columns, 1 + sum(len(c.tokens) for c in columns))
+        weighted: dict[str, float] = {}
+        for weight, column in zip(self.weights, columns, strict=True):
+            for token, count in column.counts.items():
+                weighted[token] = weighted.get(token, 0.0) + weight * count
+        length = 1 + sum(len(c.tokens) for c in columns)
+        doc = _Doc(event_id, kind, columns, length, weighted)
         self.docs[event_id] = doc
         for column in columns:
             for token in column.counts:
@@ -140,25 +158,28 @@ class _Key:
         self.count[doc.kind] -= 1
         self.length[doc.kind] -= doc.length
 
-    def matching(self, phrase: Sequence[str], kinds: set[str]) -> list[_Doc]:
-        """Documents of ``kinds`` that hold ``phrase``."""
-        ids: set[int] | None = None
-        for token in phrase:
-            found = self.postings.get(token)
-            if not found:
-                return []
-            ids = set(found) if ids is None else ids & found
-        docs = [self.docs[i] for i in ids or ()]
-        docs = [d for d in docs if d.kind in kinds]
+    def matching(self, phrase: Sequence[str], kinds: set[str]) -> Collection[int]:
+        """Ids of the documents of ``kinds`` that hold ``phrase`` (do not modify)."""
+        found = self.postings.get(phrase[0])
+        if not found:
+            return ()
+        ids: Collection[int] = found
         if len(phrase) > 1:
-            docs = [d for d in docs if any(c.hits(phrase) for c in d.columns)]
-        return docs
+            for token in phrase[1:]:
+                ids = set(ids) & self.postings.get(token, set())
+            docs = self.docs
+            ids = [i for i in ids if any(c.hits(phrase) for c in docs[i].columns)]
+        if not all(self.count[k] == 0 for k in self.count if k not in kinds):
+            docs = self.docs
+            ids = [i for i in ids if docs[i].kind in kinds]
+        return ids
 
 
 @dataclass
 class _Session:
     rows: list[WindowRow]
     ts: dict[int, str]
+    text_tokens: dict[int, list[str]]  # a turn's content (or summary when erased) as tokens
     turns: _Key
     windows: _Key
     max_id: int
@@ -213,6 +234,7 @@ class SessionRanker:
             return []
         wanted = set(kinds)
         weights = TURN_WEIGHTS if key == "turn" else (1.0, float(date_weight))
+        usual = weights == (TURN_WEIGHTS if key == "turn" else WINDOW_WEIGHTS)
         with self._lock:
             session = self._session(session_id)
             index = session.turns if key == "turn" else session.windows
@@ -220,35 +242,39 @@ class SessionRanker:
             if not n:
                 return []
             avgdl = sum(index.length[k] for k in wanted) / n
-            found: dict[str, list[_Doc]] = {}
+            found: dict[str, Collection[int]] = {}
             phrases: dict[str, tuple[str, ...]] = {}
             for word in words:
                 phrase = tuple(fts_tokens(word))
                 if phrase:
                     phrases[word] = phrase
                     found[word] = index.matching(phrase, wanted)
-        df = {w: len(docs) for w, docs in found.items()}
-        present = sorted(found, key=lambda w: (df[w] == 0, df[w]))
-        terms = pick_terms(present, n, df.__getitem__)
-        used = [w for w in terms.words if df[w]]
-        if not used:
-            return []
-        if terms.common:
-            newest = sorted((d.id for d in found[used[0]]), reverse=True)
-            return [(i, 0.0) for i in newest[:limit]]
-        scores: dict[int, float] = {}
-        lean = K1 * B / avgdl
-        for word in used:
-            value = math.log((n - df[word] + 0.5) / (df[word] + 0.5))
-            idf = value if value > 0 else 1e-6
-            phrase = phrases[word]
-            for doc in found[word]:
-                freq = doc.hits(phrase, weights)
-                if freq:
-                    norm = K1 * (1 - B) + lean * doc.length
-                    scores[doc.id] = scores.get(doc.id, 0.0) + idf * freq * (K1 + 1) / (freq + norm)
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
-        return ranked[:limit]
+            df = {w: len(ids) for w, ids in found.items()}
+            present = sorted(found, key=lambda w: (df[w] == 0, df[w]))
+            terms = pick_terms(present, n, df.__getitem__)
+            used = [w for w in terms.words if df[w]]
+            if not used:
+                return []
+            if terms.common:
+                return [(i, 0.0) for i in sorted(found[used[0]], reverse=True)[:limit]]
+            # A word in half the session or more has an idf FTS5 clamps to 1e-6: it could
+            # only break ties, and scoring it would read most of the session.
+            informative = [w for w in used if 2 * df[w] < n]
+            scores: dict[int, float] = {}
+            lean = K1 * B / avgdl
+            for word in informative or used:
+                value = math.log((n - df[word] + 0.5) / (df[word] + 0.5))
+                idf = value if value > 0 else 1e-6
+                phrase = phrases[word]
+                for event_id in found[word]:
+                    doc = index.docs[event_id]
+                    freq = doc.hits(phrase, weights, usual)
+                    if freq:
+                        norm = K1 * (1 - B) + lean * doc.length
+                        gain = idf * freq * (K1 + 1) / (freq + norm)
+                        scores[event_id] = scores.get(event_id, 0.0) + gain
+        best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0]))
+        return best
 
     # -- keeping in step with the log ---------------------------------------------------
 
@@ -282,7 +308,7 @@ class SessionRanker:
 
     def _build(self, session_id: str, token: tuple[int, int]) -> _Session:
         self.builds += 1
-        session = _Session([], {}, _Key(), _Key(), 0, token)
+        session = _Session([], {}, {}, _Key(TURN_WEIGHTS), _Key(WINDOW_WEIGHTS), 0, token)
         self._add(session, self._read(session_id, 0))
         return session
 
@@ -301,19 +327,25 @@ class SessionRanker:
             session.max_id = max(session.max_id, event.id)
             if event.kind in WINDOW_KINDS:
                 session.ts[event.id] = event.ts
-                texts = (event.summary, " ".join(event.keywords), event.content)
-                session.turns.put(event.id, event.kind, texts)
+                summary = fts_tokens(event.summary) if event.summary else []
+                content = fts_tokens(event.content) if event.content else []
+                keywords = fts_tokens(" ".join(event.keywords)) if event.keywords else []
+                session.text_tokens[event.id] = content if event.content is not None else summary
+                columns = (_Column.of(summary), _Column.of(keywords), _Column.of(content))
+                session.turns.put(event.id, event.kind, columns)
         # windows of the new turns and of the `radius` turns before them
         turn_rows = [r for r in session.rows[:first] if r.kind in WINDOW_KINDS]
         targets = (
             {r.id for r in turn_rows[len(turn_rows) - self.radius :]} if self.radius else set()
         )
         targets.update(r.id for r in session.rows[first:] if r.kind in WINDOW_KINDS)
-        windows = window_texts(session.rows, self.radius, targets)
+        windows = window_members(session.rows, self.radius, targets)
         for event_id in targets:
-            window = windows.get(event_id)
-            if window is None:
+            members = windows.get(event_id)
+            if members is None:
                 session.windows.drop(event_id)
                 continue
+            body = [t for row in members for t in session.text_tokens[row.id]]
+            dates = _date_tokens(session.ts[event_id][:10])
             kind = session.turns.docs[event_id].kind
-            session.windows.put(event_id, kind, (window, date_words(session.ts[event_id])))
+            session.windows.put(event_id, kind, (_Column.of(body), _Column.of(dates)))

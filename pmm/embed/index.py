@@ -143,7 +143,8 @@ class VectorIndex:
         """Candidate sets this big are searched by sign bits first, then exactly (pass a
         huge number for exact search everywhere, 0 for the two passes everywhere)."""
         self.shortlist_min = shortlist_min
-        """The bit pass keeps ``max(shortlist_min, 80 * k)`` candidates for exact scoring."""
+        self.shortlist_per_k = SHORTLIST_PER_K
+        """The bit pass keeps ``max(shortlist_min, shortlist_per_k * k)`` candidates."""
         self.reloads = 0
         """How many times the cache was rebuilt from scratch (the first load included)."""
         self._lock = threading.RLock()
@@ -457,7 +458,7 @@ class VectorIndex:
         distance = _hamming(bits, query_bits)
         if usable is not None:
             distance[~usable] = np.iinfo(np.int64).max
-        keep = min(max(self.shortlist_min, SHORTLIST_PER_K * k), distance.shape[0])
+        keep = min(max(self.shortlist_min, self.shortlist_per_k * k), distance.shape[0])
         if keep < distance.shape[0]:
             near = np.argpartition(distance, keep - 1)[:keep]
         else:
