@@ -334,12 +334,17 @@ class SessionRanker:
                 columns = (_Column.of(summary), _Column.of(keywords), _Column.of(content))
                 session.turns.put(event.id, event.kind, columns)
         # windows of the new turns and of the `radius` turns before them
-        turn_rows = [r for r in session.rows[:first] if r.kind in WINDOW_KINDS]
-        targets = (
-            {r.id for r in turn_rows[len(turn_rows) - self.radius :]} if self.radius else set()
-        )
-        targets.update(r.id for r in session.rows[first:] if r.kind in WINDOW_KINDS)
-        windows = window_members(session.rows, self.radius, targets)
+        # (each of those reaches `radius` turns further back: read from 2 * radius turns
+        # before the new rows, not the whole session)
+        targets = {r.id for r in session.rows[first:] if r.kind in WINDOW_KINDS}
+        start, seen = first, 0
+        while start > 0 and seen < 2 * self.radius:
+            start -= 1
+            if session.rows[start].kind in WINDOW_KINDS:
+                if seen < self.radius:
+                    targets.add(session.rows[start].id)
+                seen += 1
+        windows = window_members(session.rows[start:], self.radius, targets)
         for event_id in targets:
             members = windows.get(event_id)
             if members is None:

@@ -190,3 +190,33 @@ def test_sessions_are_bounded_and_recall_uses_the_ranker(tmp_path: Path) -> None
         assert [
             h.event.id for h in plain.recall("kayak", k=3, session_id="s3", mode="keyword")
         ] == [h.event.id for h in hits]
+
+
+def test_incremental_windows_equal_a_fresh_build(tmp_path: Path) -> None:
+    """After every append (turns and clear markers in a random order), the windows kept up
+    to date incrementally hold exactly the tokens of windows built from scratch."""
+    import random
+
+    rng = random.Random(4)
+    words = "apple boat cider dune ember fjord grove harbor island jetty kelp".split()
+    with EventStore(tmp_path / "inc.db") as store:
+        live = SessionRanker(store, radius=2)
+        for step in range(60):
+            if rng.random() < 0.1:
+                store.append("clear", "history cleared", session_id="s", role="system")
+            else:
+                kind = rng.choice(TURNS)
+                text = " ".join(rng.sample(words, 3))
+                store.append(kind, text, session_id="s", role="user")
+            live.search("apple", session_id="s")
+            if step % 10 == 9:
+                fresh = SessionRanker(store, radius=2)
+                fresh.search("apple", session_id="s")
+                mine, theirs = live._sessions["s"].windows, fresh._sessions["s"].windows
+                assert mine.docs.keys() == theirs.docs.keys()
+                for event_id, doc in theirs.docs.items():
+                    assert [c.tokens for c in mine.docs[event_id].columns] == [
+                        c.tokens for c in doc.columns
+                    ]
+                assert mine.postings == theirs.postings
+        assert live.builds == 1
