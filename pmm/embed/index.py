@@ -79,10 +79,16 @@ def sign_bits(vectors: FloatArray) -> npt.NDArray[np.uint64]:
 
 
 def _hamming(bits: npt.NDArray[np.uint64], query_bits: npt.NDArray[np.uint64]) -> IdArray:
-    """Bits that differ between each row of ``bits`` and ``query_bits``."""
-    differ = np.bitwise_xor(bits, query_bits)
-    counts: npt.NDArray[np.uint8] = np.bitwise_count(differ)
-    total: IdArray = counts.sum(axis=1, dtype=np.int64)
+    """Bits that differ between each column of ``bits`` (one row per 64-bit word, one
+    column per vector: word by word over contiguous memory is ten times faster than
+    summing short rows) and ``query_bits``."""
+    total = np.zeros(bits.shape[1], dtype=np.int64)
+    differ = np.empty(bits.shape[1], dtype=np.uint64)
+    counts = np.empty(bits.shape[1], dtype=np.uint8)
+    for word in range(bits.shape[0]):
+        np.bitwise_xor(bits[word], query_bits[word], out=differ)
+        np.bitwise_count(differ, out=counts)
+        total += counts
     return total
 
 
@@ -149,7 +155,8 @@ class VectorIndex:
         """How many times the cache was rebuilt from scratch (the first load included)."""
         self._lock = threading.RLock()
         self._matrix: FloatArray = np.zeros((0, dim), dtype=np.float32)
-        self._bits: npt.NDArray[np.uint64] = sign_bits(self._matrix)
+        self._bits: npt.NDArray[np.uint64] = sign_bits(self._matrix).T.copy()
+        """Sign bits, one row per 64-bit word and one column per vector (see _hamming)."""
         self._ids: IdArray = np.zeros(0, dtype=np.int64)
         self._n = 0
         self._id_sum = 0
@@ -184,7 +191,7 @@ class VectorIndex:
                 "vectors": self._n,
                 "wrong_size": len(self._skipped),
                 "reloads": self.reloads,
-                "bytes": int(self._n * (self.dim * 4 + self._bits.shape[1] * 8)),
+                "bytes": int(self._n * (self.dim * 4 + self._bits.shape[0] * 8)),
             }
 
     def invalidate(self) -> None:
@@ -224,7 +231,7 @@ class VectorIndex:
         self._replaced = self.store.embedding_stats(self.model_name)[2]
         rows = self.store.embeddings(self.model_name)
         self._matrix = np.zeros((max(len(rows), 1), self.dim), dtype=np.float32)
-        self._bits = sign_bits(self._matrix)
+        self._bits = sign_bits(self._matrix).T.copy()
         self._ids = np.zeros(max(len(rows), 1), dtype=np.int64)
         self._n = 0
         self._id_sum = 0
@@ -263,8 +270,8 @@ class VectorIndex:
             capacity = max(need, 2 * len(self._ids), 1024)
             matrix = np.zeros((capacity, self.dim), dtype=np.float32)
             matrix[: self._n] = self._matrix[: self._n]
-            bits = np.zeros((capacity, self._bits.shape[1]), dtype=np.uint64)
-            bits[: self._n] = self._bits[: self._n]
+            bits = np.zeros((self._bits.shape[0], capacity), dtype=np.uint64)
+            bits[:, : self._n] = self._bits[:, : self._n]
             ids = np.zeros(capacity, dtype=np.int64)
             ids[: self._n] = self._ids[: self._n]
             self._matrix, self._bits, self._ids = matrix, bits, ids
@@ -277,7 +284,7 @@ class VectorIndex:
             norms[norms == 0] = 1.0
             lo = start + offset
             self._matrix[lo : lo + len(chunk)] = block / norms
-            self._bits[lo : lo + len(chunk)] = sign_bits(block)
+            self._bits[:, lo : lo + len(chunk)] = sign_bits(block).T
             self._ids[lo : lo + len(chunk)] = [i for i, _ in chunk]
         self._n = need
         self._id_sum += sum(i for i, _ in good)
@@ -316,7 +323,7 @@ class VectorIndex:
         kept = int(keep.sum())
         self._id_sum -= int(held[rows].sum())
         self._matrix[:kept] = self._matrix[: self._n][keep]
-        self._bits[:kept] = self._bits[: self._n][keep]
+        self._bits[:, :kept] = self._bits[:, : self._n][:, keep]
         self._ids[:kept] = held[keep]
         self._n = kept
         # a mask may cover fewer rows than are held (rows appended since it was last used)
@@ -454,7 +461,7 @@ class VectorIndex:
         """Rows (of ``rows``, else of every usable row) whose sign bits are nearest the
         query's: the candidates the exact pass scores (see the module docstring)."""
         query_bits = sign_bits(query.reshape(1, -1))[0]
-        bits = self._bits[: self._n] if rows is None else self._bits[rows]
+        bits = self._bits[:, : self._n] if rows is None else self._bits[:, rows]
         distance = _hamming(bits, query_bits)
         if usable is not None:
             distance[~usable] = np.iinfo(np.int64).max

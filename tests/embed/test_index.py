@@ -230,7 +230,8 @@ def test_sign_bits_count_the_dimensions_whose_sign_differs() -> None:
         bits = sign_bits(data)
         assert bits.dtype == np.uint64 and bits.shape == (50, -(-dim // 64))
         expected = ((data > 0) != (query > 0)).sum(axis=1)
-        assert _hamming(bits, sign_bits(query[None])[0]).tolist() == expected.tolist()
+        found = _hamming(np.ascontiguousarray(bits.T), sign_bits(query[None])[0])
+        assert found.tolist() == expected.tolist()
 
 
 def test_two_pass_search_filters_like_the_exact_one(store: EventStore) -> None:
