@@ -130,17 +130,27 @@ class _Key:
         self.length: Counter[str] = Counter()
 
     def put(self, event_id: int, kind: str, columns: tuple[_Column, ...]) -> None:
-        self.drop(event_id)
         weighted: dict[str, float] = {}
         for weight, column in zip(self.weights, columns, strict=True):
             for token, count in column.counts.items():
                 weighted[token] = weighted.get(token, 0.0) + weight * count
         length = 1 + sum(len(c.tokens) for c in columns)
         doc = _Doc(event_id, kind, columns, length, weighted)
+        old = self.docs.get(event_id)
+        # a rewritten window shares most of its words with the old one: touch only the
+        # postings of the words that came or went
+        before = old.weighted.keys() if old is not None else set()
+        for token in before - weighted.keys():
+            ids = self.postings[token]
+            ids.discard(event_id)
+            if not ids:
+                del self.postings[token]
+        for token in weighted.keys() - before:
+            self.postings.setdefault(token, set()).add(event_id)
+        if old is not None:
+            self.count[old.kind] -= 1
+            self.length[old.kind] -= old.length
         self.docs[event_id] = doc
-        for column in columns:
-            for token in column.counts:
-                self.postings.setdefault(token, set()).add(event_id)
         self.count[kind] += 1
         self.length[kind] += doc.length
 
@@ -148,13 +158,12 @@ class _Key:
         doc = self.docs.pop(event_id, None)
         if doc is None:
             return
-        for column in doc.columns:
-            for token in column.counts:
-                ids = self.postings.get(token)
-                if ids is not None:
-                    ids.discard(event_id)
-                    if not ids:
-                        del self.postings[token]
+        for token in doc.weighted:
+            ids = self.postings.get(token)
+            if ids is not None:
+                ids.discard(event_id)
+                if not ids:
+                    del self.postings[token]
         self.count[doc.kind] -= 1
         self.length[doc.kind] -= doc.length
 
