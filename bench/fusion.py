@@ -1,28 +1,35 @@
-"""Which recall keys and fusion weights to ship: per-ranker recall and k-fold
-cross-validation (by conversation) of weighted reciprocal rank fusion.
+"""Which recall keys and fusion policy to ship: per-ranker recall, k-fold
+cross-validation (by conversation) of weighted reciprocal rank fusion policies, and the
+shipped defaults measured exactly as :meth:`pmm.recall.Recaller.recall` fuses.
 
-    python bench/fusion.py --data bench/data/chat_dataset.json --folds 4
-    python bench/fusion.py --data bench/data/recall_dataset.json --folds 4
+    python bench/fusion.py --data bench/data/chat_dataset.json \\
+        --data bench/data/recall_dataset.json --cache-dir bench/results
 
 Each conversation is ingested into a fresh file with its turns' dates as ``ts=``, embedded
 with MiniLM and (a second copy) digested by the heuristic digester. For every question it
 records each ranker's list (depth 50): ``turn`` (BM25 over the turn), ``content`` (BM25
-over the raw text only), ``digest`` (BM25 over summary + keywords), ``window`` at radius
-1..3 with the date column weighted 1 or TEMPORAL_DATE_WEIGHT, and ``dense`` (MiniLM over
-the single turn). Fusion weights are then searched on a grid, offline: for each fold the
-best weights on the other folds (mean recall@10 over question kinds) are scored on the
-held-out conversations. Printed: per-kind recall@10 of every single ranker, the folds,
-and the weights chosen on all the data with their per-kind figures; the rule "on every
-kind the chosen fusion is not below its best single ranker" is checked and reported.
+over the raw text only), ``turn+d`` and ``digest`` (the digested copy: BM25 over turn +
+digest, over summary + keywords alone), ``window`` at radius 1..3 with the date column
+weighted 1 or TEMPORAL_DATE_WEIGHT, and ``dense`` (MiniLM over the single turn).
+
+A fusion policy (:class:`pmm.recall.FusionPolicy`) is a set of weights, an override for
+temporal questions, and a switch to dense-led weights when the top turn-BM25 hits hold
+few of the query's words; policies are searched on a grid, offline, by
+``bench/fusion_grid.py``. Folds hold out every ``folds``-th conversation of each dataset
+together; the policy best on the other folds (mean over datasets of the mean recall@10
+over question kinds) is scored on the held-out conversations. Printed: per-kind
+recall@10 of every single ranker, the folds, the best policies on all the data, then
+recall@1/5/10/25 and MRR of the rankers, the old defaults and the shipped ones (with and
+without digests), and the rule "on every kind the default is not below its best single
+ranker", for hybrid and keyword mode.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import json
 import os
 import pickle
-import statistics
 import sys
 import tempfile
 import time
@@ -39,7 +46,7 @@ import numpy as np
 from pmm.embed.backfill import embed_pending
 from pmm.embed.index import VectorIndex
 from pmm.embed.sentence import SentenceEmbedder
-from pmm.recall import RRF_K, TEMPORAL_DATE_WEIGHT
+from pmm.recall import TEMPORAL_DATE_WEIGHT
 from pmm.records import NewEvent
 from pmm.store import EventStore
 from pmm.text import words
@@ -48,18 +55,9 @@ from pmm.window_keys import is_temporal
 DEPTH = 50
 TURN_KINDS = ("prompt", "response")
 RADII = (1, 2, 3)
-GRID = {
-    "turn": (0.0, 0.25, 0.5, 1.0),
-    "window": (0.0, 0.5, 1.0, 1.5, 2.0),
-    "dense": (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
-    "digest": (0.0, 0.5),
-}
-BOOSTS = (1.0, 1.5, 2.0)
-"""Factors on the window weight for temporal questions."""
 
 
 def load(path: Path) -> dict[str, Any]:
-    import json
 
     return dict(json.loads(path.read_text(encoding="utf-8")))
 
@@ -85,11 +83,13 @@ def ingest(store: EventStore, conversation: dict[str, Any]) -> dict[int, str]:
     return {e.id: t for e, t in zip(events, ids, strict=True)}
 
 
-def rankings(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Per question: type, conversation, answers and every ranker's list of turn ids."""
+def rankings(data_path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per question: type, conversation, answers and every ranker's list of turn ids;
+    with the data, plus the digested copy's searchable text of every turn."""
     from pmm.digest.heuristic import HeuristicDigester
 
-    data = load(args.data)
+    data = load(data_path)
+    data["digested_text"] = {}
     embedder = SentenceEmbedder("", device="cpu")
     digester = HeuristicDigester()
     by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -111,27 +111,35 @@ def rankings(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, 
                         (e.id, d.summary, d.keywords, d.method)
                         for e, d in zip(events, digests, strict=True)
                     )
+                    for e, d in zip(events, digests, strict=True):
+                        text = " ".join([e.text, d.summary or "", *d.keywords])
+                        data["digested_text"][to_turn[e.id]] = text
                     qs = by_conv[conv["id"]]
                     for q in qs:
                         row = {
                             "type": q.get("type", "?"),
+                            "question": q["question"],
                             "conv": conv["id"],
                             "answers": set(q["answer_ids"]),
                             "temporal": is_temporal(words(q["question"].lower())),
                             "lists": {},
+                            "scores": {},
                         }
                         for key in ("turn", "content"):
                             found = store.search_text(q["question"], limit=DEPTH, key=key)
                             row["lists"][key] = [to_turn[i] for i, _ in found]
+                            row["scores"][key] = [s for _, s in found]
                         for key, name in (("turn", "turn+d"), ("digest", "digest")):
                             found = dstore.search_text(q["question"], limit=DEPTH, key=key)
                             row["lists"][name] = [to_turn[i] for i, _ in found]
+                            row["scores"][name] = [s for _, s in found]
                         rows.append(row)
                 index = VectorIndex(store, embedder.model_name, embedder.dim)
                 vectors = embedder.embed([q["question"] for q in qs])
                 for row, vec in zip(rows[-len(qs) :], vectors, strict=True):
                     found = index.search(np.asarray(vec), DEPTH, kinds=TURN_KINDS)
                     row["lists"]["dense"] = [to_turn[i] for i, _ in found]
+                    row["scores"]["dense"] = [s for _, s in found]
             for radius in RADII:
                 with EventStore(path, window_radius=radius) as store:
                     for row, q in zip(rows[-len(qs) :], qs, strict=True):
@@ -139,208 +147,183 @@ def rankings(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, 
                             found = store.search_text(
                                 q["question"], limit=DEPTH, key="window", date_weight=dw
                             )
-                            row["lists"][f"window{radius}@{dw:g}"] = [to_turn[i] for i, _ in found]
+                            name = f"window{radius}@{dw:g}"
+                            row["lists"][name] = [to_turn[i] for i, _ in found]
+                            row["scores"][name] = [s for _, s in found]
             print(f"  {conv['id']}: {len(qs)} questions", flush=True)
     return rows, data
 
 
-def recall_at(ranked: list[str], answers: set[str], k: int = 10) -> float:
-    return len(answers.intersection(ranked[:k])) / len(answers)
+# -- scoring -------------------------------------------------------------------------------
+
+KS = (1, 5, 10, 25)
 
 
-def score_matrix(row: dict[str, Any]) -> tuple[list[str], np.ndarray]:
-    """Candidates of one question and their ``1 / (RRF_K + rank)`` in each column of
-    :data:`COLUMNS` (0 where a ranker does not list them)."""
-    dw = TEMPORAL_DATE_WEIGHT if row["temporal"] else 1.0
-    lists = [row["lists"][c if not c.startswith("window") else f"{c}@{dw:g}"] for c in COLUMNS]
-    cands = sorted({t for ids in lists for t in ids})
-    where = {t: i for i, t in enumerate(cands)}
-    m = np.zeros((len(cands), len(COLUMNS)))
-    for j, ids in enumerate(lists):
-        for rank, tid in enumerate(ids, 1):
-            m[where[tid], j] = 1.0 / (RRF_K + rank)
-    return cands, m
+def prepare(path: Path, cache_dir: Path | None) -> list[dict[str, Any]]:
+    """The rows of one dataset (rankings cached in ``cache_dir``), with the coverage of
+    each question over its top turn hits, with and without digests."""
+    from pmm.fusion import EVIDENCE_HITS, lexical_coverage
 
-
-def by_kind(rows: list[dict[str, Any]], ranked_of: Any) -> dict[str, float]:
-    per: dict[str, list[float]] = defaultdict(list)
+    cache = cache_dir / f"fusion-{path.stem}.pkl" if cache_dir else None
+    if cache and cache.exists():
+        rows, data = pickle.loads(cache.read_bytes())
+    else:
+        rows, data = rankings(path)
+        if cache:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_bytes(pickle.dumps((rows, data)))
+    raw = {t["id"]: t["text"] for c in data["conversations"] for s in c["sessions"]
+           for t in s["turns"]}  # fmt: skip
+    order = {tid: n for n, tid in enumerate(raw)}
     for row in rows:
-        per[row["type"]].append(recall_at(ranked_of(row), row["answers"]))
-    out = {k: statistics.fmean(v) for k, v in sorted(per.items())}
-    out["all"] = statistics.fmean(x for v in per.values() for x in v)
-    out["kinds"] = statistics.fmean(out[k] for k in per)
+        row["dataset"] = path.stem.removesuffix("_dataset")
+        row["order"] = order
+        top = row["lists"]["turn"][:EVIDENCE_HITS]
+        row["coverage"] = lexical_coverage(row["question"], (raw[t] for t in top))
+        top = row["lists"]["turn+d"][:EVIDENCE_HITS]
+        texts = (data["digested_text"][t] for t in top)
+        row["coverage_d"] = lexical_coverage(row["question"], texts)
+    return rows
+
+
+def fused(row: dict[str, Any], policy: Any, digests: bool = False) -> list[str]:
+    """The row's ranking under ``policy``, fused as Recaller.recall fuses."""
+    from fusion_grid import COLUMNS, column_lists
+
+    from pmm.recall import rrf_fuse
+
+    coverage = row["coverage_d" if digests else "coverage"] if policy.needs_coverage else None
+    weights = policy.weights_for(temporal=row["temporal"], coverage=coverage)
+    order = row["order"]
+    lists = {
+        c: [order[t] for t in ids]
+        for c, ids in zip(COLUMNS, column_lists(row, digests), strict=True)
+        if weights.get(c, 0) > 0
+    }
+    by_order = {order[t]: t for ids in column_lists(row, digests) for t in ids}
+    return [by_order[i] for i, _, _ in rrf_fuse(lists, weights=weights)]
+
+
+def metrics(ranked: list[str], answers: set[str]) -> dict[str, float]:
+    out = {f"R@{k}": len(answers.intersection(ranked[:k])) / len(answers) for k in KS}
+    first = next((n for n, t in enumerate(ranked, 1) if t in answers), None)
+    out["MRR"] = 1.0 / first if first else 0.0
     return out
 
 
-def configs() -> list[tuple[dict[str, float], int, float]]:
-    out = []
-    for t, w, d, g in itertools.product(*GRID.values()):
-        if t == 0 and w == 0 and g == 0:
-            continue
-        for radius in RADII if w > 0 else (RADII[0],):
-            for boost in BOOSTS if w > 0 else (1.0,):
-                out.append(({"turn": t, "window": w, "dense": d, "digest": g}, radius, boost))
-    return out
+def figures(rows: list[dict[str, Any]], ranked_of: Any) -> dict[str, dict[str, float]]:
+    """Per kind (and ``all``): the mean of each metric."""
+    per: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for row in rows:
+        m = metrics(ranked_of(row), row["answers"])
+        per[row["type"]].append(m)
+        per["all"].append(m)
+    return {
+        kind: {name: float(np.mean([m[name] for m in ms])) for name in ms[0]}
+        for kind, ms in sorted(per.items(), key=lambda kv: (kv[0] == "all", kv[0]))
+    }
 
 
-COLUMNS = ("turn", "dense", "digest", *(f"window{r}" for r in RADII))
+def contenders() -> dict[str, tuple[Any, bool]]:
+    """Name -> (ranked_of(row) or a policy, with digests) for the summary tables."""
+    from pmm.fusion import FusionPolicy
+    from pmm.recall import DEFAULT_KEYWORD_POLICY, DEFAULT_POLICY
+
+    single = {
+        "turn BM25 (baseline)": FusionPolicy({"turn": 1.0}),
+        "window": FusionPolicy({"window": 1.0}),
+        "dense (semantic)": FusionPolicy({"dense": 1.0}),
+        "turn + digests": FusionPolicy({"turn": 1.0}),
+        "digest alone": FusionPolicy({"digest": 1.0}),
+        "old hybrid (turn=dense=1)": FusionPolicy({"turn": 1.0, "dense": 1.0}),
+        "v1 hybrid (0.25/1.5/0.3)": FusionPolicy({"turn": 0.25, "window": 1.5, "dense": 0.3}),
+        "v1 keyword (0.25/1.5)": FusionPolicy({"turn": 0.25, "window": 1.5}),
+        "NEW hybrid default": DEFAULT_POLICY,
+        "NEW keyword default": DEFAULT_KEYWORD_POLICY,
+        "NEW hybrid + digests": DEFAULT_POLICY,
+        "NEW keyword + digests": DEFAULT_KEYWORD_POLICY,
+        "hybrid + digest key 0.5": FusionPolicy(
+            {**DEFAULT_POLICY.weights, "digest": 0.5},
+            DEFAULT_POLICY.temporal,
+            DEFAULT_POLICY.low_evidence,
+            DEFAULT_POLICY.threshold,
+        ),
+    }
+    return {name: (p, "digest" in name) for name, p in single.items()}
 
 
-def config_matrix(grid: list[tuple[dict[str, float], int, float]], temporal: bool) -> np.ndarray:
-    w = np.zeros((len(COLUMNS), len(grid)))
-    for j, (weights, radius, boost) in enumerate(grid):
-        w[0, j], w[1, j], w[2, j] = weights["turn"], weights["dense"], weights["digest"]
-        w[3 + RADII.index(radius), j] = weights["window"] * (boost if temporal else 1.0)
-    return w
+def report(rows: list[dict[str, Any]]) -> None:
+    """The summary tables and the rule, per dataset, for the shipped defaults."""
 
-
-def recall_table(rows: list[dict[str, Any]], grid: list[Any]) -> np.ndarray:
-    """recall@10 of every question (rows) under every configuration (columns)."""
-    mats = {t: config_matrix(grid, t) for t in (False, True)}
-    out = np.zeros((len(rows), len(grid)))
-    for i, row in enumerate(rows):
-        cands, m = score_matrix(row)
-        if not cands:
-            continue
-        scores = m @ mats[row["temporal"]]  # candidates x configs
-        top = np.argsort(-scores, axis=0, kind="stable")[:10]
-        hit = np.array([t in row["answers"] for t in cands], dtype=float)
-        alive = np.take_along_axis(scores, top, axis=0) > 0
-        out[i] = (hit[top] * alive).sum(axis=0) / len(row["answers"])
-    return out
-
-
-def kind_means(table: np.ndarray, rows: list[dict[str, Any]], mask: np.ndarray) -> dict[str, Any]:
-    kinds = sorted({r["type"] for r in rows})
-    types = np.array([r["type"] for r in rows])
-    per = {k: table[mask & (types == k)].mean(axis=0) for k in kinds}
-    per["all"] = table[mask].mean(axis=0)
-    per["kinds"] = np.mean([per[k] for k in kinds], axis=0)
-    return per
+    for dataset in sorted({r["dataset"] for r in rows}):
+        mine = [r for r in rows if r["dataset"] == dataset]
+        kinds = sorted({r["type"] for r in mine})
+        table = {
+            name: figures(mine, lambda r, p=p, d=d: fused(r, p, d))
+            for name, (p, d) in contenders().items()
+        }
+        print(f"\n== {dataset}: recall@10 per kind ({len(mine)} questions)")
+        print(f"{'':<28}" + "".join(f"{k:>12}" for k in [*kinds, "all"]) + "   x turn")
+        base = table["turn BM25 (baseline)"]["all"]["R@10"]
+        for name, figs in table.items():
+            cells = "".join(f"{figs[k]['R@10']:>12.3f}" for k in [*kinds, "all"])
+            print(f"{name:<28}{cells}{figs['all']['R@10'] / base:>9.2f}")
+        print(f"\n== {dataset}: all questions")
+        print(f"{'':<28}" + "".join(f"{m:>8}" for m in [*(f"R@{k}" for k in KS), "MRR"]))
+        for name, figs in table.items():
+            print(f"{name:<28}" + "".join(f"{v:>8.3f}" for v in figs["all"].values()))
+        for mode, singles in (
+            ("hybrid", ("turn BM25 (baseline)", "window", "dense (semantic)")),
+            ("keyword", ("turn BM25 (baseline)", "window")),
+        ):
+            name = f"NEW {mode} default"
+            for kind in kinds:
+                best = max(singles, key=lambda s: table[s][kind]["R@10"])
+                mine_r, best_r = table[name][kind]["R@10"], table[best][kind]["R@10"]
+                flag = "ok" if mine_r >= best_r - 1e-9 else "BELOW"
+                print(f"  rule {mode} {kind}: {mine_r:.3f} vs best single {best} "
+                      f"{best_r:.3f}: {flag}")  # fmt: skip
 
 
 def main() -> int:
+    from fusion_grid import cross_validate, hybrid_grid, keyword_grid, label, recall_table
+
+    from pmm.fusion import FusionPolicy
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--data", type=Path, action="append", required=True)
     parser.add_argument("--folds", type=int, default=4)
-    parser.add_argument("--cache", type=Path, help="pickle of the rankings (reused if present)")
-    parser.add_argument("--show", action="append", default=[], help="a configuration label")
+    parser.add_argument("--cache-dir", type=Path, help="where rankings are cached (reused)")
     args = parser.parse_args()
     started = time.perf_counter()
-    if args.cache and args.cache.exists():
-        rows, data = pickle.loads(args.cache.read_bytes())
-    else:
-        rows, data = rankings(args)
-        if args.cache:
-            args.cache.write_bytes(pickle.dumps((rows, data)))
-    print(f"rankings of {len(rows)} questions in {time.perf_counter() - started:.0f} s\n")
-    kinds = sorted({r["type"] for r in rows})
-    head = f"{'ranker':<22}" + "".join(f"{k:>12}" for k in [*kinds, "all", "kinds"])
-    print("recall@10 per kind, single rankers\n" + head)
-    singles = {}
-    for name in rows[0]["lists"]:
-        figs = by_kind(rows, lambda r, n=name: r["lists"][n])
-        singles[name] = figs
-        print(f"{name:<22}" + "".join(f"{figs[k]:>12.3f}" for k in [*kinds, "all", "kinds"]))
-    grid = configs()
-    table = recall_table(rows, grid)
-    convs = [c["id"] for c in data["conversations"]]
-    folds = [convs[i :: args.folds] for i in range(args.folds)]
-    conv_of = np.array([r["conv"] for r in rows])
-    turn_only = grid.index(({"turn": 1.0, "window": 0.0, "dense": 0.0, "digest": 0.0}, 1, 1.0))
+    rows = [row for path in args.data for row in prepare(path, args.cache_dir)]
+    print(f"rankings of {len(rows)} questions in {time.perf_counter() - started:.0f} s")
+    for dataset in sorted({r["dataset"] for r in rows}):
+        mine = [r for r in rows if r["dataset"] == dataset]
+        kinds = sorted({r["type"] for r in mine})
+        print(f"\n== {dataset}: recall@10 per kind, single rankers")
+        print(f"{'ranker':<14}" + "".join(f"{k:>12}" for k in [*kinds, "all"]))
+        for name in mine[0]["lists"]:
+            figs = figures(mine, lambda r, n=name: r["lists"][n])
+            print(f"{name:<14}" + "".join(f"{figs[k]['R@10']:>12.3f}" for k in [*kinds, "all"]))
+    for what, grid in (("hybrid", hybrid_grid()), ("keyword (no embeddings)", keyword_grid())):
+        table = recall_table(rows, grid)
+        baselines = {"turn BM25": len(grid), "v1": len(grid) + 1}
+        extra = [
+            FusionPolicy({"turn": 1.0}),
+            FusionPolicy({"turn": 0.25, "window": 1.5, "dense": 0.3 if "hybrid" in what else 0}),
+        ]
+        table = np.hstack([table, recall_table(rows, extra)])
+        print(f"\n{args.folds}-fold cross-validation by conversation, {what}, {len(grid)} policies")
+        cross_validate(table, rows, grid + extra, args.folds, baselines)
+        from fusion_grid import kinds_mean
 
-    def label(cfg: tuple[dict[str, float], int, float]) -> str:
-        w, radius, boost = cfg
-        return ",".join(f"{k}={v:g}" for k, v in w.items()) + f" r={radius} boost={boost:g}"
-
-    for without_dense in (True, False):
-        cross_validate(table, rows, grid, folds, conv_of, turn_only, kinds, label, without_dense)
-    return summarise(table, rows, grid, kinds, label, head, singles, args)
-
-
-def cross_validate(
-    table: np.ndarray,
-    rows: list[dict[str, Any]],
-    grid: list[Any],
-    folds: list[list[str]],
-    conv_of: np.ndarray,
-    turn_only: int,
-    kinds: list[str],
-    label: Any,
-    without_dense: bool,
-) -> None:
-    allowed = np.array([not without_dense or c[0]["dense"] == 0 for c in grid])
-    what = "keyword rankers only (no embeddings)" if without_dense else "all rankers"
-    print(f"\n{len(folds)}-fold cross-validation by conversation, {what}")
-    held = []
-    for n, test in enumerate(folds, 1):
-        train_mask = ~np.isin(conv_of, test)
-        train = np.where(allowed, kind_means(table, rows, train_mask)["kinds"], -1.0)
-        best = int(np.argmax(train))
-        figs = kind_means(table, rows, ~train_mask)
-        held.append(figs["kinds"][best])
-        print(
-            f"fold {n} (test {','.join(test)}): chose {label(grid[best])}; "
-            f"test R@10 {figs['kinds'][best]:.3f} vs turn BM25 {figs['kinds'][turn_only]:.3f}; "
-            + " ".join(f"{k}={figs[k][best]:.3f}" for k in kinds)
-        )
-    print(f"held-out mean R@10 (mean over kinds): {statistics.fmean(held):.3f}")
-
-
-def summarise(
-    table: np.ndarray,
-    rows: list[dict[str, Any]],
-    grid: list[Any],
-    kinds: list[str],
-    label: Any,
-    head: str,
-    singles: dict[str, Any],
-    args: argparse.Namespace,
-) -> int:
-    everything = kind_means(table, rows, np.ones(len(rows), dtype=bool))
-    order = np.argsort(-everything["kinds"])
-    print("\nbest 10 configurations on all data (mean R@10 over kinds | all):")
-    for i in order[:10]:
-        print(f"  {everything['kinds'][i]:.3f} | {everything['all'][i]:.3f}  {label(grid[i])}")
-    for text in args.show:
-        i = next(j for j, c in enumerate(grid) if label(c) == text)
-        print(f"  {everything['kinds'][i]:.3f} | {everything['all'][i]:.3f}  {text} (asked)")
-    for text in args.show or [label(grid[int(order[0])])]:
-        chosen_i = next(j for j, c in enumerate(grid) if label(c) == text)
-        check_rule(everything, grid[chosen_i], chosen_i, kinds, label, head, singles)
+        everything = kinds_mean(table[:, : len(grid)], rows, np.ones(len(rows), dtype=bool))
+        print("best 8 policies on all data (mean over datasets of the mean R@10 over kinds):")
+        for i in np.argsort(-everything)[:8]:
+            print(f"  {everything[i]:.3f}  {label(grid[i])}")
+    report(rows)
     return 0
-
-
-def check_rule(
-    everything: dict[str, Any],
-    chosen: Any,
-    chosen_i: int,
-    kinds: list[str],
-    label: Any,
-    head: str,
-    singles: dict[str, Any],
-) -> None:
-    print("\nchosen: " + label(chosen))
-    print(head)
-    print(
-        f"{'fused (chosen)':<22}"
-        + "".join(f"{everything[k][chosen_i]:>12.3f}" for k in [*kinds, "all", "kinds"])
-    )
-    used = [
-        n
-        for n, w in (
-            ("turn", chosen[0]["turn"]),
-            (f"window{chosen[1]}@1", chosen[0]["window"]),
-            ("dense", chosen[0]["dense"]),
-            ("digest", chosen[0]["digest"]),
-        )
-        if w > 0
-    ]
-    for kind in kinds:
-        best_single = max(singles[n][kind] for n in used)
-        fused = everything[kind][chosen_i]
-        flag = "ok" if fused >= best_single - 1e-9 else "BELOW"
-        print(f"  rule {kind}: fused {fused:.3f} vs best single {best_single:.3f}: {flag}")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,11 @@ the end. Prints, per backend, p50/p99 of one ``append`` (one transaction each) a
 throughput with 1 and 4 writer threads (the chain serializes appends: on PostgreSQL through
 an advisory lock), then with ``--events`` events in 1,000 sessions in the log:
 ``load_memory_variables`` p50 (PersistentMindMemory, relevant memories on) and keyword
-``recall`` p50 in one session and across all. When langgraph-checkpoint-postgres is
-installed, LangGraph's ``PostgresStore.put``/``search`` on the same server is the baseline.
+``recall`` p50 in one session and across all (keyword recall searches the turn key and
+the window/date key on both backends; a PostgreSQL append writes its window keys in the
+same transaction, SQLite indexes them at the next search). When
+langgraph-checkpoint-postgres is installed, LangGraph's ``PostgresStore.put``/``search`` on
+the same server is the baseline.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
-"""Bytes on disk per turn: PMM raw only, with digests, compacted, beside SQLChatMessageHistory.
+"""Bytes on disk per turn: PMM raw only, compressed, with digests, compacted, beside
+SQLChatMessageHistory; and keyword recall@10 before and after compaction.
 
     python bench/storage.py                  # 2,000 turns (1,000 exchanges)
     python bench/storage.py --turns 10000 --seed 3
+    python bench/storage.py --dbstat         # + where each file's bytes go (SQLite dbstat)
+    python bench/storage.py --recall-conversations 0   # skip the recall part
 
 The corpus is a chat of short user turns and long (~1,500-character) assistant turns,
 generated from a fixed seed. Each configuration writes the same turns to a fresh file, which
@@ -9,13 +12,21 @@ is then checkpointed and vacuumed (as is the baseline), so the figures are the b
 needs, not free pages:
 
 - ``pmm raw only``: summaries off (the default): events + hash chain + full-text index;
+- ``pmm compressed``: the raw-only file after ``pmm compress --after 0`` (every text kept
+  zstd-compressed with a dictionary trained on the file's own text; lossless);
 - ``pmm + digests``: heuristic summaries and keywords on every turn (``pmm dream``);
 - ``pmm compacted``: the same file after ``pmm compact --older-than 0s`` (raw text dropped,
   summaries, keywords and hashes kept);
 - ``SQLChatMessageHistory``: langchain_community's SQL history, one row per message.
 
-Targets (issue 11): compacted <= 0.3x the summaries-off file. Lossless compression of old
-raw text (PMM_COMPRESS_AFTER) is not implemented yet: it has no row.
+Targets (issue 11): compressed <= 0.6x and compacted <= 0.3x the summaries-off file.
+
+Recall after compaction: each conversation of bench/recall.py's ``chat`` and ``paraphrase``
+datasets is ingested with
+heuristic digests (as bench/recall.py does), and every question is asked in keyword mode
+across the conversation's sessions (k = 10), before and after ``compact --older-than 0s``
+of the whole file; printed: recall@10 (share of the answer turns in the top 10) of both.
+Target: compacted within 2 points of uncompacted.
 """
 
 from __future__ import annotations
@@ -82,7 +93,22 @@ def settle(path: Path) -> int:
     )
 
 
-def pmm_files(pairs: list[tuple[str, str]], folder: Path) -> dict[str, int]:
+def dbstat(path: Path, top: int = 8) -> list[tuple[str, int]]:
+    """The ``top`` largest tables and indexes of ``path`` by bytes (SQLite's dbstat)."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT ?", (top,)
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def pmm_files(
+    pairs: list[tuple[str, str]], folder: Path, stats: dict[str, list[tuple[str, int]]] | None
+) -> dict[str, int]:
+    import shutil
+
     from pmm import Mind
     from pmm.compaction import compact
 
@@ -94,6 +120,13 @@ def pmm_files(pairs: list[tuple[str, str]], folder: Path) -> dict[str, int]:
         mind.store.sync_search_index()
         assert mind.verify().ok
     sizes["pmm raw only"] = settle(raw)
+    packed = folder / "compressed.db"
+    shutil.copy(raw, packed)
+    with Mind(packed, enable_summary=False) as mind:
+        done = mind.compress(after="0")
+        assert done.compressed >= len(pairs), done  # short questions stay plain
+        assert mind.verify().ok
+    sizes["pmm compressed"] = settle(packed)
     digested = folder / "digests.db"
     with Mind(digested, enable_summary=True, summary_mode="deferred", summarizer="heuristic") as m:
         for q, a in pairs:
@@ -105,7 +138,46 @@ def pmm_files(pairs: list[tuple[str, str]], folder: Path) -> dict[str, int]:
         report = compact(m.store, older_than="0s")
         assert m.verify().ok and len(report.compacted) == 2 * len(pairs)
     sizes["pmm compacted"] = settle(digested)
+    if stats is not None:
+        for name, path in [("pmm raw only", raw), ("pmm compressed", packed)]:
+            stats[name] = dbstat(path)
+        stats["pmm compacted"] = dbstat(digested)
     return sizes
+
+
+def compacted_recall(dataset: str, conversations: int) -> tuple[float, float, int, float]:
+    """Keyword recall@10 on a bench/recall.py dataset before and after compacting every
+    turn; returns (before, after, questions, mean characters per turn)."""
+    from recall import ingest, load_dataset, make_digester, resolve_data
+
+    from pmm.compaction import compact
+    from pmm.recall import Recaller
+    from pmm.store import EventStore
+
+    data = load_dataset(resolve_data(dataset), conversations)
+    digester = make_digester()
+    scores: dict[str, list[float]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for conversation in data["conversations"]:
+            questions = [q for q in data["questions"] if q["conversation"] == conversation["id"]]
+            with EventStore(Path(tmp) / f"{conversation['id']}.db") as store:
+                to_turn = ingest(store, conversation, digester)
+                recaller = Recaller(store)
+                for phase in ("before", "after"):
+                    if phase == "after":
+                        report = compact(store, older_than="0s")
+                        assert report.compacted and store.verify().ok
+                    for q in questions:
+                        hits = recaller.recall(q["question"], 10, mode="keyword")
+                        found = {to_turn.get(h.event.id) for h in hits[:10]}
+                        answers = set(q["answer_ids"])
+                        scores[phase].append(len(answers & found) / len(answers))
+    count = len(scores["before"])
+    lengths = [
+        len(t["text"]) for c in data["conversations"] for s in c["sessions"] for t in s["turns"]
+    ]
+    mean = sum(lengths) / len(lengths)
+    return sum(scores["before"]) / count, sum(scores["after"]) / count, count, mean
 
 
 def operation_times(pairs: list[tuple[str, str]], folder: Path) -> list[tuple[str, float, str]]:
@@ -164,12 +236,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=2000, help="turns to store (2000)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dbstat", action="store_true", help="print where the bytes go")
+    parser.add_argument(
+        "--recall-conversations",
+        type=int,
+        default=12,
+        help="conversations per dataset for recall after compaction (12 = all; 0 = skip)",
+    )
     args = parser.parse_args(argv)
     pairs = corpus(args.turns, args.seed)
     turns = 2 * len(pairs)
     text = sum(len(q.encode()) + len(a.encode()) for q, a in pairs)
     with tempfile.TemporaryDirectory() as tmp:
-        sizes = pmm_files(pairs, Path(tmp))
+        stats: dict[str, list[tuple[str, int]]] | None = {} if args.dbstat else None
+        sizes = pmm_files(pairs, Path(tmp), stats)
         try:
             sizes["SQLChatMessageHistory"] = baseline_file(pairs, Path(tmp))
         except ImportError as exc:
@@ -186,7 +266,20 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<24}{size:>12,}{size / turns:>12,.0f}{size / text:>11.2f}"
             f"{size / raw_only:>11.2f}" + (f"{size / base:>10.2f}" if base else "")
         )
-    print("target: compacted <= 0.30x the summaries-off (raw only) file")
+    for name, target in [("pmm compressed", 0.6), ("pmm compacted", 0.3)]:
+        ratio = sizes[name] / raw_only
+        verdict = "met" if ratio <= target else "MISSED"
+        print(f"target: {name} <= {target:.2f}x the raw-only file: {ratio:.2f}x, {verdict}")
+    for name, rows in (stats or {}).items():
+        print(f"\ndbstat {name}: " + ", ".join(f"{t} {b / turns:,.0f}" for t, b in rows))
+    for dataset in ("chat", "paraphrase") if args.recall_conversations else ():
+        before, after, count, chars = compacted_recall(dataset, args.recall_conversations)
+        points = 100 * (before - after)
+        print(
+            f"keyword recall@10, {dataset} dataset ({count:,} questions, {chars:.0f} chars per "
+            f"turn): uncompacted {before:.3f}, compacted {after:.3f} ({points:+.1f} points lost;"
+            " target <= 2: " + ("met)" if points <= 2 else "MISSED)")
+        )
     with tempfile.TemporaryDirectory() as tmp:
         print(f"\n{'operation':<22}{'seconds':>9}  note")
         for name, seconds, note in operation_times(pairs, Path(tmp)):

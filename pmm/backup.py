@@ -207,7 +207,7 @@ def _check_rows(rows: list[tuple[Any, ...]]) -> tuple[list[int], list[int]]:
     broken: list[int] = []
     prev_id, prev_hash = 0, None
     for id_, ts, kind, session, role, content, sha, meta, prev, digest, version, *_ in rows:
-        ok = content is None or sha256_hex(content) == sha
+        ok = content is None or (isinstance(content, str) and sha256_hex(content) == sha)
         if version == HASH_VERSION:
             expected = sha256_hex(
                 chain_payload(

@@ -159,6 +159,12 @@ class ChainWalker:
         self._seen_v1 = False
         self.bad: tuple[int, str] | None = None
 
+    def fail(self, id_: int, reason: str) -> None:
+        """Record a row that cannot even be read (e.g. a text that does not decode) as the
+        first one that does not verify."""
+        self.rows += 1
+        self.bad = (id_, reason)
+
     def step(
         self,
         id_: int,

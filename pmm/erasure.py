@@ -102,15 +102,7 @@ def forget(
     or nothing matched. ``require_text`` refuses events whose text is already gone (the
     behaviour of ``redact``). Nothing is written when it raises.
     """
-    if not isinstance(reason, str) or not reason.strip():
-        raise InvalidInputError("forget() needs a reason, e.g. reason='user asked'")
-    ids = _checked_ids(event_ids)
-    if session_id is not None and (not isinstance(session_id, str) or not session_id):
-        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
-    if match is not None and (not isinstance(match, str) or not match.strip()):
-        raise InvalidInputError(f"match must be a non-empty text, got {match!r}")
-    if not ids and session_id is None and match is None:
-        raise InvalidInputError("forget() needs event_ids, session_id or match")
+    ids = checked_request(event_ids, session_id, match, reason)
     before = file_bytes(store.path)
     from .storage.sqlite.erasure import erase
 
@@ -148,6 +140,23 @@ def file_bytes(path: str) -> int:
         for suffix in ("", "-wal", "-shm")
         if os.path.exists(path + suffix)
     )
+
+
+def checked_request(
+    event_ids: Iterable[int] | None, session_id: str | None, match: str | None, reason: str
+) -> set[int]:
+    """The ids of a :func:`forget` request once its arguments are checked (every backend
+    runs these checks); raises :class:`InvalidInputError` for a bad one."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidInputError("forget() needs a reason, e.g. reason='user asked'")
+    ids = _checked_ids(event_ids)
+    if session_id is not None and (not isinstance(session_id, str) or not session_id):
+        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
+    if match is not None and (not isinstance(match, str) or not match.strip()):
+        raise InvalidInputError(f"match must be a non-empty text, got {match!r}")
+    if not ids and session_id is None and match is None:
+        raise InvalidInputError("forget() needs event_ids, session_id or match")
+    return ids
 
 
 def redaction_entries(sessions: dict[str | None, list[int]], reason: str) -> list[NewEvent]:

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .context import Context, Turn, assemble
-from .errors import ConfigurationError, InvalidInputError
+from .errors import ConfigurationError, InvalidInputError, UnsupportedOperationError
 from .facts import FactBook
 from .processing import Processor
 from .records import DreamReport, Event, Hit, NewEvent, VerifyReport
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from .embed import Embedder
     from .erasure import ErasureReport
     from .recall import Recaller
+    from .storage.sqlite.compression import CompressionReport
     from .worker import BackgroundWorker
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,7 @@ class Mind:
         self._worker: BackgroundWorker | None = None
         self._closed = False
         self._warned_no_llm = False
+        self._warned_compress = False
         self._processor = Processor(
             self.store, settings, llm=llm, digester=digester, embedder=embedder
         )
@@ -344,6 +346,7 @@ class Mind:
         started = time.perf_counter()
         digested, embedded, methods = self._processor.run(limit, progress)
         summaries, contradictions, summary_vectors = self._consolidate()
+        compressed = self._compress_old()
         return DreamReport(
             digested=digested,
             embedded=embedded + summary_vectors,
@@ -355,7 +358,23 @@ class Mind:
             dropped_bullets=summaries.dropped_bullets,
             contradictions=contradictions.superseded,
             llm_calls=summaries.llm_calls + contradictions.llm_calls,
+            compressed=compressed,
         )
+
+    def _compress_old(self) -> int:
+        """Dream's last step: compress old texts when ``PMM_COMPRESS_AFTER`` is set."""
+        if not self.settings.compress_after:
+            return 0
+        if not hasattr(self.store, "compress"):
+            if not self._warned_compress:
+                self._warned_compress = True
+                log.warning(
+                    "PMM_COMPRESS_AFTER is set, but this storage backend (%s) does not "
+                    "compress text: it is ignored",
+                    type(self.store).__name__,
+                )
+            return 0
+        return self.compress().compressed
 
     def pending_count(self) -> int:
         """How many turns still wait for a digest (0 when summaries are off)."""
@@ -595,6 +614,31 @@ class Mind:
             return self.store.forget(
                 event_ids=event_ids, session_id=session_id, match=match, reason=reason
             )
+
+    def compress(
+        self, after: str | int | None = None, *, dry_run: bool = False, retrain: bool = False
+    ) -> CompressionReport:
+        """Keep the text of old turns compressed, losslessly (zstd with a dictionary
+        trained on this file's text, or zlib): all but the ``after`` newest texts
+        (``1000``), or those older than an age (``"30d"``); None = ``PMM_COMPRESS_AFTER``.
+        Every read decodes them; ``dream()`` runs this when the setting is on::
+
+            mind.compress("30d").compressed            # texts compressed now
+        """
+        after = self.settings.compress_after if after is None else after
+        if after is None or after == "":
+            raise InvalidInputError(
+                "compression is off: pass after= (a count like 1000 or an age like 30d) "
+                "or set PMM_COMPRESS_AFTER"
+            )
+        compress = getattr(self.store, "compress", None)
+        if compress is None:
+            raise UnsupportedOperationError(
+                f"{type(self.store).__name__} does not compress text (SQLite files do)"
+            )
+        with self._processor.lock:
+            report: CompressionReport = compress(after, dry_run=dry_run, retrain=retrain)
+            return report
 
     def compact(
         self,

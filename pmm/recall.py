@@ -16,17 +16,22 @@ Rankers:
 - ``digest``: BM25 over the summary and keywords alone (weight 0 by default: measured not
   to help on top of ``turn``, which already holds them).
 
-Defaults (``python bench/fusion.py``, 4-fold cross-validation by conversation on the
-realistic chat dataset): ``turn=0.25, window=1.5, dense=0.3, digest=0`` (keyword mode
-leaves dense out). Query embeddings are cached (an LRU
-keyed by text); :attr:`Recaller.encoder_seconds` is the time spent encoding.
-
 Weighted reciprocal rank fusion: an event's score is the sum, over the rankers that list
-it, of ``weight / (60 + rank)`` (``PMM_RECALL_WEIGHTS``, e.g. ``turn=1,window=1,dense=0.3``).
-It needs no calibration between BM25 and cosine scores. Modes: ``keyword`` fuses the BM25
-rankers, ``semantic`` is ``dense`` alone, ``hybrid`` fuses all of them. Questions with
-temporal words ("when", "last year", month names) weigh the date column of the window key
-more.
+it, of ``weight / (60 + rank)``. It needs no calibration between BM25 and cosine scores.
+Modes: ``keyword`` fuses the BM25 rankers, ``semantic`` is ``dense`` alone, ``hybrid``
+fuses all of them. The default weights (:class:`FusionPolicy`, chosen by 4-fold
+cross-validation by conversation on the chat and paraphrase datasets, ``python
+bench/fusion.py``) are ``turn=0.25, window=1.5, dense=0.1`` and adapt to the query:
+
+- a temporal question ("when", "last year", month names) weighs the turn key more than
+  the window (``turn=1, window=0.5``) and the window key's date column more;
+- when the top three turn-BM25 hits hold under half of the query's content words, the
+  question is probably worded differently from the memory, and the dense ranker leads
+  (``turn=0.1, window=0.1, dense=1``; hybrid mode only).
+
+Weights set by ``PMM_RECALL_WEIGHTS`` (e.g. ``turn=1,window=1,dense=0.3``) are used as
+given for every query. Query embeddings are cached (an LRU keyed by text);
+:attr:`Recaller.encoder_seconds` is the time spent encoding.
 
 Importing this module does not import torch or sentence-transformers; only an embedder
 that loads a model does.
@@ -46,7 +51,15 @@ import numpy.typing as npt
 
 from .embed.backfill import DEFAULT_KINDS
 from .errors import ConfigurationError, InvalidInputError
-from .records import Hit
+from .fusion import (
+    EVIDENCE_HITS,
+    EVIDENCE_THRESHOLD,
+    LOW_EVIDENCE_WEIGHTS,
+    TEMPORAL_KEYWORD_WEIGHTS,
+    FusionPolicy,
+    lexical_coverage,
+)
+from .records import Event, Hit
 from .text import words
 from .window_keys import is_temporal
 
@@ -64,15 +77,23 @@ RRF_K = 60
 """The reciprocal-rank-fusion constant: a rank ``r`` scores ``weight / (RRF_K + r)``."""
 RANKERS: tuple[str, ...] = ("turn", "window", "dense", "digest")
 KEYWORD_RANKERS: tuple[str, ...] = ("turn", "window", "digest")
-DEFAULT_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "dense": 0.3, "digest": 0.0}
-"""Hybrid weights, chosen by 4-fold cross-validation (by conversation) on the realistic
-chat dataset (``python bench/fusion.py``; 3 of 4 folds picked these): the window key
-leads, the turn's own BM25 and the dense ranker add to it at low weight."""
+DEFAULT_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "dense": 0.1, "digest": 0.0}
+"""Hybrid weights when the keyword rankers have lexical evidence (see
+:class:`FusionPolicy`): the window key leads, the turn's own BM25 and the dense ranker
+add to it at low weight."""
 DEFAULT_KEYWORD_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "digest": 0.0}
 """Keyword-mode weights (no dense ranker): the same keyword weights."""
 TEMPORAL_DATE_WEIGHT = 3.0
 """For a temporal question the date column of the window key weighs this much against
 its text (measured neutral on the chat dataset: its "when" questions name no date)."""
+
+
+DEFAULT_POLICY = FusionPolicy(
+    DEFAULT_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS, LOW_EVIDENCE_WEIGHTS, EVIDENCE_THRESHOLD
+)
+"""Hybrid mode's default: chosen by cross-validation (``python bench/fusion.py``)."""
+DEFAULT_KEYWORD_POLICY = FusionPolicy(DEFAULT_KEYWORD_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS)
+"""Keyword mode's default (no dense ranker, so no low-evidence switch)."""
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -149,8 +170,10 @@ class Recaller:
     ``embedder`` enables the ``semantic`` ranker; without it ``hybrid`` recall is keyword
     recall (with one warning) and ``semantic`` recall raises
     :class:`~pmm.errors.ConfigurationError`. The vector cache is built on the first
-    semantic search and kept in step with the store from then on. ``weights`` (a mapping
-    or ``PMM_RECALL_WEIGHTS`` text) override :data:`DEFAULT_WEIGHTS`. Query embeddings are
+    semantic search and kept in step with the store from then on. Without ``weights`` the
+    fusion follows :data:`DEFAULT_POLICY` (:data:`DEFAULT_KEYWORD_POLICY` in keyword
+    mode); ``weights`` (a mapping or ``PMM_RECALL_WEIGHTS`` text) override
+    :data:`DEFAULT_WEIGHTS` and are used as given for every query. Query embeddings are
     kept in an LRU of ``query_cache_size`` texts.
     """
 
@@ -180,6 +203,12 @@ class Recaller:
         self.keyword_weights = {**DEFAULT_KEYWORD_WEIGHTS, **chosen}
         self.keyword_weights.pop("dense", None)
         """Keyword-mode weights: :data:`DEFAULT_KEYWORD_WEIGHTS` with the given ones."""
+        # Weights set by the caller are used as given, for every query; the defaults
+        # adapt to temporal questions and to weak lexical evidence.
+        self.policy = DEFAULT_POLICY if not chosen else FusionPolicy(self.weights)
+        self.keyword_policy = (
+            DEFAULT_KEYWORD_POLICY if not chosen else FusionPolicy(self.keyword_weights)
+        )
         self._query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._query_cache_size = query_cache_size
         self.encoder_seconds = 0.0
@@ -263,26 +292,22 @@ class Recaller:
             kind_list += ("summary",)
         excluded = set(exclude_ids)
         depth = max(self.depth, k) + len(excluded)
-        weights = {"semantic": {"dense": 1.0}, "keyword": self.keyword_weights}.get(
-            mode, self.weights
-        )
+        policy = {"semantic": _SEMANTIC, "keyword": self.keyword_policy}.get(mode, self.policy)
         temporal = is_temporal(words(query.lower()))
-        rankings: dict[str, list[int]] = {}
-        vector = self._query_vector(query) if weights.get("dense", 0) > 0 else None
-        for ranker in KEYWORD_RANKERS:
-            if weights.get(ranker, 0) > 0:
-                local = self.session_ranker
-                if session_id is not None and local is not None and local.serves(ranker, kind_list):
-                    found = local.search(
-                        query,
-                        session_id=session_id,
-                        key=ranker,
-                        kinds=kind_list,
-                        limit=depth,
-                        date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
-                    )
-                    rankings[ranker] = [i for i, _ in found if i not in excluded]
-                    continue
+        date_weight = TEMPORAL_DATE_WEIGHT if temporal else 1.0
+
+        def keyword(ranker: str) -> list[int]:
+            local = self.session_ranker
+            if session_id is not None and local is not None and local.serves(ranker, kind_list):
+                found = local.search(
+                    query,
+                    session_id=session_id,
+                    key=ranker,
+                    kinds=kind_list,
+                    limit=depth,
+                    date_weight=date_weight,
+                )
+            else:
                 found = self.store.search_text(
                     query,
                     limit=depth,
@@ -290,10 +315,24 @@ class Recaller:
                     kinds=kind_list,
                     sync=sync_index,
                     key=ranker,
-                    date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
+                    date_weight=date_weight,
                 )
-                rankings[ranker] = [i for i, _ in found if i not in excluded]
-        if vector is not None:
+            return [i for i, _ in found if i not in excluded]
+
+        maybe = [policy.weights, *filter(None, (policy.temporal, policy.low_evidence))]
+        vector = self._query_vector(query) if any(w.get("dense", 0) > 0 for w in maybe) else None
+        rankings: dict[str, list[int]] = {}
+        coverage = None
+        if policy.needs_coverage:
+            rankings["turn"] = keyword("turn")
+            top = self.store.get_many(rankings["turn"][:EVIDENCE_HITS]).values()
+            coverage = lexical_coverage(query, (_searchable(e) for e in top))
+        weights = policy.weights_for(temporal=temporal, coverage=coverage)
+        rankings = {r: ids for r, ids in rankings.items() if weights.get(r, 0) > 0}
+        for ranker in KEYWORD_RANKERS:
+            if weights.get(ranker, 0) > 0 and ranker not in rankings:
+                rankings[ranker] = keyword(ranker)
+        if vector is not None and weights.get("dense", 0) > 0:
             rankings["dense"] = self._semantic(vector, depth, session_id, kind_list, excluded)
         fused = rrf_fuse(rankings, weights=weights)
         hits: list[Hit] = []
@@ -346,13 +385,33 @@ class Recaller:
         kinds: tuple[str, ...],
         excluded: set[int],
     ) -> list[int]:
+        if self.embedder is None:  # checked by recall(); keeps mypy sure
+            raise ConfigurationError("semantic recall needs an embedder")
+        # A store with a server-side vector index (PostgreSQL with pgvector) answers itself;
+        # one without it (None) leaves the exact in-memory search to PMM.
+        served = getattr(self.store, "search_vectors", None)
+        if served is not None:
+            found = served(
+                self.embedder.model_name, vector, depth, session_id=session_id, kinds=kinds,
+                exclude_ids=excluded,
+            )  # fmt: skip
+            if found is not None:
+                return [i for i, _ in found]
         index = self.index
-        if index is None:  # checked by recall(); keeps mypy sure
+        if index is None:
             raise ConfigurationError("semantic recall needs an embedder")
         found = index.search(
             vector, depth, session_id=session_id, kinds=kinds, exclude_ids=excluded
         )
         return [i for i, _ in found]
+
+
+_SEMANTIC = FusionPolicy({"dense": 1.0})
+
+
+def _searchable(event: Event) -> str:
+    """The text the turn key indexes: content, summary and keywords."""
+    return " ".join(filter(None, (event.text, event.summary, *event.keywords)))
 
 
 def _kinds(kinds: Iterable[str] | str) -> tuple[str, ...]:

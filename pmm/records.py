@@ -163,3 +163,5 @@ class DreamReport:
     """Older user statements marked superseded by a newer one."""
     llm_calls: int = 0
     """Chat-model calls consolidation made (summaries, compression, contradiction checks)."""
+    compressed: int = 0
+    """Old texts stored compressed by this dream (``PMM_COMPRESS_AFTER``; lossless)."""

@@ -30,11 +30,20 @@ log = logging.getLogger(__name__)
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
+READ_COMPATIBLE = "-- read-compatible"
+"""A migration whose SQL holds this line leaves files that this PMM still reads correctly
+without it: a read-only archive is opened (verify, search, export) without applying it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
     name: str
     sql: str
+
+    @property
+    def read_compatible(self) -> bool:
+        return READ_COMPATIBLE in self.sql
 
 
 @functools.cache

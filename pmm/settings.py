@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .compress_policy import CompressAfter
 from .errors import ConfigurationError
 
 SummaryMode = Literal["inline", "background", "deferred"]
@@ -106,6 +107,8 @@ class Settings:
     """Check key facts with spaCy's parser and entities too (needs the [local] extra)."""
     busy_timeout_ms: int = 30000
     """How long a write waits for another process's lock on the database, in milliseconds."""
+    compress_after: str = ""
+    """Compress older turns' text (dream, pmm compress): newest N kept plain, or an age (30d)."""
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
@@ -131,6 +134,8 @@ class Settings:
                     continue
                 raw, source = env[variable], variable
             values[name] = _coerce(source, raw, field.type, getattr(cls(), name))
+            if name == "compress_after":
+                CompressAfter.parse(values[name], source)  # raises ConfigurationError
         return cls(**values)
 
     def with_(self, **changes: Any) -> Settings:

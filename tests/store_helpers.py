@@ -50,7 +50,8 @@ def snapshot(path: Path | str) -> tuple[int, str | None, int]:
         head = conn.execute("SELECT hash, id FROM events ORDER BY id DESC LIMIT 1").fetchone()
     finally:
         conn.close()
-    return (count, head[0], head[1]) if head else (count, None, 0)
+    # The hash is stored as its 32 bytes (migrations/0008): shown as hex, like Event.hash.
+    return (count, bytes(head[0]).hex(), head[1]) if head else (count, None, 0)
 
 
 def filled_store(path: Path | str, n: int = 5) -> EventStore:

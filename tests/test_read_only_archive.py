@@ -108,9 +108,10 @@ def test_archive_verifies_searches_and_exports_without_writing(archive: Path):
 
 def test_archive_needing_a_migration_is_named_not_migrated(archive: Path):
     archive.chmod(0o644)
-    with sqlite3.connect(archive) as conn:  # as if written by an older PMM
-        newest = conn.execute("SELECT max(version), name FROM schema_migrations").fetchone()
-        conn.execute("DELETE FROM schema_migrations WHERE version = ?", (newest[0],))
+    with sqlite3.connect(archive) as conn:  # as if written by a PMM before window keys
+        newest = conn.execute("SELECT version, name FROM schema_migrations WHERE version = 7")
+        newest = newest.fetchone()
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
     conn.close()
     for suffix in ("-wal", "-shm"):
         Path(str(archive) + suffix).unlink(missing_ok=True)
@@ -119,3 +120,36 @@ def test_archive_needing_a_migration_is_named_not_migrated(archive: Path):
     assert verify["rc"] != 0 and "Traceback" not in verify["err"], verify
     assert f"{newest[0]:04d}_{newest[1]}" in verify["err"] and "read-only" in verify["err"]
     assert archive.read_bytes() == before
+
+
+def test_archive_before_binary_digests_is_read_without_migrating(archive: Path) -> None:
+    """Migrations 0008-0010 are read-compatible: a file written before them (hex text
+    digests, window keys with their text) is verified, searched and exported read-only."""
+    old = archive.parent / "old.db"
+    with Mind(str(old)) as mind:
+        mind.remember_turn("where is the blue passport?", "in the oak drawer", session_id="s")
+        mind.store.sync_search_index()
+    with sqlite3.connect(old) as conn:  # digests as that PMM wrote them: 64 hex characters
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 8")
+        conn.execute(
+            "UPDATE events SET content_sha256 = lower(hex(content_sha256)),"
+            " hash = lower(hex(hash)), prev_hash = lower(hex(prev_hash))"
+        )
+        conn.execute("UPDATE events SET prev_hash = NULL WHERE id = 1")
+    conn.close()
+    for suffix in ("-wal", "-shm"):
+        Path(str(old) + suffix).unlink(missing_ok=True)
+    old.chmod(0o644)
+    before = old.read_bytes()
+    verify, search, export = _as_nobody(
+        ["--db", str(old), "verify"],
+        ["--db", str(old), "search", "passport", "--mode", "keyword"],
+        ["--db", str(old), "export", "-"],
+    )
+    assert verify["rc"] == 0 and "OK: 2 rows" in verify["out"], verify
+    assert search["rc"] == 0 and "passport" in search["out"], search
+    assert [json.loads(line)["content"] for line in export["out"].splitlines()] == [
+        "where is the blue passport?",
+        "in the oak drawer",
+    ]
+    assert old.read_bytes() == before

@@ -41,7 +41,9 @@ def assert_bad(report: VerifyReport, first_bad_id: int, *reason_words: str) -> N
 def row(conn, event_id: int) -> dict[str, object]:
     cursor = conn.execute("SELECT * FROM events WHERE id = ?", (event_id,))
     names = [d[0] for d in cursor.description]
-    return dict(zip(names, cursor.fetchone(), strict=True))
+    found = dict(zip(names, cursor.fetchone(), strict=True))
+    # Digests are stored as their 32 bytes (migrations/0008); the chain rule hashes hex.
+    return {k: v.hex() if isinstance(v, bytes) else v for k, v in found.items()}
 
 
 def rehash(r: dict[str, object]) -> str:

@@ -21,9 +21,10 @@ from typing import Any
 from ..errors import (
     DatabaseError,
     InvalidInputError,
+    PMMError,
 )
 from ..settings import Settings
-from ..storage import open_store
+from ..storage import is_postgres_url, open_store
 from ..text import found_by, snippet
 from ..turns import TURN_KINDS
 from .output import _abs, _emit, _existing_db, _mind, _progress, _settings, _shown_text, _table
@@ -62,6 +63,7 @@ def cmd_dream(args: argparse.Namespace) -> int:
         "dropped_bullets": report.dropped_bullets,
         "contradictions": report.contradictions,
         "llm_calls": report.llm_calls,
+        "compressed": report.compressed,
     }
     methods = ", ".join(f"{k} {v:,}" for k, v in report.methods.items())
     text = (
@@ -75,6 +77,7 @@ def cmd_dream(args: argparse.Namespace) -> int:
             else ""
         )
         + f", marked {report.contradictions:,} statements superseded"
+        + (f", compressed {report.compressed:,} old texts" if report.compressed else "")
         + f"; {report.pending:,} still pending; {report.seconds:.2f} s"
     )
     return _emit(args, result, text)
@@ -177,6 +180,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         "token_counter": get_token_counter().name,
     }
     result["database_check"] = _doctor_database_check(settings.db_path)
+    result["vector_search"] = _vector_search(settings.db_path)
+    if is_postgres_url(settings.db_path):  # a database "exists" when PMM could open it
+        result["db_exists"] = not result["vector_search"].startswith("unknown:")
     if args.json:
         return _emit(args, result, "")
     installed = [f"{n} {v}" for n, v in result["packages"].items() if v]
@@ -185,7 +191,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         f"python {result['python']} on {result['platform']}; SQLite {result['sqlite']}",
         "installed: " + ", ".join(installed),
         "not installed: " + (", ".join(missing) or "-"),
-        f"database: {settings.db_path}" + ("" if result["db_exists"] else " (does not exist yet)"),
+        f"database: {settings.db_path}"
+        + ("" if result["db_exists"] else _missing_db_note(settings.db_path)),
         "",
         f"summaries: {'on' if settings.enable_summary else 'off'} (PMM_ENABLE_SUMMARY);"
         f" mode {settings.summary_mode}; summarizer {settings.summarizer}"
@@ -198,6 +205,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         f"embeddings: {'on' if settings.enable_embeddings else 'off'} (PMM_ENABLE_EMBEDDINGS);"
         f" {'available' if embeddings['available'] else 'NOT available'}: {embeddings['detail']}",
         f"token counter: {result['token_counter']}",
+        f"vector search: {result['vector_search']}",
         *_doctor_database_lines(result["database_check"]),
     ]
     return _emit(args, result, "\n".join(lines))
@@ -211,6 +219,24 @@ def _doctor_database_check(path: str) -> dict[str, Any] | None:
     if path == ":memory:" or not Path(path).is_file():
         return None
     return check(path).to_dict()
+
+
+def _missing_db_note(path: str) -> str:
+    return " (cannot connect)" if is_postgres_url(path) else " (does not exist yet)"
+
+
+def _vector_search(path: str) -> str:
+    """How semantic recall searches this log's vectors: on PostgreSQL, pgvector's HNSW
+    index when the server has the extension, else exactly in PMM (as on SQLite)."""
+    if not is_postgres_url(path):
+        return "exact: float32 vectors searched in memory by PMM"
+    from ..storage.postgres import PostgresEventStore
+
+    try:
+        with PostgresEventStore(path, timeout=5.0) as store:
+            return f"{store.vector_backend}: {store.vector_detail}"
+    except PMMError as exc:  # doctor reports what it cannot reach instead of stopping
+        return f"unknown: {exc}"
 
 
 def _doctor_database_lines(found: dict[str, Any] | None) -> list[str]:

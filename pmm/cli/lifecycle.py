@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import InvalidInputError
 from ..storage import is_postgres_url, open_store
+from ..storage.base import EventLog
 from .output import EXIT_FAILED, EXIT_OK, _bytes, _db_path, _emit, _existing_db, _sqlite_store
 
 
@@ -33,10 +34,12 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from ..erasure import file_bytes, forget, scrub
+    from ..erasure import file_bytes, scrub
 
     if args.scrub and not (args.event or args.session is not None or args.match is not None):
         path = _existing_db(args)
+        if is_postgres_url(path):
+            return _rewrite_postgres(args, path)
         with _sqlite_store(path, "forget --scrub") as store:
             before = file_bytes(path)
             done = scrub(store)
@@ -51,13 +54,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if not args.yes:
         raise InvalidInputError("forget erases text for good: add --yes to confirm")
     path = _existing_db(args)
-    with _sqlite_store(path, "forget") as store:
-        report = forget(
-            store,
-            event_ids=args.event,
-            session_id=args.session,
-            match=args.match,
-            reason=args.reason,
+    with open_store(path) as store:  # a SQLite file or a PostgreSQL URL
+        report = store.forget(
+            event_ids=args.event, session_id=args.session, match=args.match, reason=args.reason
         )
     lines = [
         f"forgot {len(report.erased)} events"
@@ -65,9 +64,28 @@ def cmd_forget(args: argparse.Namespace) -> int:
         + f"; recorded as event(s) {', '.join(str(m.id) for m in report.markers)}",
         f"size: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
     ]
-    if not report.wal_truncated:
+    if is_postgres_url(path):
+        lines.append(
+            "note: the tables were rewritten (VACUUM FULL); PostgreSQL's WAL (pg_wal), its "
+            "archives, replicas and backups keep the old bytes until they are recycled"
+        )
+    elif not report.wal_truncated:
         lines.append("warning: another process holds the file: its -wal file was not emptied")
     return _emit(args, report.to_dict(), "\n".join(lines))
+
+
+def _rewrite_postgres(args: argparse.Namespace, path: str) -> int:
+    """``pmm forget --scrub`` on PostgreSQL: rewrite PMM's tables (see
+    :func:`pmm.storage.postgres.erasure.rewrite`)."""
+    from ..storage.postgres import PostgresEventStore
+
+    with PostgresEventStore(path) as store:
+        before, after = store.rewrite_tables()
+    text = (
+        f"rewrote the tables of {store.path}: {_bytes(before)} -> {_bytes(after)}; PostgreSQL's "
+        "WAL (pg_wal), archives, replicas and backups keep old bytes until they are recycled"
+    )
+    return _emit(args, {"bytes_before": before, "bytes_after": after}, text)
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
@@ -146,13 +164,11 @@ def _shown(target: str) -> str:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from ..compaction import compact, count_compacted
-
-    with _sqlite_store(_existing_db(args), "compact") as store:
-        report = compact(
-            store, older_than=args.older_than, session_id=args.session, dry_run=args.dry_run
+    with open_store(_existing_db(args)) as store:  # a SQLite file or a PostgreSQL URL
+        report = store.compact(
+            older_than=args.older_than, session_id=args.session, dry_run=args.dry_run
         )
-        total = count_compacted(store)
+        total = _compacted_rows(store)
         verified = store.verify()
     data = {**report.to_dict(), "compacted_rows_in_log": total, "verify": verified.to_dict()}
     verb = "would drop" if report.dry_run else "dropped"
@@ -166,6 +182,44 @@ def cmd_compact(args: argparse.Namespace) -> int:
         ]
     )
     _emit(args, data, text)
+    return EXIT_OK if verified.ok else EXIT_FAILED
+
+
+def _compacted_rows(store: EventLog) -> int:
+    from ..compaction import count_compacted
+    from ..storage.postgres import PostgresEventStore
+    from ..storage.sqlite import EventStore
+
+    if isinstance(store, PostgresEventStore):
+        return store.count_compacted()
+    if isinstance(store, EventStore):
+        return count_compacted(store)
+    raise InvalidInputError(f"no compacted-row count for {type(store).__name__}")
+
+
+def cmd_compress(args: argparse.Namespace) -> int:
+    from ..erasure import file_bytes
+    from ..settings import Settings
+
+    after = args.after if args.after is not None else Settings.load().compress_after
+    if not after:
+        raise InvalidInputError("give --after (1000 or 30d) or set PMM_COMPRESS_AFTER")
+    path = _existing_db(args)
+    before = file_bytes(path)
+    with _sqlite_store(path, "compress") as store:
+        report = store.compress(after, dry_run=args.dry_run, retrain=args.retrain)
+        verified = store.verify()
+    data = {**report.to_dict(), "verify": verified.to_dict()}
+    verb = "would compress" if report.dry_run else "compressed"
+    lines = [
+        f"{verb} {report.compressed} texts: {_bytes(report.bytes_before)}"
+        + ("" if report.dry_run else f" -> {_bytes(report.bytes_after)}")
+        + (f" (dictionary {report.dictionary_id}" + (", new)" if report.trained else ")"))
+        * (report.dictionary_id is not None),
+        f"file: {_bytes(before)} (free pages are reused; `pmm compact` or VACUUM returns them)",
+        "chain " + ("verifies" if verified.ok else f"DOES NOT VERIFY: {verified.reason}"),
+    ]
+    _emit(args, data, "\n".join(lines))
     return EXIT_OK if verified.ok else EXIT_FAILED
 
 

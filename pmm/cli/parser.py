@@ -21,6 +21,7 @@ from .lifecycle import (
     cmd_backup,
     cmd_check,
     cmd_compact,
+    cmd_compress,
     cmd_forget,
     cmd_migrate_to,
     cmd_recover,
@@ -290,6 +291,18 @@ def _add_storage_commands(
     p.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 2w")
     p.add_argument("--session", metavar="S", help="only this session")
     p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
+    p = command(
+        "compress",
+        cmd_compress,
+        "Keep the text of old turns compressed (lossless); reads decode it.",
+        "zstd with a dictionary trained on this file's own text (zlib without zstandard),\n"
+        "stored in the file. --after: a count of newest texts kept plain (1000) or an age\n"
+        "(30d); default PMM_COMPRESS_AFTER. The chain and the search indexes are unchanged;\n"
+        "`pmm verify` checks each text against its SHA-256. Also run by `pmm dream`.",
+    )
+    p.add_argument("--after", metavar="N|AGE", help="e.g. 1000 or 30d")
+    p.add_argument("--retrain", action="store_true", help="train a new dictionary version")
+    p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
     p = command(
         "migrate-to",
         cmd_migrate_to,

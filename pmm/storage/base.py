@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 from ..records import Event, NewEvent, TurnRow, VerifyReport
 
 if TYPE_CHECKING:
-    from datetime import timedelta
+    from datetime import datetime, timedelta
 
     from ..compaction import CompactionReport
     from ..erasure import ErasureReport
@@ -45,6 +45,7 @@ class EventLog(Protocol):
         session_id: str | None = None,
         role: str | None = None,
         meta: dict[str, Any] | None = None,
+        ts: datetime | str | None = None,
     ) -> Event: ...
     def append_many(self, entries: Iterable[NewEvent]) -> list[Event]: ...
     def redact(self, event_id: int, *, reason: str) -> Event: ...

@@ -190,23 +190,6 @@ def test_copy_log_refuses_a_tampered_source(tmp_path: Path, pg_url: str) -> None
         assert target.count() == 0
 
 
-def test_forget_and_compact_say_clearly_where_they_are_not_available(
-    log: EventLog, log_target: str
-) -> None:
-    from pmm.errors import UnsupportedOperationError
-
-    _chat(log)
-    if not is_postgres_url(log_target):
-        assert log.forget(event_ids=[3], reason="asked").erased == [3]
-        assert log.compact(older_than="30d", dry_run=True).compacted == []
-        return
-    with pytest.raises(UnsupportedOperationError, match="redact"):
-        log.forget(event_ids=[3], reason="asked")
-    with pytest.raises(UnsupportedOperationError, match="SQLite"):
-        log.compact(older_than="30d")
-    assert log.get(3).content is not None and log.verify().ok
-
-
 def test_pmm_migrate_to_and_back_on_the_command_line(
     tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -227,5 +210,17 @@ def test_pmm_migrate_to_and_back_on_the_command_line(
     assert main(["migrate-to", back, "--from", pg_url]) == 0
     assert "copied 4 events" in capsys.readouterr().out
     assert main(["migrate-to", back, "--from", pg_url]) == 2  # not empty: an input error
-    assert main(["compact", "--older-than", "1d", "--db", pg_url]) != 0
+    assert main(["init", "--db", pg_url]) != 0
     assert "SQLite files" in capsys.readouterr().err
+
+
+def test_content_and_digest_keys_search_their_own_fields(log: EventLog) -> None:
+    a = log.append("prompt", "We walked along the harbour at dusk", session_id="s", role="user")
+    b = log.append("prompt", "Booked a table for Friday", session_id="s", role="user")
+    log.set_digests([(b.id, "Dinner at the harbour restaurant", ["harbour", "dinner"], "test")])
+    assert sorted(i for i, _ in log.search_text("harbour")) == [a.id, b.id]
+    assert [i for i, _ in log.search_text("harbour", key="content")] == [a.id]
+    assert [i for i, _ in log.search_text("harbour", key="digest")] == [b.id]
+    assert [i for i, _ in log.search_text("Friday table", key="content")] == [b.id]
+    assert log.search_text("Friday table", key="digest") == []
+    assert log.search_text("it's a back\\slash harbour", key="digest")[0][0] == b.id

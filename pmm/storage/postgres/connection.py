@@ -103,6 +103,16 @@ class Database:
         with self._translated(), self._pool.connection() as conn:
             conn.execute(sql.encode(), params)
 
+    def try_statement(self, sql: str) -> str | None:
+        """Run one statement in its own transaction; returns None when it succeeded, else
+        PostgreSQL's reason (first line), e.g. for ``CREATE EXTENSION`` that may fail."""
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute(sql.encode())
+        except self._errors as exc:
+            return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return None
+
     @contextlib.contextmanager
     def write(self) -> Iterator[psycopg.Connection[Any]]:
         """One transaction: committed when the block ends, rolled back on an error."""

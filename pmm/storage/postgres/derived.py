@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidInputError
 from ...records import Event, event_from_row
@@ -17,19 +17,27 @@ from ...text import search_terms
 from ..terms import COMMON_TERM_MIN_DOCS, pick_terms
 from .connection import Database
 from .rows import BUMP, COLUMNS, filters
+from .vectors import PGVECTOR, ensure_index, search_candidates, vector_literal
+from .windows import window_weights
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 log = logging.getLogger(__name__)
 
 SEARCH_KEYS = ("turn", "content", "digest", "window")
-"""The keys SQLite's search_text knows; PostgreSQL serves all of them from the turn key."""
+"""The keys search_text knows (as on SQLite)."""
+KEY_WEIGHTS = {"content": "B", "digest": "A"}
+"""The weight of the turn tsvector that the content-only and digest-only keys search."""
 
 
 class DerivedData:
     """Digests, vectors, edges and search over the ``events`` table (needs ``self._db``)."""
 
     _db: Database
-    _warned_keys: bool
     _lexemes: tuple[int, dict[str, float] | None]
+    vector_backend: str
 
     # -- derived data ----------------------------------------------------------------
 
@@ -78,20 +86,51 @@ class DerivedData:
     def put_embeddings(self, model: str, dim: int, vectors: Iterable[tuple[int, bytes]]) -> int:
         """Store float32 vectors (as bytes) of ``model``, replacing old ones; events whose
         text was redacted meanwhile get none. Returns how many were stored."""
+        pgvector = self.vector_backend == PGVECTOR
+        column, value, update = (
+            (", vec", ", %s::vector", ", vec = excluded.vec") if pgvector else ("", "", "")
+        )
+        sql = (
+            f"INSERT INTO embeddings(event_id, model, dim, vector{column})"
+            f" SELECT %s, %s, %s, %s{value} WHERE EXISTS"
+            " (SELECT 1 FROM events WHERE id = %s AND content IS NOT NULL)"
+            " ON CONFLICT (event_id, model) DO UPDATE"
+            f" SET dim = excluded.dim, vector = excluded.vector{update}"
+        )
         stored = 0
         with self._db.write() as conn, conn.cursor() as cur:
+            if pgvector:
+                ensure_index(conn, model, dim)
             for event_id, blob in vectors:
-                cur.execute(
-                    "INSERT INTO embeddings(event_id, model, dim, vector)"
-                    " SELECT %s, %s, %s, %s WHERE EXISTS"
-                    " (SELECT 1 FROM events WHERE id = %s AND content IS NOT NULL)"
-                    " ON CONFLICT (event_id, model) DO UPDATE"
-                    " SET dim = excluded.dim, vector = excluded.vector",
-                    (event_id, model, dim, blob, event_id),
-                )
+                extra = (vector_literal(blob),) if pgvector else ()
+                cur.execute(sql, (event_id, model, dim, blob, *extra, event_id))
                 stored += cur.rowcount
             cur.execute(BUMP)
         return stored
+
+    def search_vectors(
+        self,
+        model: str,
+        query: npt.NDArray[np.float32],
+        k: int,
+        *,
+        session_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        exclude_ids: Iterable[int] = (),
+    ) -> list[tuple[int, float]] | None:
+        """The ``k`` events whose ``model`` vectors are nearest ``query`` by pgvector's HNSW
+        index, re-scored exactly: ``(event_id, cosine)`` best first; None without pgvector
+        (the caller searches :meth:`embeddings` itself then)."""
+        if self.vector_backend != PGVECTOR:
+            return None
+        return search_candidates(
+            self._db, model, query, k, session_id=session_id, kinds=kinds, exclude_ids=exclude_ids
+        )
+
+    def count_compacted(self) -> int:
+        """Rows whose raw text was compacted away (they keep a summary)."""
+        sql = "SELECT count(*) FROM events WHERE content IS NULL AND summary IS NOT NULL"
+        return int(self._db.read(sql)[0][0])
 
     def embeddings(self, model: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
         """``(event_id, vector bytes)`` of ``model`` for events with ids above ``after_id``."""
@@ -142,35 +181,45 @@ class DerivedData:
         key: str = "turn",
         date_weight: float = 1.0,
     ) -> list[tuple[int, float]]:
-        """``(event_id, score)`` by full-text rank (``ts_rank_cd``) over summary, keywords
-        and content, best first. The query is taken as plain words, any of which may match,
-        never as syntax; very common words are dropped as on SQLite (see
-        :mod:`pmm.storage.terms`). ``sync`` is accepted for parity: PostgreSQL indexes each
-        row as it is written."""
+        """``(event_id, score)`` by full-text rank (``ts_rank_cd``), best first, over one key:
+        ``key="turn"``: the event's summary, keywords and content (``"content"`` or
+        ``"digest"``: the content, or the summary and keywords, alone); ``key="window"``: the turn
+        with its neighbouring turns and its date in words (turns only; ``date_weight``
+        scales the date against the text, see :mod:`pmm.storage.postgres.windows`). The
+        query is taken as plain words, any of which may match, never as syntax; very common
+        words are dropped as on SQLite (see :mod:`pmm.storage.terms`). ``sync`` is accepted
+        for parity: PostgreSQL indexes each row in the transaction that writes it."""
         if key not in SEARCH_KEYS:
             raise InvalidInputError(f"key must be one of {', '.join(SEARCH_KEYS)}, got {key!r}")
-        if key != "turn" and not self._warned_keys:
-            # The window/date, content-only and digest-only keys are SQLite's for now.
-            log.warning(
-                "PostgreSQL storage has no %r search key yet: it searches the turn key "
-                "(summary, keywords and text) instead",
-                key,
-            )
-            self._warned_keys = True
         words = search_terms(query)
         if not words:
             return []
         indexed = self.search_index_upto()
         frequencies = self._document_frequencies(words, indexed)
         terms = pick_terms(words, indexed, frequencies.__getitem__)
-        tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms.words))
+        one = "plainto_tsquery('english', %s)"
+        if key in KEY_WEIGHTS:
+            # The word's lexemes, each restricted to the key's weight ('lisbon':A): the turn
+            # tsvector holds summary and keywords as A, content as B.
+            one = (
+                f"(SELECT coalesce(string_agg(quote_literal(l) || ':{KEY_WEIGHTS[key]}', ' | '),"
+                " '')::tsquery FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS l"
+                " WHERE strpos(l, E'\\\\') = 0)"
+            )
+        tsquery = " || ".join([one] * len(terms.words))
         where, params = filters(session_id, kinds, None, None)
-        rank, order = "ts_rank_cd(search, q)", "score DESC, id DESC"
+        table, rank = "events", "ts_rank_cd(search, q)"
+        if key == "window":
+            table = "(SELECT event_id AS id, session_id, kind, search FROM event_windows)"
+            # Normalised by length (| 1: divided by 1 + log(length)), as BM25 does: a turn's
+            # window that holds more turns must not outrank the turn itself.
+            rank = f"ts_rank_cd('{window_weights(date_weight)}', search, q, 1)"
+        order = "score DESC, id DESC"
         if terms.common:
             rank, order = "0.0", "id DESC"
         # A session's rows are read first through its index (a few hundred, typically): the
         # planner would otherwise walk the words' posting lists over every session.
-        source = f"(SELECT id, search FROM events{where})" if session_id else "events"
+        source = f"(SELECT id, search FROM {table} AS base{where})" if session_id else table
         where = "" if session_id else where.replace(" WHERE ", " AND ")
         sql = (
             f"WITH t(q) AS (SELECT {tsquery}) SELECT id, {rank} AS score"

@@ -12,8 +12,11 @@ append takes a transaction-scoped advisory lock before it reads the head, so app
 any number of connections, processes and machines extend one chain. Migrations (numbered
 SQL files in ``migrations/`` beside this module) are applied once, under a session advisory
 lock, by whichever process gets there first. Keyword search is PostgreSQL full text
-(``tsvector`` + GIN, ranked by ``ts_rank_cd``); vectors are float32 bytes searched exactly
-by PMM's vector index, as on SQLite.
+(``tsvector`` + GIN, ranked by ``ts_rank_cd``) over the turn key and the window/date key
+(:mod:`.windows`, kept in step in the transactions that change turns); vectors are float32
+bytes, searched by pgvector's HNSW index when the server has it (:mod:`.vectors`) and
+exactly by PMM otherwise. ``forget`` and ``compact`` rewrite the tables afterwards
+(:mod:`.erasure`).
 """
 
 from __future__ import annotations
@@ -28,18 +31,25 @@ from ...errors import (
     EventNotFoundError,
     IntegrityError,
     InvalidInputError,
-    UnsupportedOperationError,
 )
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from ...records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
+from ...window_keys import DEFAULT_WINDOW_RADIUS, WINDOW_KINDS
 from .connection import APPEND_LOCK, Database
 from .consolidation import ConsolidationData
 from .derived import DerivedData
 from .meta_keys import MetaKeys
 from .rows import BUMP, COLUMNS, INSERT, filters
+from .vectors import setup_vectors
+from .windows import (
+    built_radius,
+    prefetch_tails,
+    rebuild_windows,
+    write_appended,
+)
 
 if TYPE_CHECKING:
-    from datetime import timedelta
+    from datetime import datetime, timedelta
 
     import psycopg
 
@@ -53,9 +63,9 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;
-    ``timeout`` is how long a call waits for a connection. ``window_radius`` is accepted
-    like SQLite's, but the window/date search key is not built here yet (see
-    :meth:`search_text`). Implements
+    ``timeout`` is how long a call waits for a connection. ``window_radius`` is how many
+    turns before and after a turn its window key holds (PMM_RECALL_WINDOW; one radius per
+    database: opening it with another one rebuilds the window keys). Implements
     :class:`pmm.storage.base.EventLog`.
     """
 
@@ -66,16 +76,35 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         timeout: float = 30.0,
         pool_size: int = 4,
-        window_radius: int = 0,
+        window_radius: int = DEFAULT_WINDOW_RADIUS,
     ) -> None:
+        if (
+            not isinstance(window_radius, int)
+            or isinstance(window_radius, bool)
+            or not (0 <= window_radius <= 20)
+        ):
+            raise InvalidInputError(f"window_radius must be an int 0..20, got {window_radius!r}")
         self.url = url
         self.path = Database.redacted(url)
         self.max_content_bytes = max_content_bytes
         self._db = Database(url, timeout=timeout, pool_size=pool_size)
         self._lexemes = (0, None)
-        self._warned_keys = False
-        self.window_radius = window_radius  # accepted for parity; no window key here yet
+        self.window_radius = window_radius
         self.applied_migrations = self._db.migrate()
+        self._build_windows()
+        self.vector_backend, self.vector_detail = setup_vectors(self._db)
+        """``"pgvector"`` (HNSW candidates, exact re-score) or ``"bytea"`` (PMM searches
+        the float32 vectors exactly), and why (see :mod:`pmm.storage.postgres.vectors`)."""
+
+    def _build_windows(self) -> None:
+        """Build the window keys when this database's were built with another radius (or
+        never: a database from before migration 0003)."""
+        if self._db.read("SELECT radius FROM window_state")[0][0] == self.window_radius:
+            return
+        with self._db.write() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            if built_radius(conn) != self.window_radius:
+                rebuild_windows(conn, self.window_radius)
 
     def close(self) -> None:
         """Close the pool. The store cannot be used afterwards."""
@@ -100,9 +129,11 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         session_id: str | None = None,
         role: str | None = None,
         meta: dict[str, Any] | None = None,
+        ts: datetime | str | None = None,
     ) -> Event:
-        """Append one event and return it with its id, timestamp and hash."""
-        return self.append_many([NewEvent(kind, content, session_id, role, meta)])[0]
+        """Append one event and return it with its id, timestamp and hash (``ts``: its
+        conversation time when not now, see :class:`pmm.records.NewEvent`)."""
+        return self.append_many([NewEvent(kind, content, session_id, role, meta, ts)])[0]
 
     def append_many(self, entries: Iterable[NewEvent]) -> list[Event]:
         """Append several events in one transaction: all of them are stored, or none."""
@@ -115,8 +146,13 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
     def _append_locked(
         self, conn: psycopg.Connection[Any], checked: list[CheckedEvent]
     ) -> list[Event]:
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-        head = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+        # Two round trips: (lock, head, the sessions' last turns) and (insert, window keys).
+        sessions = {c.entry.session_id for c in checked if c.entry.kind in WINDOW_KINDS}
+        with conn.pipeline():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            head_cur = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1")
+            tails = prefetch_tails(conn, sessions, self.window_radius) if sessions else []
+        head = head_cur.fetchone()
         last_id, prev_hash = (int(head[0]), head[1]) if head else (0, None)
         events = seal(checked, last_id=last_id, prev_hash=prev_hash, ts=utc_now())
         rows = [
@@ -124,47 +160,21 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
              c.meta_json, e.prev_hash, e.hash, e.hash_version)
             for e, c in zip(events, checked, strict=True)
         ]  # fmt: skip
-        with conn.cursor() as cur:
+        appended = [(e.id, e.kind, e.session_id, e.ts, e.content) for e in events]
+        with conn.pipeline(), conn.cursor() as cur:
             cur.executemany(INSERT, rows)
+            if sessions:
+                write_appended(conn, tails, appended, self.window_radius)
         return events
 
     def redact(self, event_id: int, *, reason: str) -> Event:
-        """Erase one event's raw text, digest and vectors, recorded as a chained
-        ``redaction`` event (see :meth:`pmm.storage.sqlite.EventStore.redact`)."""
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidInputError("redact() needs a reason, e.g. reason='user asked'")
-        with self._db.write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-            target = conn.execute(
-                "SELECT session_id, hash_version, content IS NOT NULL FROM events"
-                " WHERE id = %s FOR UPDATE",
-                (event_id,),
-            ).fetchone()
-            if target is None or not target[2]:
-                raise EventNotFoundError(f"no event with id {event_id} holding text to redact")
-            if target[1] == LEGACY_HASH_VERSION:
-                raise InvalidInputError(
-                    f"event {event_id} was written by the earlier PMM, whose hash covers the "
-                    "text itself: redacting it would break the chain for good"
-                )
-            marker = check_new_event(
-                NewEvent(
-                    "redaction",
-                    f"redacted event {event_id}",
-                    target[0],
-                    "system",
-                    {"target": event_id, "reason": reason},
-                ),
-                self.max_content_bytes,
-            )
-            conn.execute(
-                "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
-                " digest_method = 'redacted' WHERE id = %s",
-                (event_id,),
-            )
-            conn.execute("DELETE FROM embeddings WHERE event_id = %s", (event_id,))
-            conn.execute(BUMP)
-            return self._append_locked(conn, [marker])[0]
+        """Erase one event's raw text, digest, vectors, edges and window keys (and the
+        session summaries built from it), recorded as a chained ``redaction`` event that
+        is returned; then the tables are rewritten, as :meth:`forget` does (its one-event
+        form, like SQLite's). Rows of the earlier PMM cannot be redacted."""
+        from .erasure import forget
+
+        return forget(self, event_ids=[event_id], reason=reason, require_text=True).markers[0]
 
     def forget(
         self,
@@ -174,22 +184,35 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         match: str | None = None,
         reason: str,
     ) -> ErasureReport:
-        """Not on PostgreSQL yet: erased text must also leave the table's dead tuples and the
-        server's WAL, which needs a VACUUM FULL policy this store does not have. Use
-        :meth:`redact` per event (the chain records it), or copy the log to SQLite."""
-        raise UnsupportedOperationError(
-            f"forget() is not available on PostgreSQL ({self.path}) yet: use redact(event_id, "
-            "reason=...) per event, then VACUUM FULL events on the server"
-        )
+        """Erase events (by id, session and/or a case-insensitive ``match``) so that their
+        text leaves the tables' data files, recorded as chained ``redaction`` events; see
+        :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps)."""
+        from .erasure import forget
+
+        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
     ) -> CompactionReport:
-        """Not on PostgreSQL yet (see :meth:`forget`)."""
-        raise UnsupportedOperationError(
-            f"compact() is not available on PostgreSQL ({self.path}) yet: compaction runs on "
-            "SQLite logs (copy with pmm.storage.copy.copy_log)"
-        )
+        """Drop the raw text of digested turns older than ``older_than`` (``"30d"``),
+        recorded as a chained ``compaction`` event (see :mod:`pmm.compaction`)."""
+        from .erasure import compact
+
+        return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
+
+    def rewrite_tables(self) -> tuple[int, int]:
+        """Rewrite PMM's tables so that no dead row version holds erased text (``VACUUM
+        FULL``, see :func:`pmm.storage.postgres.erasure.rewrite`); returns the bytes they
+        took before and after. :meth:`forget`, :meth:`redact` and :meth:`compact` do it."""
+        from .erasure import rewrite, table_bytes
+
+        before = table_bytes(self._db)
+        rewrite(self._db)
+        return before, table_bytes(self._db)
+
+    def _checked(self, entry: NewEvent) -> CheckedEvent:
+        """An entry checked for appending (see :func:`pmm.chain.check_new_event`)."""
+        return check_new_event(entry, self.max_content_bytes)
 
     def import_events(self, events: Iterable[Event]) -> VerifyReport:
         """Insert exported events verbatim (same ids, timestamps, hashes, digests) into an
@@ -221,6 +244,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
             marks = ", ".join(["%s"] * 14)
             with conn.cursor() as cur:
                 cur.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
+            rebuild_windows(conn, self.window_radius)
             conn.execute(BUMP)
         return self.verify()
 
@@ -327,7 +351,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
         )[0]
         size = self._db.read(
             "SELECT pg_total_relation_size('events') + pg_total_relation_size('embeddings')"
-            " + pg_total_relation_size('edges')"
+            " + pg_total_relation_size('edges') + pg_total_relation_size('event_windows')"
         )[0][0]
         return {
             "path": self.path,
@@ -341,6 +365,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
             "embeddings": self.embedding_models(),
             "bytes_on_disk": int(size),
             "schema_version": max(self.applied_migrations_all(), default=0),
+            "vector_search": self.vector_detail,
         }
 
     def applied_migrations_all(self) -> list[int]:

@@ -14,10 +14,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ...errors import DatabaseError
+from ...errors import DatabaseError, PMMError
 from ...records import VerifyReport
+from ...text_codec import Dictionary, TextCodec
 from .rows import COLUMNS
 from .store import EventStore
+from .text import pack_digest, unpack_digest
 
 
 def copy_file(source: str, target: str) -> None:
@@ -71,6 +73,7 @@ def salvage(
         ) from exc
     try:
         rows, failed = _salvage_events(conn, errors)
+        rows = _plain_rows(conn, rows, errors)
         edges = _salvage_all(conn, "SELECT src, dst, kind FROM edges", errors)
         vectors = _salvage_all(conn, "SELECT event_id, model, dim, vector FROM embeddings", errors)
     finally:
@@ -87,7 +90,13 @@ def write_salvaged(
     """Write salvaged rows verbatim into the new log ``dst``; returns its verify report."""
     with EventStore(dst) as store:
         with store._write() as wconn:
-            wconn.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({','.join('?' * 14)})", rows)
+            wconn.executemany(
+                f"INSERT INTO events({COLUMNS}) VALUES ({','.join('?' * 14)})",
+                [
+                    (*r[:6], pack_digest(r[6]), r[7], pack_digest(r[8]), pack_digest(r[9]), *r[10:])
+                    for r in rows
+                ],
+            )
             wconn.executemany(
                 "INSERT OR IGNORE INTO edges(src, dst, kind) SELECT ?, ?, ?"
                 " WHERE ?1 IN (SELECT id FROM events) AND ?2 IN (SELECT id FROM events)",
@@ -131,6 +140,34 @@ def _salvage_events(
             mid = (lo + hi) // 2
             pending += [(mid + 1, hi), (lo, mid)]
     return rows, failed
+
+
+def _plain_rows(
+    conn: sqlite3.Connection, rows: list[tuple[Any, ...]], errors: list[str]
+) -> list[tuple[Any, ...]]:
+    """Salvaged rows with hex digests and decoded text, as an export shows them (the new
+    file stores them plain). A text that cannot be decoded (its dictionary was lost) stays
+    a blob, so that the row is reported as not verifying."""
+    dictionaries: dict[int, Dictionary] = {}
+    if any(isinstance(r[5], bytes) for r in rows):
+        for id_, codec, data in _salvage_all(
+            conn, "SELECT id, codec, data FROM text_dictionaries", errors
+        ):
+            dictionaries[int(id_)] = Dictionary(int(id_), str(codec), bytes(data))
+    codec = TextCodec(dictionaries)
+    plain: list[tuple[Any, ...]] = []
+    for row in rows:
+        fields = list(row)
+        if isinstance(fields[5], bytes):
+            try:
+                fields[5] = codec.decode(fields[5])
+            except PMMError as exc:
+                if len(errors) < 20:
+                    errors.append(f"event {row[0]}: its compressed text cannot be read ({exc})")
+        for i in (6, 8, 9):
+            fields[i] = unpack_digest(fields[i])
+        plain.append(tuple(fields))
+    return plain
 
 
 def _salvage_all(conn: sqlite3.Connection, sql: str, errors: list[str]) -> list[tuple[Any, ...]]:

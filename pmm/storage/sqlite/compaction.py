@@ -34,7 +34,7 @@ def compact_rows(
     transaction, then scrub the file: ``(ids, raw UTF-8 bytes, marker event)``. With
     ``dry_run`` nothing is written and the marker is None."""
     sql = (
-        "SELECT id, summary, length(CAST(content AS BLOB)) FROM events"
+        "SELECT id, summary, length(CAST(pmm_text(content) AS BLOB)) FROM events"
         " WHERE content IS NOT NULL AND summary IS NOT NULL AND digest_method IS NOT NULL"
         f" AND digest_method != 'redacted' AND hash_version = ? AND ts < ?"
         f" AND kind NOT IN ({','.join('?' * len(PROTECTED_KINDS))})"

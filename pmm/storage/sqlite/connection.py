@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import (
     CorruptDatabaseError,
@@ -29,6 +29,9 @@ from ...errors import (
     NotADatabaseError,
     ReadOnlyDatabaseError,
 )
+
+if TYPE_CHECKING:
+    from .text import StoredText
 
 
 class SqliteBase:
@@ -40,6 +43,7 @@ class SqliteBase:
     read_only_reason: str | None
     _conn: sqlite3.Connection
     _lock: threading.RLock
+    _text: StoredText
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from ...records import Event, NewEvent, event_from_row
+from ...records import Event, NewEvent
 from ..summaries import covering_summary, summary_edges
 from .log import EventLogData
 from .rows import COLUMNS
@@ -68,7 +68,7 @@ class ConsolidationData(EventLogData):
             "   WHERE session_id = ? AND kind = 'clear'), 0) ORDER BY id"
         )
         return [
-            event_from_row(r) for r in self._read(sql, [session_id, *kind_list, upto, session_id])
+            self._text.event(r) for r in self._read(sql, [session_id, *kind_list, upto, session_id])
         ]
 
     def latest_summary(self, session_id: str, *, kind: str = "summary") -> Event | None:
@@ -78,7 +78,7 @@ class ConsolidationData(EventLogData):
             " ORDER BY id DESC LIMIT 1",
             (session_id, kind),
         )
-        return event_from_row(rows[0]) if rows else None
+        return self._text.event(rows[0]) if rows else None
 
     def append_summary(
         self,
@@ -107,7 +107,7 @@ class ConsolidationData(EventLogData):
                 " ORDER BY id DESC LIMIT 1",
                 (session, summary.kind),
             ).fetchone()
-            newest = event_from_row(row) if row else None
+            newest = self._text.event(row) if row else None
             if (kept := covering_summary(newest, covers_upto)) is not None:
                 return kept, False
             same = conn.execute(
@@ -116,7 +116,7 @@ class ConsolidationData(EventLogData):
                 (session, summary.kind, key),
             ).fetchone()
             if same is not None:
-                return event_from_row(same), False
+                return self._text.event(same), False
             [event] = self._append_locked(conn, [checked])
             self._append_locked(conn, [self._check(audit(event))])
             edges = summary_edges(event.id, covered_ids, newest, summarizes, supersedes)

@@ -20,6 +20,7 @@ from ...erasure import PROTECTED_KINDS, SUMMARIZES, redaction_entries
 from ...errors import EventNotFoundError, InvalidInputError
 from ...hashing import LEGACY_HASH_VERSION
 from ...records import Event
+from .compression import retrain_after_erasure
 from .connection import translate
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def _select(
     if match is not None:
         needle = match.casefold()
         for id_, content, summary, keywords in conn.execute(
-            "SELECT id, content, summary, keywords FROM events"
+            "SELECT id, pmm_text(content), summary, keywords FROM events"
             f" WHERE kind NOT IN ({kinds})"
             " AND (content IS NOT NULL OR summary IS NOT NULL OR keywords IS NOT NULL)",
             PROTECTED_KINDS,
@@ -206,5 +207,7 @@ def _erase(
         )
         conn.execute(f"DELETE FROM embeddings WHERE event_id IN ({marks})", chunk)
         conn.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", chunk * 2)
+    # A compression dictionary trained on erased text holds pieces of it: retrain it.
+    retrain_after_erasure(store, conn, sorted(erased))
     entries = [store._check(e) for e in redaction_entries(sessions, reason)]
     return store._append_locked(conn, entries)

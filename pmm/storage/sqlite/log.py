@@ -19,9 +19,10 @@ from typing import Any
 from ...chain import CheckedEvent, check_new_event, seal
 from ...errors import EventNotFoundError
 from ...hashing import utc_now
-from ...records import Event, NewEvent, TurnRow, event_from_row
+from ...records import Event, NewEvent, TurnRow
 from .connection import SqliteBase
 from .rows import COLUMNS, INSERT, filters
+from .text import unpack_digest
 
 
 class EventLogData(SqliteBase):
@@ -56,8 +57,10 @@ class EventLogData(SqliteBase):
 
     def _append_locked(self, conn: sqlite3.Connection, checked: list[CheckedEvent]) -> list[Event]:
         head = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
-        last_id, prev_hash = (head[0], head[1]) if head else (0, None)
+        last_id, prev_hash = (head[0], unpack_digest(head[1])) if head else (0, None)
         events = seal(checked, last_id=last_id, prev_hash=prev_hash, ts=utc_now())
+        # Digests are stored as their 32 bytes (migrations/0008); ours are always hex.
+        unhex = bytes.fromhex
         rows = [
             (
                 e.id,
@@ -66,10 +69,10 @@ class EventLogData(SqliteBase):
                 e.session_id,
                 e.role,
                 e.content,
-                e.content_sha256,
+                unhex(e.content_sha256),
                 c.meta_json,
-                e.prev_hash,
-                e.hash,
+                None if e.prev_hash is None else unhex(e.prev_hash),
+                unhex(e.hash),
                 e.hash_version,
             )
             for e, c in zip(events, checked, strict=True)
@@ -91,7 +94,7 @@ class EventLogData(SqliteBase):
         rows = self._read(f"SELECT {COLUMNS} FROM events WHERE id = ?", (event_id,))
         if not rows:
             raise EventNotFoundError(f"no event with id {event_id} in {self.path}")
-        return event_from_row(rows[0])
+        return self._text.event(rows[0])
 
     def get_many(self, event_ids: Iterable[int]) -> dict[int, Event]:
         """The events with these ids that exist, by id."""
@@ -101,7 +104,7 @@ class EventLogData(SqliteBase):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in self._read(f"SELECT {COLUMNS} FROM events WHERE id IN ({marks})", chunk):
-                found[row[0]] = event_from_row(row)
+                found[row[0]] = self._text.event(row)
         return found
 
     def events(
@@ -121,7 +124,7 @@ class EventLogData(SqliteBase):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
-        return [event_from_row(r) for r in self._read(sql, params)]
+        return [self._text.event(r) for r in self._read(sql, params)]
 
     def turn_rows(
         self,
@@ -136,7 +139,7 @@ class EventLogData(SqliteBase):
         A compacted turn (see :mod:`pmm.compaction`) shows its summary as its content."""
         where, params = filters(session_id, kinds, after_id, before_id)
         sql = (
-            "SELECT id, ts, kind, session_id, role, coalesce(content, summary), summary"
+            "SELECT id, ts, kind, session_id, role, coalesce(pmm_text(content), summary), summary"
             " FROM events"
             f"{where} ORDER BY id DESC"
         )

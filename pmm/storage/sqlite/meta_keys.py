@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...errors import InvalidInputError
-from ...records import Event, event_from_row
+from ...records import Event
 from .connection import SqliteBase
 from .rows import COLUMNS
 
@@ -73,7 +73,7 @@ class MetaKeys(SqliteBase):
         rows = self._read(
             f"SELECT {COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", params
         )
-        return [event_from_row(r) for r in rows]
+        return [self._text.event(r) for r in rows]
 
 
 def _meta_path(field: str) -> str:

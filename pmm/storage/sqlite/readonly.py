@@ -81,7 +81,9 @@ def refuse_pending_migrations(conn: sqlite3.Connection, path: str) -> None:
         applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
     except sqlite3.Error:
         applied = set()
-    missing = [m for m in schema.load_migrations() if m.version not in applied]
+    missing = [
+        m for m in schema.load_migrations() if m.version not in applied and not m.read_compatible
+    ]
     if missing:
         names = ", ".join(f"{m.version:04d}_{m.name}" for m in missing)
         raise ReadOnlyDatabaseError(

@@ -54,10 +54,9 @@ class SearchIndex(SqliteBase):
         conn.execute(
             "UPDATE fts_state SET indexed_upto = (SELECT coalesce(max(id), 0) FROM events)"
         )
-        # The window/date index holds its own copy of each window's text: rewrite the
-        # windows that reached the changed turns, then merge its segments so that the
-        # deleted terms are gone too.
-        sync_windows(conn, self.window_radius)
+        # The window/date index stores no text (it is contentless): rebuild it from the
+        # log as it is now ('delete-all' drops every segment), then merge its segments.
+        sync_windows(conn, self.window_radius, rebuild=True)
         conn.execute("INSERT INTO events_window_fts(events_window_fts) VALUES ('optimize')")
         self._doc_freq.clear()
 

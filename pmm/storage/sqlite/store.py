@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ... import schema
+from ...compress_policy import CompressAfter
 from ...errors import IntegrityError, InvalidInputError
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
 from ...records import Event, VerifyReport
@@ -38,6 +39,7 @@ from .meta_keys import MetaKeys
 from .readonly import open_read_only, read_only_reason, refuse_pending_migrations
 from .rows import COLUMNS
 from .search import SearchIndex
+from .text import StoredText, pack_digest
 from .verify import Inspection
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 
     from ...compaction import CompactionReport
     from ...erasure import ErasureReport
+    from .compression import CompressionReport
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 """Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
@@ -84,6 +87,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         """Why the file cannot be written (it was opened read-only), or None."""
         if self.read_only_reason is not None:
             self._conn = open_read_only(self.path, timeout)
+            self._text = StoredText(self._conn)
             self.applied_migrations = []
             try:
                 refuse_pending_migrations(self._conn, self.path)
@@ -92,6 +96,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
                 raise
             return
         self._conn = open_connection(self.path, timeout)
+        self._text = StoredText(self._conn)  # before migrating: 0008 calls pmm_unhex
         try:
             self.applied_migrations = schema.migrate(
                 self._conn, None if self.path == ":memory:" else Path(self.path)
@@ -150,6 +155,21 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
+    def compress(
+        self, after: str | int | CompressAfter, *, dry_run: bool = False, retrain: bool = False
+    ) -> CompressionReport:
+        """Keep the text of events older than ``after`` (a count of newest texts kept
+        plain, ``"1000"``, or an age, ``"30d"``) compressed, losslessly; reads decode it.
+        See :mod:`pmm.storage.sqlite.compression`."""
+        from .compression import compress_texts
+
+        policy = after if isinstance(after, CompressAfter) else CompressAfter.parse(after, "after")
+        if policy is None:
+            raise InvalidInputError(
+                f"after must be a count or an age (e.g. 1000, 30d), got {after!r}"
+            )
+        return compress_texts(self, policy, dry_run=dry_run, retrain=retrain)
+
     def import_events(self, events: Iterable[Event]) -> VerifyReport:
         """Insert exported events verbatim (same ids, timestamps, hashes and digests) into
         an empty log, in one transaction; returns the verify report of the result.
@@ -175,10 +195,10 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
                     e.session_id,
                     e.role,
                     e.content,
-                    e.content_sha256,
+                    pack_digest(e.content_sha256),
                     meta_json,
-                    e.prev_hash,
-                    e.hash,
+                    pack_digest(e.prev_hash),
+                    pack_digest(e.hash),
                     e.hash_version,
                     e.summary,
                     keywords,

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from ...chain import ChainWalker
+from ...errors import CorruptDatabaseError, MissingDependencyError
 from ...records import VerifyReport
 from .connection import translated
 from .derived import DerivedData
@@ -66,8 +67,27 @@ class Inspection(DerivedData):
                 "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
                 " prev_hash, hash, hash_version FROM events ORDER BY id"
             )
-            for row in cursor:
-                if walker.step(*row) is not None:
+            decode = self._text.codec.decode
+            step = walker.step
+            # Digests are 32-byte BLOBs (migrations/0008) and texts may be compressed
+            # (0009): converted inline, since this loop is verify's whole cost.
+            for id_, ts, kind, session, role, text, sha, meta, prev, digest, version in cursor:
+                if type(text) is bytes:
+                    try:
+                        text = decode(text)
+                    except (CorruptDatabaseError, MissingDependencyError) as exc:
+                        walker.fail(int(id_), f"its stored text cannot be read: {exc}")
+                        break
+                if type(sha) is bytes:
+                    sha = sha.hex()
+                if type(prev) is bytes:
+                    prev = prev.hex()
+                if type(digest) is bytes:
+                    digest = digest.hex()
+                if (
+                    step(id_, ts, kind, session, role, text, sha, meta, prev, digest, version)
+                    is not None
+                ):
                     break
             cursor.close()
         return walker.report()

@@ -1,12 +1,14 @@
-"""The window/date key index of :class:`~pmm.storage.sqlite.EventStore` (its SQL; store layer).
+"""The window/date key index of the SQLite event log (its SQL; store layer).
 
     sync_windows(conn, radius=2)   # inside the store's write transaction
 
-Keeps ``events_window_fts`` (migrations/0007) in step with the log: new turns get a row,
-the ``radius`` turns before them get theirs rewritten (their windows now reach the new
-turns), and so do the neighbours of turns whose text changed (redaction, compaction),
-which the ``window_dirty`` trigger lists. A radius other than the one the index was built
-with rebuilds it. The pure window logic is in :mod:`pmm.window_keys`.
+Keeps ``events_window_fts`` (migrations/0007, contentless since 0010) in step with the
+log: new turns get a row, and the turns before them whose windows now reach the new turns
+get theirs rewritten. The index stores no text: a row is removed with FTS5's ``delete``
+command and the exact text it was indexed with, recomputed here from the log as it was
+(the events up to ``indexed_upto``). A turn whose text changed (redaction, compaction;
+listed by the ``window_dirty`` trigger) or a new radius rebuilds the whole index, since the
+old text is gone. The pure window logic is in :mod:`pmm.window_keys`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ...window_keys import BOUNDARY_KIND, WINDOW_KINDS, WindowRow, date_words, w
 
 _KINDS = (*WINDOW_KINDS, BOUNDARY_KIND)
 _KIND_MARKS = ",".join("?" * len(_KINDS))
+_TURN_MARKS = ",".join("?" * len(WINDOW_KINDS))
 
 
 def session_tag(session_id: str | None) -> str:
@@ -34,26 +37,24 @@ def windows_pending(conn: sqlite3.Connection, radius: int) -> bool:
     return bool(dirty) or built != radius or (newest or 0) > upto
 
 
-def sync_windows(conn: sqlite3.Connection, radius: int) -> int:
-    """Write the window rows that new or changed events call for; returns how many."""
+def sync_windows(conn: sqlite3.Connection, radius: int, *, rebuild: bool = False) -> int:
+    """Write the window rows that new or changed events call for (every row with
+    ``rebuild``); returns how many."""
     upto, built = conn.execute("SELECT indexed_upto, radius FROM window_state").fetchone()
-    if built != radius:
-        conn.execute("DELETE FROM events_window_fts")
+    dirty = conn.execute("SELECT EXISTS(SELECT 1 FROM window_dirty)").fetchone()[0]
+    if built != radius or dirty or rebuild:
+        conn.execute("INSERT INTO events_window_fts(events_window_fts) VALUES ('delete-all')")
         conn.execute("DELETE FROM window_dirty")
         upto = 0
     newest = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
     marked: dict[str | None, set[int]] = defaultdict(set)
     for session, event_id in conn.execute(
-        "SELECT session_id, id FROM events WHERE id > ?"
-        " UNION ALL SELECT e.session_id, e.id"
-        " FROM window_dirty d JOIN events e ON e.id = d.event_id",
-        (upto,),
+        "SELECT session_id, id FROM events WHERE id > ?", (upto,)
     ):
         marked[session].add(event_id)
     written = 0
     for session, ids in marked.items():
         written += _sync_session(conn, session, ids, radius, upto)
-    conn.execute("DELETE FROM window_dirty")
     conn.execute("UPDATE window_state SET indexed_upto = ?, radius = ?", (newest, radius))
     return written
 
@@ -62,31 +63,36 @@ def _sync_session(
     conn: sqlite3.Connection, session: str | None, marked: set[int], radius: int, upto: int
 ) -> int:
     low = min(marked)
-    before = conn.execute(
-        f"SELECT id, kind, ts, coalesce(content, summary) FROM events WHERE session_id IS ?"
-        f" AND id < ? AND kind IN ({_KIND_MARKS}) ORDER BY id DESC LIMIT ?",
-        (session, low, *_KINDS, 2 * radius),
+    # From the 2*radius-th turn before the first new one: every turn whose window may
+    # change then has its own radius turns before it in ``rows``.
+    start = conn.execute(
+        f"SELECT min(id) FROM (SELECT id FROM events WHERE session_id IS ? AND id < ?"
+        f" AND kind IN ({_TURN_MARKS}) ORDER BY id DESC LIMIT ?)",
+        (session, low, *WINDOW_KINDS, 2 * radius),
+    ).fetchone()[0]
+    found = conn.execute(
+        f"SELECT id, kind, ts, coalesce(pmm_text(content), summary) FROM events"
+        f" WHERE session_id IS ? AND id >= ? AND kind IN ({_KIND_MARKS}) ORDER BY id",
+        (session, low if start is None else start, *_KINDS),
     ).fetchall()
-    after = conn.execute(
-        f"SELECT id, kind, ts, coalesce(content, summary) FROM events WHERE session_id IS ?"
-        f" AND id >= ? AND kind IN ({_KIND_MARKS}) ORDER BY id",
-        (session, low, *_KINDS),
-    ).fetchall()
-    rows = before[::-1] + after
-    turns = [r for r in rows if r[1] in WINDOW_KINDS]
-    positions = [i for i, r in enumerate(turns) if r[0] in marked]
+    rows = [WindowRow(r[0], r[1], r[3]) for r in found]
+    ts_of = {r[0]: r[2] for r in found}
+    turns = [r for r in rows if r.kind in WINDOW_KINDS]
+    positions = [i for i, r in enumerate(turns) if r.id in marked]
     targets: set[int] = set()
     for pos in positions:
-        targets.update(r[0] for r in turns[max(0, pos - radius) : pos + radius + 1])
-    texts = window_texts([WindowRow(r[0], r[1], r[3]) for r in rows], radius, targets)
-    ts_of = {r[0]: r[2] for r in turns}
+        targets.update(r.id for r in turns[max(0, pos - radius) : pos + radius + 1])
+    texts = window_texts(rows, radius, targets)
+    before = window_texts([r for r in rows if r.id <= upto], radius, targets)
     tag = session_tag(session)
-    conn.executemany(  # rows past ``upto`` were never indexed: nothing to delete
-        "DELETE FROM events_window_fts WHERE rowid = ?",
-        [(i,) for i in sorted(targets) if i <= upto],
+    changed = sorted(i for i in targets if texts.get(i) != before.get(i))
+    conn.executemany(  # contentless: a row goes with the very text it was indexed with
+        "INSERT INTO events_window_fts(events_window_fts, rowid, body, dates, tags)"
+        " VALUES ('delete', ?, ?, ?, ?)",
+        [(i, before[i], date_words(ts_of[i]), tag) for i in changed if i in before],
     )
     conn.executemany(
         "INSERT INTO events_window_fts(rowid, body, dates, tags) VALUES (?, ?, ?, ?)",
-        [(i, text, date_words(ts_of[i]), tag) for i, text in sorted(texts.items())],
+        [(i, texts[i], date_words(ts_of[i]), tag) for i in changed if i in texts],
     )
-    return len(texts)
+    return sum(1 for i in changed if i in texts)

@@ -1,0 +1,265 @@
+"""Erasure and compaction on PostgreSQL: the same guarantees as SQLite where PostgreSQL
+allows them (see :mod:`pmm.erasure` and :mod:`pmm.compaction` for the rules).
+
+    store.forget(session_id="alice", reason="user asked")     # -> ErasureReport
+    store.compact(older_than="30d")                            # -> CompactionReport
+
+In one transaction under the append lock: the text, summary and keywords of the events
+(and of the session summaries built from them) become NULL, so their ``search`` tsvector
+(a generated column) is recomputed without them; their vectors, edges and window keys are
+deleted and the windows of their neighbouring turns rewritten; one chained ``redaction``
+event per session records the ids and the reason. Compaction drops only the raw text of
+old digested turns and records one chained ``compaction`` event.
+
+Then the tables are rewritten (:func:`rewrite`): ``VACUUM FULL`` copies the live rows of
+``events``, ``embeddings``, ``edges`` and ``event_windows`` (and their TOAST tables and
+indexes, GIN included) into new files and removes the old ones, so the dead row versions
+that still held the text leave the data files; ``ANALYZE`` then replaces the column
+statistics and ``VACUUM FULL pg_statistic`` drops the old ones (they sample values and
+lexemes; the database owner may rewrite that catalog, other users get a warning).
+``VACUUM FULL`` holds an exclusive lock on each table while it copies it: other servers
+wait for it. What
+PostgreSQL does not let PMM erase: the write-ahead log (``pg_wal``) keeps the old bytes
+until its segments are recycled after later checkpoints, and so do WAL archives, replicas'
+WAL and base backups; a row version still visible to a transaction that was open during
+the rewrite is copied along (the rewrite waits for the lock, not for old snapshots).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ...compaction import CompactionReport, compaction_marker, parse_age
+from ...erasure import (
+    PROTECTED_KINDS,
+    SUMMARIZES,
+    ErasureReport,
+    checked_request,
+    redaction_entries,
+)
+from ...errors import EventNotFoundError, InvalidInputError
+from ...hashing import HASH_VERSION, LEGACY_HASH_VERSION
+from ...records import Event
+from .connection import APPEND_LOCK, Database
+from .rows import BUMP
+from .windows import sync_windows
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from .store import PostgresEventStore
+
+log = logging.getLogger(__name__)
+
+TABLES = ("events", "embeddings", "edges", "event_windows")
+"""The tables that hold text or what was derived from it: rewritten after an erasure."""
+
+
+def table_bytes(db: Database) -> int:
+    """Bytes of PMM's tables with their TOAST tables and indexes."""
+    sizes = " + ".join(f"pg_total_relation_size('{t}')" for t in TABLES)
+    return int(db.read(f"SELECT {sizes}")[0][0])
+
+
+def rewrite(db: Database) -> None:
+    """``VACUUM FULL`` then ``ANALYZE`` each table of :data:`TABLES`, then ``VACUUM FULL``
+    of ``pg_statistic``, whose replaced rows held samples of the erased text (allowed to
+    the database's owner; anyone else gets one warning). See the module docstring for
+    what this does and does not remove."""
+    for table in TABLES:
+        db.run(f"VACUUM FULL {table}")
+    db.run(f"ANALYZE {', '.join(TABLES)}")
+    may = db.read(
+        "SELECT pg_has_role(current_user, datdba, 'MEMBER') OR"
+        " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+        " FROM pg_database WHERE datname = current_database()"
+    )[0][0]
+    if may:
+        db.run("VACUUM FULL pg_statistic")
+    else:
+        log.warning(
+            "%s: this user does not own the database, so it cannot rewrite pg_statistic: "
+            "the column statistics replaced by ANALYZE may still hold samples of the erased "
+            "text until the owner runs VACUUM FULL pg_statistic",
+            db.where,
+        )
+
+
+def forget(
+    store: PostgresEventStore,
+    *,
+    event_ids: Iterable[int] | None = None,
+    session_id: str | None = None,
+    match: str | None = None,
+    reason: str,
+    require_text: bool = False,
+) -> ErasureReport:
+    """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
+    case-insensitive substring of their text, summary or keywords), as
+    :func:`pmm.erasure.forget` does on SQLite (``require_text``: refuse events whose text
+    is gone already, as ``redact`` does); nothing is written when it raises."""
+    ids = checked_request(event_ids, session_id, match, reason)
+    db = store._db
+    before = table_bytes(db)
+    with db.write() as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+        targets, derived, skipped = _select(conn, ids, session_id, match, require_text)
+        markers = _erase(store, conn, targets | derived, reason)
+    rewrite(db)
+    report = ErasureReport(
+        erased=sorted(targets | derived),
+        derived=sorted(derived),
+        markers=markers,
+        reason=reason,
+        wal_truncated=False,  # pg_wal keeps the old bytes until its segments are recycled
+        bytes_before=before,
+        bytes_after=table_bytes(db),
+        skipped=skipped,
+    )
+    log.info("forgot %d events (markers %s)", len(report.erased), [m.id for m in markers])
+    return report
+
+
+def _select(
+    conn: psycopg.Connection[Any],
+    ids: set[int],
+    session_id: str | None,
+    match: str | None,
+    require_text: bool,
+) -> tuple[set[int], set[int], list[int]]:
+    """``(targets, derived session summaries, skipped protected ids)``."""
+    rows = {
+        int(r[0]): (r[1], int(r[2]), bool(r[3]))
+        for r in conn.execute(
+            "SELECT id, kind, hash_version, content IS NOT NULL FROM events WHERE id = ANY(%s)",
+            (sorted(ids),),
+        )
+    }
+    missing = sorted(ids - rows.keys())
+    if missing:
+        raise EventNotFoundError(f"no event with id {', '.join(map(str, missing[:10]))}")
+    protected = sorted(i for i, (kind, _, _) in rows.items() if kind in PROTECTED_KINDS)
+    if protected:
+        raise InvalidInputError(
+            f"events {protected} record earlier erasures or compactions and hold no text: "
+            "they are kept"
+        )
+    empty = sorted(i for i, (_, _, has_text) in rows.items() if not has_text)
+    if require_text and empty:
+        raise EventNotFoundError(f"no event with id {empty[0]} holding text to redact")
+    targets = set(ids)
+    skipped: set[int] = set()
+    if session_id is not None:
+        for event_id, kind in conn.execute(
+            "SELECT id, kind FROM events WHERE session_id = %s", (session_id,)
+        ):
+            (skipped if kind in PROTECTED_KINDS else targets).add(int(event_id))
+    if match is not None:
+        # Python's casefold, as on SQLite (PostgreSQL's lower() differs for a few letters).
+        needle = match.casefold()
+        with conn.cursor(name="pmm_forget_match") as cur:
+            cur.itersize = 2000
+            cur.execute(
+                "SELECT id, content, summary, keywords FROM events"
+                " WHERE kind <> ALL(%s)"
+                " AND (content IS NOT NULL OR summary IS NOT NULL OR keywords IS NOT NULL)",
+                (list(PROTECTED_KINDS),),
+            )
+            for event_id, *texts in cur:
+                if any(needle in (t or "").casefold() for t in texts):
+                    targets.add(int(event_id))
+    if not targets:
+        raise EventNotFoundError(
+            "nothing to forget: no event matched"
+            + (f" session {session_id!r}" if session_id is not None else "")
+            + (" the given text" if match is not None else "")
+        )
+    derived = {
+        int(r[0])
+        for r in conn.execute(
+            "SELECT DISTINCT src FROM edges WHERE kind = %s AND dst = ANY(%s)",
+            (SUMMARIZES, sorted(targets)),
+        )
+    } - targets
+    legacy = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT id FROM events WHERE hash_version = %s AND id = ANY(%s) ORDER BY id",
+            (LEGACY_HASH_VERSION, sorted(targets | derived)),
+        )
+    ]
+    if legacy:
+        raise InvalidInputError(
+            f"events {legacy[:10]} were written by the earlier PMM, whose hash covers the "
+            "text itself: erasing them would break the chain for good; nothing was erased"
+        )
+    return targets, derived, sorted(skipped)
+
+
+def _erase(
+    store: PostgresEventStore, conn: psycopg.Connection[Any], erased: set[int], reason: str
+) -> list[Event]:
+    ids = sorted(erased)
+    placed = conn.execute("SELECT id, session_id FROM events WHERE id = ANY(%s)", (ids,)).fetchall()
+    conn.execute(
+        "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
+        " digest_method = 'redacted' WHERE id = ANY(%s)",
+        (ids,),
+    )
+    conn.execute("DELETE FROM embeddings WHERE event_id = ANY(%s)", (ids,))
+    conn.execute("DELETE FROM edges WHERE src = ANY(%s) OR dst = ANY(%s)", (ids, ids))
+    sync_windows(conn, [(r[1], int(r[0])) for r in placed], store.window_radius)
+    conn.execute(BUMP)
+    sessions: dict[str | None, list[int]] = {}
+    for event_id, session in placed:
+        sessions.setdefault(session, []).append(int(event_id))
+    entries = redaction_entries(sessions, reason)
+    return store._append_locked(conn, [store._checked(e) for e in entries])
+
+
+def compact(
+    store: PostgresEventStore,
+    *,
+    older_than: str | timedelta,
+    session_id: str | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> CompactionReport:
+    """Drop the raw text of digested turns older than ``older_than``, as
+    :func:`pmm.compaction.compact` does on SQLite; ``dry_run`` only reports."""
+    age = parse_age(older_than)
+    if session_id is not None and (not isinstance(session_id, str) or not session_id):
+        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
+    cutoff = ((now or datetime.now(UTC)) - age).astimezone(UTC)
+    cutoff_ts = cutoff.isoformat(timespec="microseconds")[:-6] + "Z"
+    label = older_than if isinstance(older_than, str) else f"{age.total_seconds():g}s"
+    db = store._db
+    before = table_bytes(db)
+    sql = (
+        "SELECT id, summary, octet_length(content), session_id FROM events"
+        " WHERE content IS NOT NULL AND summary IS NOT NULL AND digest_method IS NOT NULL"
+        " AND digest_method <> 'redacted' AND hash_version = %s AND ts < %s"
+        " AND kind <> ALL(%s)"
+    )
+    params: list[Any] = [HASH_VERSION, cutoff_ts, list(PROTECTED_KINDS)]
+    if session_id is not None:
+        sql += " AND session_id = %s"
+        params.append(session_id)
+    marker = None
+    with db.write() as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+        rows = conn.execute(sql + " ORDER BY id FOR UPDATE", params).fetchall()
+        ids = [int(r[0]) for r in rows]
+        if rows and not dry_run:
+            conn.execute("UPDATE events SET content = NULL WHERE id = ANY(%s)", (ids,))
+            sync_windows(conn, [(r[3], int(r[0])) for r in rows], store.window_radius)
+            conn.execute(BUMP)
+            entry = compaction_marker(str(label), session_id, [(int(r[0]), r[1]) for r in rows])
+            marker = store._append_locked(conn, [store._checked(entry)])[0]
+    if marker is not None:
+        rewrite(db)
+    raw = sum(int(r[2]) for r in rows)
+    return CompactionReport(ids, raw, marker, dry_run, before, table_bytes(db))

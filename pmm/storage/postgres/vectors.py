@@ -1,0 +1,145 @@
+"""Vectors on PostgreSQL: pgvector + HNSW when the server has it, exact search otherwise.
+
+    backend, detail = setup_vectors(db)        # at store setup: "pgvector" or "bytea"
+    store.vector_backend                       # what `pmm doctor` reports
+    store.search_vectors(model, query, 10)     # None on "bytea": PMM searches exactly
+
+Vectors are always kept as float32 ``bytea`` (what :meth:`embeddings` hands out and copies
+carry). When ``CREATE EXTENSION IF NOT EXISTS vector`` succeeds, each vector is also kept
+as a pgvector ``vector`` column, each (model, dimension) gets an HNSW index (cosine), and
+:meth:`search_vectors` asks the index for candidates with ``<=>`` and re-scores them
+exactly from the float32 bytes. When it fails (the extension is not installed on the
+server, or this user may not create it), PMM warns once and recall searches the float32
+bytes exactly, in memory (:class:`pmm.embed.index.VectorIndex`), as on SQLite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .connection import MIGRATE_LOCK, Database
+
+if TYPE_CHECKING:
+    import psycopg
+
+log = logging.getLogger(__name__)
+
+PGVECTOR, BYTEA = "pgvector", "bytea"
+CANDIDATES = 4
+"""The HNSW index is asked for this many times ``k`` candidates before the exact re-score."""
+_warned = False
+
+
+def setup_vectors(db: Database) -> tuple[str, str]:
+    """Create the ``vector`` extension if the server has it, and the ``vec`` column;
+    returns ``(backend, detail)``: ``("pgvector", version)`` or ``("bytea", why not)``."""
+    global _warned
+    failure = db.try_statement("CREATE EXTENSION IF NOT EXISTS vector")
+    if failure is not None:
+        if not _warned:
+            _warned = True
+            log.warning(
+                "pgvector is not available on %s (%s): vectors are searched exactly by PMM "
+                "(float32 bytea), which is fine up to about a million vectors",
+                db.where,
+                failure,
+            )
+        return BYTEA, f"pgvector not available: {failure}"
+    with db.write() as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        conn.execute("ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS vec vector")
+    _backfill(db)
+    version = db.read("SELECT extversion FROM pg_extension WHERE extname = 'vector'")[0][0]
+    return PGVECTOR, f"pgvector {version}, HNSW (cosine) per model"
+
+
+def vector_literal(blob: bytes) -> str:
+    """float32 bytes as pgvector's text form ``[x,y,...]``."""
+    values = np.frombuffer(blob, dtype=np.float32)
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+def _backfill(db: Database) -> None:
+    """Fill ``vec`` for vectors stored before the extension was there."""
+    while True:
+        rows = db.read(
+            "SELECT event_id, model, vector FROM embeddings WHERE vec IS NULL LIMIT 1000"
+        )
+        if not rows:
+            return
+        with db.write() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE embeddings SET vec = %s::vector WHERE event_id = %s AND model = %s",
+                [(vector_literal(bytes(r[2])), r[0], r[1]) for r in rows],
+            )
+        for model, dim in {(r[1], len(bytes(r[2])) // 4) for r in rows}:
+            with db.write() as conn:
+                ensure_index(conn, model, dim)
+
+
+def ensure_index(conn: psycopg.Connection[Any], model: str, dim: int) -> None:
+    """The HNSW index of one (model, dimension), created once (under the migration lock)."""
+    name = "embeddings_hnsw_" + hashlib.sha256(f"{model}\0{dim}".encode()).hexdigest()[:16]
+    found = conn.execute("SELECT to_regclass(%s) IS NOT NULL, quote_literal(%s)", (name, model))
+    exists, literal = found.fetchall()[0]
+    if exists:
+        return
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+    conn.execute(
+        f"CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw"
+        f" ((vec::vector({int(dim)})) vector_cosine_ops)"
+        f" WHERE model = {literal} AND dim = {int(dim)}"
+    )
+
+
+def search_candidates(
+    db: Database,
+    model: str,
+    query: npt.NDArray[np.float32],
+    k: int,
+    *,
+    session_id: str | None,
+    kinds: Sequence[str] | None,
+    exclude_ids: Iterable[int],
+) -> list[tuple[int, float]]:
+    """The ``k`` nearest vectors of ``model`` by the HNSW index (``<=>``, cosine distance),
+    re-scored exactly from their float32 bytes: ``(event_id, cosine)``, best first."""
+    dim = int(query.shape[0])
+    clauses = ["m.model = %s", "m.dim = %s", "m.vec IS NOT NULL"]
+    params: list[Any] = [model, dim]
+    if session_id is not None:
+        clauses.append("e.session_id = %s")
+        params.append(session_id)
+    if kinds is not None:
+        clauses.append("e.kind = ANY(%s)")
+        params.append(list(kinds))
+    excluded = [int(i) for i in exclude_ids]
+    if excluded:
+        clauses.append("m.event_id <> ALL(%s)")
+        params.append(excluded)
+    wanted = max(1, k) * CANDIDATES
+    sql = (
+        "SELECT m.event_id, m.vector FROM embeddings m JOIN events e ON e.id = m.event_id"
+        f" WHERE {' AND '.join(clauses)}"
+        f" ORDER BY m.vec::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
+    )
+    literal = vector_literal(query.astype(np.float32).tobytes())
+    with db.write() as conn:
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, wanted)),))
+        rows = conn.execute(sql, [*params, literal, wanted]).fetchall()
+    if not rows:
+        return []
+    matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
+    matrix = matrix.reshape(len(rows), dim)
+    norms = np.linalg.norm(matrix, axis=1)
+    norms[norms == 0] = 1.0
+    scores = (matrix @ (query / np.linalg.norm(query))) / norms
+    ranked = sorted(zip((int(r[0]) for r in rows), scores.tolist(), strict=True),
+                    key=lambda pair: (-pair[1], pair[0]))  # fmt: skip
+    return [(i, float(s)) for i, s in ranked[:k]]
