@@ -4,9 +4,12 @@
     python bench/memory.py --events 20000 --rounds 100
 
 Prints p50/p99 per call for PersistentMindMemory (summaries off, the default; with and
-without the "Relevant memories" search) and, in the same run on the same data, for
-langchain-classic's ConversationBufferMemory over langchain-community's SQLChatMessageHistory.
-Targets: save_context p50 <= 0.5 ms, load_memory_variables p50 <= 2 ms.
+without the "Relevant memories" search, and with that search through SQLite FTS5 as before
+the in-memory session ranker, pmm/session_index.py) and, in the same run on the same data,
+for langchain-classic's ConversationBufferMemory over langchain-community's
+SQLChatMessageHistory. Each PMM run gets its own session of the same size (they grow by
+two events a round). Targets: save_context p50 <= 0.5 ms, load_memory_variables p50 <= 1 ms
+with relevant memories on (issue 8).
 """
 
 from __future__ import annotations
@@ -134,13 +137,19 @@ def main() -> None:
         session = "session-7"
 
         runs: dict[str, dict[str, list[float]]] = {}
-        for label, extra in (("PMM", {}), ("PMM, PMM_RECALL_K=0", {"recall_k": 0})):
+        for label, extra, own in (
+            ("PMM", {}, "session-7"),
+            ("PMM, FTS5 session search", {}, "session-8"),
+            ("PMM, PMM_RECALL_K=0", {"recall_k": 0}, "session-9"),
+        ):
             pmm_memory = PersistentMindMemory(
                 db_path=str(folder / "pmm.db"),
-                session_id=session,
+                session_id=own,
                 max_token_limit=args.max_tokens,
                 **extra,
             )
+            if "FTS5" in label:  # the baseline: every keyword ranker asks SQLite
+                pmm_memory.pmm._get_recaller().session_ranker = None
             pmm_memory.load_memory_variables({"input": "warm up"})
             runs[label] = run_rounds(pmm_memory, args.rounds, random.Random(2))
             counter = pmm_memory.token_counter
@@ -157,7 +166,7 @@ def main() -> None:
         f"PMM budget {args.max_tokens} tokens ({counter})\n"
     )
     print(f"{'memory':<26}{'call':<24}{'p50':>10}{'p99':>11}")
-    targets = {"save_context": 0.5, "load_memory_variables": 2.0}
+    targets = {"save_context": 0.5, "load_memory_variables": 1.0}
     runs["ConversationBufferMemory"] = base
     for label, samples in runs.items():
         for call in ("save_context", "load_memory_variables"):

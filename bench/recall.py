@@ -6,6 +6,7 @@
     python bench/recall.py --weights turn=1,window=1,dense=0.2   # + one weighted fusion
     python bench/recall.py --data path/to.json --digests without --out-json out.json
     python bench/recall.py --synthetic 100000       # latency with 100,000 events (recall_scale)
+    python bench/recall.py --vector-shortlist 100   # dense via sign bits + 100 exact re-scores
 
 Datasets (``--data``): ``chat`` is bench/data/chat_dataset.json (casual chats between two
 friends, written by bench/data/make_chat_dataset.py; regenerated if the file is missing),
@@ -293,6 +294,12 @@ def collect(
                     if embedder is not None:
                         embed_pending(store, embedder, kinds=TURN_KINDS, batch_size=256)
                     recaller = Recaller(store, embedder)
+                    if args.vector_shortlist and recaller.index is not None:
+                        # force the sign-bit first pass with a short shortlist (a stress
+                        # test: by default these small stores are searched exactly)
+                        recaller.index.quantized_min = 0
+                        recaller.index.shortlist_min = args.vector_shortlist
+                        recaller.index.shortlist_per_k = 0
                     if args.summaries and with_digests:  # session summary nodes (consolidate)
                         recaller = summary_recaller(store, embedder, args)
                     for q in by_conv[conversation["id"]]:
@@ -491,6 +498,13 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--compare-sqlite-vec", action="store_true", help="also time sqlite-vec on the vectors"
+    )
+    parser.add_argument(
+        "--vector-shortlist",
+        type=int,
+        default=0,
+        metavar="N",
+        help="search vectors by sign bits first, keeping N candidates for exact scoring",
     )
     parser.add_argument("--out-json", type=Path, help="write the results here as JSON")
     args = parser.parse_args(argv)

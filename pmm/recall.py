@@ -66,6 +66,7 @@ from .window_keys import is_temporal
 if TYPE_CHECKING:
     from .embed.base import Embedder
     from .embed.index import VectorIndex
+    from .session_index import SessionRanker
     from .storage.base import EventLog
 
 log = logging.getLogger(__name__)
@@ -188,6 +189,7 @@ class Recaller:
         summaries: bool = False,
         summary_prior: float = -0.05,
         summary_children: int = 2,
+        session_ranker: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -212,6 +214,13 @@ class Recaller:
         self.encoder_seconds = 0.0
         """Time spent embedding queries (cache misses), for benchmarks."""
         self._index: VectorIndex | None = None
+        self.session_ranker: SessionRanker | None = None
+        """Ranks one session's turns in memory for session-scoped keyword rankers (see
+        :mod:`pmm.session_index`); None: every keyword ranker asks the store."""
+        if session_ranker:
+            from .session_index import SessionRanker
+
+            self.session_ranker = SessionRanker(store)
         self._lock = threading.Lock()
         self._warned = False
         # Consolidation (pmm/consolidate.py): summary nodes compete with turns and expand.
@@ -288,15 +297,26 @@ class Recaller:
         date_weight = TEMPORAL_DATE_WEIGHT if temporal else 1.0
 
         def keyword(ranker: str) -> list[int]:
-            found = self.store.search_text(
-                query,
-                limit=depth,
-                session_id=session_id,
-                kinds=kind_list,
-                sync=sync_index,
-                key=ranker,
-                date_weight=date_weight,
-            )
+            local = self.session_ranker
+            if session_id is not None and local is not None and local.serves(ranker, kind_list):
+                found = local.search(
+                    query,
+                    session_id=session_id,
+                    key=ranker,
+                    kinds=kind_list,
+                    limit=depth,
+                    date_weight=date_weight,
+                )
+            else:
+                found = self.store.search_text(
+                    query,
+                    limit=depth,
+                    session_id=session_id,
+                    kinds=kind_list,
+                    sync=sync_index,
+                    key=ranker,
+                    date_weight=date_weight,
+                )
             return [i for i, _ in found if i not in excluded]
 
         maybe = [policy.weights, *filter(None, (policy.temporal, policy.low_evidence))]

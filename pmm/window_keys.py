@@ -95,11 +95,12 @@ def _day_words(day: str) -> str:
     return f"{when.year} {_MONTHS[when.month - 1]} {when.day} {_WEEKDAYS[when.weekday()]}"
 
 
-def window_texts(
+def window_members(
     rows: Sequence[WindowRow], radius: int, targets: Collection[int]
-) -> dict[int, str]:
-    """The window text of each turn in ``targets`` (turn kinds only, erased turns left
-    out). ``rows`` are one session's events in id order (turns and clear markers)."""
+) -> dict[int, list[WindowRow]]:
+    """The rows whose text makes up the window of each turn in ``targets`` (turn kinds
+    only, erased turns left out), in order. ``rows`` are one session's events in id order
+    (turns and clear markers)."""
     segment: list[WindowRow] = []
     segments: list[list[WindowRow]] = [segment]
     for row in rows:
@@ -108,14 +109,23 @@ def window_texts(
             segments.append(segment)
         elif row.kind in WINDOW_KINDS:
             segment.append(row)
-    found: dict[int, str] = {}
+    found: dict[int, list[WindowRow]] = {}
     for seg in segments:
         for pos, row in enumerate(seg):
             if row.id not in targets or row.text is None:
                 continue
-            near = seg[max(0, pos - radius) : pos + radius + 1]
-            found[row.id] = " ".join(r.text for r in near if r.text)
+            found[row.id] = [r for r in seg[max(0, pos - radius) : pos + radius + 1] if r.text]
     return found
+
+
+def window_texts(
+    rows: Sequence[WindowRow], radius: int, targets: Collection[int]
+) -> dict[int, str]:
+    """The window text of each turn in ``targets`` (see :func:`window_members`)."""
+    return {
+        event_id: " ".join(r.text for r in near if r.text)
+        for event_id, near in window_members(rows, radius, targets).items()
+    }
 
 
 def is_temporal(words: Sequence[str]) -> bool:

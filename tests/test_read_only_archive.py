@@ -27,6 +27,7 @@ AS_NOBODY = textwrap.dedent(
     from pmm.store import EventStore
     EventStore(":memory:").close()  # import what opening a store imports lazily, as root
     import pmm.recall, pmm.context, pmm.consolidate, pmm.redact, pmm.erasure  # noqa: F401
+    import pmm.session_index  # noqa: F401  (imports unicodedata, from lib-dynload)
     import logging
     class ToCurrentStderr(logging.Handler):  # each command's warnings in its own buffer
         def emit(self, record):

@@ -1,4 +1,4 @@
-"""Exact cosine search over one model's vectors, cached in memory as a float32 matrix.
+"""Cosine search over one model's vectors, cached in memory as a float32 matrix.
 
     from pmm.embed.index import VectorIndex
 
@@ -16,6 +16,15 @@ in constant time) with its own. Any other difference (a vector deleted some othe
 older event embedded after newer ones, a vector overwritten) makes it reload the model's
 vectors in full. Only vectors stored under ``model_name`` are ever read, so a search never
 mixes two models.
+
+A big matrix (:data:`QUANTIZED_MIN` vectors or more) is searched in two passes: the sign
+bits of every vector (48 bytes for 384 dimensions) are compared with the query's by
+Hamming distance, and the few thousand nearest are scored exactly in float32,
+so every returned score is the exact cosine and only the choice of the shortlist is
+approximate (how much of the exact top k it keeps on real MiniLM vectors: ``python
+bench/vector_quality.py``; figures in the README's Recall section). A smaller matrix, or a
+search restricted to a session, is scored exactly in one pass. ``quantized_min`` and
+``shortlist_min`` tune this per index.
 """
 
 from __future__ import annotations
@@ -51,6 +60,37 @@ _PARALLEL_MIN = 1 << 22
 """Matrices of at least this many floats (about 11,000 vectors of 384) are scored in
 several threads."""
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+QUANTIZED_MIN = 20_000
+"""Candidate sets of at least this many vectors are searched by sign bits first (below it
+the exact float32 scan costs under 2 ms anyway)."""
+SHORTLIST_MIN = 4_000
+"""The bit pass keeps at least this many candidates for exact scoring (about 0.6 ms)."""
+SHORTLIST_PER_K = 80
+"""... and at least this many per result asked for."""
+
+
+def sign_bits(vectors: FloatArray) -> npt.NDArray[np.uint64]:
+    """One bit per dimension (1 where the value is > 0), packed into 64-bit words per row."""
+    rows, dim = vectors.shape
+    words = -(-dim // 64)
+    packed = np.zeros((rows, words * 8), dtype=np.uint8)
+    packed[:, : -(-dim // 8)] = np.packbits(vectors > 0, axis=1)
+    return packed.view(np.uint64)
+
+
+def _hamming(bits: npt.NDArray[np.uint64], query_bits: npt.NDArray[np.uint64]) -> IdArray:
+    """Bits that differ between each column of ``bits`` (one row per 64-bit word, one
+    column per vector: word by word over contiguous memory is ten times faster than
+    summing short rows) and ``query_bits``."""
+    total = np.zeros(bits.shape[1], dtype=np.int64)
+    differ = np.empty(bits.shape[1], dtype=np.uint64)
+    counts = np.empty(bits.shape[1], dtype=np.uint8)
+    for word in range(bits.shape[0]):
+        np.bitwise_xor(bits[word], query_bits[word], out=differ)
+        np.bitwise_count(differ, out=counts)
+        total += counts
+    return total
 
 
 def _similarities(
@@ -92,16 +132,32 @@ class VectorIndex:
     name) are left out, with one warning per refresh that finds any.
     """
 
-    def __init__(self, store: EventLog, model_name: str, dim: int) -> None:
+    def __init__(
+        self,
+        store: EventLog,
+        model_name: str,
+        dim: int,
+        *,
+        quantized_min: int = QUANTIZED_MIN,
+        shortlist_min: int = SHORTLIST_MIN,
+    ) -> None:
         if not isinstance(dim, int) or dim <= 0:
             raise InvalidInputError(f"dim must be a positive int, got {dim!r}")
         self.store = store
         self.model_name = model_name
         self.dim = dim
+        self.quantized_min = quantized_min
+        """Candidate sets this big are searched by sign bits first, then exactly (pass a
+        huge number for exact search everywhere, 0 for the two passes everywhere)."""
+        self.shortlist_min = shortlist_min
+        self.shortlist_per_k = SHORTLIST_PER_K
+        """The bit pass keeps ``max(shortlist_min, shortlist_per_k * k)`` candidates."""
         self.reloads = 0
         """How many times the cache was rebuilt from scratch (the first load included)."""
         self._lock = threading.RLock()
         self._matrix: FloatArray = np.zeros((0, dim), dtype=np.float32)
+        self._bits: npt.NDArray[np.uint64] = sign_bits(self._matrix).T.copy()
+        """Sign bits, one row per 64-bit word and one column per vector (see _hamming)."""
         self._ids: IdArray = np.zeros(0, dtype=np.int64)
         self._n = 0
         self._id_sum = 0
@@ -136,7 +192,7 @@ class VectorIndex:
                 "vectors": self._n,
                 "wrong_size": len(self._skipped),
                 "reloads": self.reloads,
-                "bytes": int(self._n * self.dim * 4),
+                "bytes": int(self._n * (self.dim * 4 + self._bits.shape[0] * 8)),
             }
 
     def invalidate(self) -> None:
@@ -176,6 +232,7 @@ class VectorIndex:
         self._replaced = self.store.embedding_stats(self.model_name)[2]
         rows = self.store.embeddings(self.model_name)
         self._matrix = np.zeros((max(len(rows), 1), self.dim), dtype=np.float32)
+        self._bits = sign_bits(self._matrix).T.copy()
         self._ids = np.zeros(max(len(rows), 1), dtype=np.int64)
         self._n = 0
         self._id_sum = 0
@@ -214,9 +271,11 @@ class VectorIndex:
             capacity = max(need, 2 * len(self._ids), 1024)
             matrix = np.zeros((capacity, self.dim), dtype=np.float32)
             matrix[: self._n] = self._matrix[: self._n]
+            bits = np.zeros((self._bits.shape[0], capacity), dtype=np.uint64)
+            bits[:, : self._n] = self._bits[:, : self._n]
             ids = np.zeros(capacity, dtype=np.int64)
             ids[: self._n] = self._ids[: self._n]
-            self._matrix, self._ids = matrix, ids
+            self._matrix, self._bits, self._ids = matrix, bits, ids
         start = self._n
         for offset in range(0, len(good), _CHUNK):
             chunk = good[offset : offset + _CHUNK]
@@ -226,6 +285,7 @@ class VectorIndex:
             norms[norms == 0] = 1.0
             lo = start + offset
             self._matrix[lo : lo + len(chunk)] = block / norms
+            self._bits[:, lo : lo + len(chunk)] = sign_bits(block).T
             self._ids[lo : lo + len(chunk)] = [i for i, _ in chunk]
         self._n = need
         self._id_sum += sum(i for i, _ in good)
@@ -264,9 +324,11 @@ class VectorIndex:
         kept = int(keep.sum())
         self._id_sum -= int(held[rows].sum())
         self._matrix[:kept] = self._matrix[: self._n][keep]
+        self._bits[:, :kept] = self._bits[:, : self._n][:, keep]
         self._ids[:kept] = held[keep]
         self._n = kept
-        self._masks = {key: mask[keep] for key, mask in self._masks.items()}
+        # a mask may cover fewer rows than are held (rows appended since it was last used)
+        self._masks = {key: mask[keep[: len(mask)]] for key, mask in self._masks.items()}
 
     # -- search --------------------------------------------------------------------------
 
@@ -359,6 +421,19 @@ class VectorIndex:
                     rows = np.setdiff1d(rows, excluded)
                 if not rows.size:
                     return []
+                if rows.size >= self.quantized_min:
+                    rows = self._shortlist(query, k, None, rows)
+                scores = _similarities(self._matrix[rows], query, self._scoring_pool())
+            elif self._n >= self.quantized_min:
+                usable: BoolArray | None = None
+                if key is not None:
+                    usable = self._kind_mask(key).copy()
+                if excluded.size:
+                    usable = np.ones(self._n, dtype=np.bool_) if usable is None else usable
+                    usable[excluded] = False
+                rows = self._shortlist(query, k, usable)
+                if not rows.size:
+                    return []
                 scores = _similarities(self._matrix[rows], query, self._scoring_pool())
             else:
                 scores = _similarities(self._matrix[: self._n], query, self._scoring_pool())
@@ -376,3 +451,27 @@ class VectorIndex:
             event_ids = held[event_rows]
             order = np.lexsort((event_ids, -scores[top]))
             return [(int(event_ids[i]), float(scores[top][i])) for i in order.tolist()]
+
+    def _shortlist(
+        self,
+        query: FloatArray,
+        k: int,
+        usable: BoolArray | None,
+        rows: IdArray | None = None,
+    ) -> IdArray:
+        """Rows (of ``rows``, else of every usable row) whose sign bits are nearest the
+        query's: the candidates the exact pass scores (see the module docstring)."""
+        query_bits = sign_bits(query.reshape(1, -1))[0]
+        bits = self._bits[:, : self._n] if rows is None else self._bits[:, rows]
+        distance = _hamming(bits, query_bits)
+        if usable is not None:
+            distance[~usable] = np.iinfo(np.int64).max
+        keep = min(max(self.shortlist_min, self.shortlist_per_k * k), distance.shape[0])
+        if keep < distance.shape[0]:
+            near = np.argpartition(distance, keep - 1)[:keep]
+        else:
+            near = np.arange(distance.shape[0])
+        if usable is not None:
+            near = near[usable[near]]
+        near.sort()
+        return near if rows is None else rows[near]

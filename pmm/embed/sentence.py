@@ -14,6 +14,12 @@ a network that is not there.
 
 torch and sentence-transformers are imported when a model is first loaded (the first
 ``embed()`` or ``dim``), never when this module is imported.
+
+One text on a CPU (a recall query) is embedded by one torch thread: a query is a dozen
+tokens, too little work to share, and on a small, busy machine the second thread's
+hand-offs cost more than they save (measured by ``python bench/recall.py --synthetic
+100000``, query encoder rows). Batches keep torch's thread count. Vectors are the same
+either way (to float rounding, well under 1e-5).
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,6 +172,27 @@ def _load(source: str, device_preference: str) -> _Loaded:
         return loaded
 
 
+@contextmanager
+def _torch_threads(count: int | None) -> Iterator[None]:
+    """Run the block with ``count`` torch intra-op threads (None: leave them), then restore
+    the previous count. Callers hold the model's lock; other threads' torch work only runs
+    slower meanwhile, never differently."""
+    if count is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    if before == count:
+        yield
+        return
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 class SentenceEmbedder:
     """An :class:`~pmm.embed.Embedder` over a sentence-transformers model.
 
@@ -178,7 +206,14 @@ class SentenceEmbedder:
     loaded or fails to embed.
     """
 
-    def __init__(self, model: str = "", device: str = "auto", batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        model: str = "",
+        device: str = "auto",
+        batch_size: int = 64,
+        *,
+        single_text_threads: int | None = 1,
+    ) -> None:
         for module, package in (
             ("sentence_transformers", "sentence-transformers"),
             ("torch", "torch"),
@@ -191,6 +226,14 @@ class SentenceEmbedder:
         self._model_name = embedding_model_id(model)
         self.device_preference = device
         self.batch_size = batch_size
+        if single_text_threads is not None and (
+            not isinstance(single_text_threads, int) or single_text_threads < 1
+        ):
+            raise InvalidInputError(
+                f"single_text_threads must be a positive int or None, got {single_text_threads!r}"
+            )
+        self.single_text_threads = single_text_threads
+        """torch threads for embedding one text on a CPU (None: torch's own count)."""
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
 
@@ -237,7 +280,10 @@ class SentenceEmbedder:
             return np.zeros((0, loaded.dim), dtype=np.float32)
         if loaded.max_chars:
             batch = [t[: loaded.max_chars] for t in batch]
-        with loaded.lock:
+        threads = None
+        if len(batch) == 1 and loaded.device == "cpu":
+            threads = self.single_text_threads
+        with loaded.lock, _torch_threads(threads):
             try:
                 raw = loaded.model.encode(
                     batch,

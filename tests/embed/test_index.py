@@ -215,3 +215,82 @@ def test_big_indexes_are_scored_in_slices_with_the_same_result(
     assert [i for i, _ in found[:20]] == [ids[j] for j in np.argsort(-expected)[:20]]
     got = dict(found)
     np.testing.assert_allclose([got[i] for i in ids], expected, atol=1e-6)
+
+
+# -- the two-pass search of big matrices: sign bits first, then exact float32 ------------
+
+
+def test_sign_bits_count_the_dimensions_whose_sign_differs() -> None:
+    from pmm.embed.index import _hamming, sign_bits
+
+    rng = np.random.default_rng(3)
+    for dim in (8, 64, 100, 384):
+        data = rng.standard_normal((50, dim)).astype(np.float32)
+        query = rng.standard_normal(dim).astype(np.float32)
+        bits = sign_bits(data)
+        assert bits.dtype == np.uint64 and bits.shape == (50, -(-dim // 64))
+        expected = ((data > 0) != (query > 0)).sum(axis=1)
+        found = _hamming(np.ascontiguousarray(bits.T), sign_bits(query[None])[0])
+        assert found.tolist() == expected.tolist()
+
+
+def test_two_pass_search_filters_like_the_exact_one(store: EventStore) -> None:
+    """With a shortlist as big as the index, the two passes return the exact answer for
+    every filter: the bit pass must respect kinds, sessions and exclusions."""
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((400, DIM)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    add(store, list(data[:150]), session="alice")
+    add(store, list(data[150:250]), kind="response", session="bob")
+    add(store, list(data[250:]), kind="event", session="bob")
+    exact = VectorIndex(store, MODEL, DIM)
+    two_pass = VectorIndex(store, MODEL, DIM, quantized_min=0, shortlist_min=400)
+    excluded = list(range(1, 400, 3))
+    for query in rng.standard_normal((4, DIM)).astype(np.float32):
+        for kw in (
+            {},
+            {"kinds": ("prompt", "response")},
+            {"kinds": "event", "exclude_ids": excluded},
+            {"session_id": "bob", "kinds": ("response",)},
+            {"allowed_ids": range(100, 300), "exclude_ids": excluded},
+        ):
+            assert two_pass.search(query, 25, **kw) == exact.search(query, 25, **kw)
+    # the bits follow redactions and appends like the matrix does
+    store.redact(3, reason="test")
+    add(store, list(data[:20]), session="carol")
+    for query in rng.standard_normal((3, DIM)).astype(np.float32):
+        assert two_pass.search(query, 30) == exact.search(query, 30)
+        assert 3 not in dict(two_pass.search(query, 500))
+
+
+def test_two_pass_scores_are_exact_and_the_shortlist_is_used(store: EventStore) -> None:
+    """A short shortlist: every score returned is the exact cosine of its event, and the
+    shortlist finds most of the exact top 10 on correlated vectors."""
+    dim = 64
+    rng = np.random.default_rng(9)
+    centres = rng.standard_normal((20, dim)).astype(np.float32)
+    data = centres[rng.integers(0, 20, 3000)] + 0.6 * rng.standard_normal((3000, dim))
+    data = (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+    events = store.append_many([NewEvent("prompt", f"t{i}", "s", "user") for i in range(3000)])
+    ids = [e.id for e in events]
+    store.put_embeddings("m64", dim, [(i, v.tobytes()) for i, v in zip(ids, data, strict=True)])
+    index = VectorIndex(store, "m64", dim, quantized_min=1000, shortlist_min=300)
+    overlaps = []
+    for query in data[rng.integers(0, 3000, 20)] + 0.3 * rng.standard_normal((20, dim)):
+        query = (query / np.linalg.norm(query)).astype(np.float32)
+        found = index.search(query, 10)
+        exact = data @ query
+        got = dict(found)
+        np.testing.assert_allclose(
+            [got[i] for i in got], [exact[i - ids[0]] for i in got], atol=1e-6
+        )
+        best = {ids[j] for j in np.argsort(-exact)[:10]}
+        overlaps.append(len(best & set(got)) / 10)
+    assert np.mean(overlaps) >= 0.9
+    # a shortlist of 300 cannot hold all 3000: a top 1000 is cut to the shortlist
+    assert len(index.search(data[0], 2000)) == 2000  # 80 per k: the shortlist grows with k
+    index.shortlist_min = 300
+    assert (
+        len(VectorIndex(store, "m64", dim, quantized_min=0, shortlist_min=300).search(data[0], 3))
+        == 3
+    )

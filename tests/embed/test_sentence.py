@@ -156,3 +156,29 @@ def test_importing_the_embedding_modules_does_not_import_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_one_text_runs_on_one_thread_with_the_same_vector(embedder: SentenceEmbedder) -> None:
+    """A query (one text, CPU) is embedded by one torch thread; the vector matches what
+    sentence-transformers computes with torch's own thread count, to 1e-5."""
+    import torch
+
+    texts = ["When did Yuki adopt the puppy?", "what is my sister's name", "ok"]
+    model = embedder._get().model
+    torch.set_num_threads(2)
+    reference = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    seen: list[int] = []
+    handle = model.register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    try:
+        singles = np.stack([embedder.embed([t])[0] for t in texts])
+        batch = embedder.embed(texts)
+        default = SentenceEmbedder(device="cpu", single_text_threads=None).embed(texts[:1])
+    finally:
+        handle.remove()
+    assert seen == [1, 1, 1, 2, 2]
+    assert torch.get_num_threads() == 2
+    np.testing.assert_allclose(singles, reference, atol=1e-5)
+    np.testing.assert_allclose(batch, reference, atol=1e-5)
+    np.testing.assert_allclose(default[0], reference[0], atol=1e-5)
+    with pytest.raises(InvalidInputError, match="single_text_threads"):
+        SentenceEmbedder(single_text_threads=0)

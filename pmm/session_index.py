@@ -1,0 +1,365 @@
+"""BM25 over one session's turns, in memory: the session-scoped keyword search of recall
+without a full-text index query.
+
+    from pmm.session_index import SessionRanker
+
+    ranker = SessionRanker(store)
+    ranker.search("when is the pottery class?", session_id="alice", key="window")
+    # -> [(event_id, bm25 score), ...] best first, like store.search_text(...)
+
+Why: a session holds hundreds of turns, not 100,000, yet an FTS5 search restricted to one
+session still reads the whole log's postings of every query word (about 2-3 ms each for
+the turn and the window key at 100,000 events). Here each session's turns are tokenized
+once (the same tokens FTS5 indexes, :mod:`pmm.stemmer`) and ranked with FTS5's BM25
+formula (k1 1.2, b 0.75, the same column weights), over the same two keys:
+
+- ``turn``: summary (weight 2), keywords (3) and content (1) of the turn;
+- ``window``: the turn with its neighbours (:func:`pmm.window_keys.window_texts`) and its
+  date in words (weight ``date_weight``).
+
+One difference, by design: document frequencies and lengths are the session's, not the
+whole log's (an FTS5 search within a session uses the whole table's), and the query words
+are the session's rarest. ``tests/test_session_index.py`` checks that the top ten agree
+with the FTS5 path on real chats.
+
+It reads the log only through :class:`~pmm.storage.base.EventLog` (no SQL) and keeps in
+step with it: on a new ``data_version`` a cached session reads the turns appended since
+(and rewrites the windows they reach); any ``redaction`` or ``compaction`` event (redact,
+forget, compact) drops every cached session, so erased words leave at once. Digests
+written after a turn was read reach its ``turn`` key when its session is rebuilt (after
+``max_age_s`` seconds, a redaction or an eviction). At most ``max_sessions`` sessions are
+held (least recently searched out first).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from .records import Event
+from .stemmer import fts_tokens
+from .storage.terms import pick_terms
+from .text import search_terms
+from .window_keys import (
+    BOUNDARY_KIND,
+    DEFAULT_WINDOW_RADIUS,
+    WINDOW_KINDS,
+    WindowRow,
+    date_words,
+    window_members,
+)
+
+if TYPE_CHECKING:
+    from .storage.base import EventLog
+
+K1 = 1.2
+B = 0.75
+CHANGE_KINDS = ("redaction", "compaction")
+"""Events that change older turns' text: every cached session is dropped when one appears."""
+TURN_WEIGHTS = (2.0, 3.0, 1.0)
+"""summary, keywords, content: the turn key's BM25 column weights (as in FTS5)."""
+WINDOW_WEIGHTS = (1.0, 1.0)
+"""body, dates: the window key's weights (the dates' is ``date_weight`` when given)."""
+
+
+@lru_cache(maxsize=4096)
+def _date_tokens(day: str) -> list[str]:
+    """The tokens of a day's date key (``date_words``); callers never modify the list."""
+    return fts_tokens(date_words(day))
+
+
+@dataclass
+class _Column:
+    tokens: list[str]
+    counts: Counter[str]
+
+    @classmethod
+    def of(cls, tokens: list[str]) -> _Column:
+        return cls(tokens, Counter(tokens))
+
+    def hits(self, phrase: Sequence[str]) -> int:
+        """How often ``phrase`` (consecutive tokens) occurs."""
+        if len(phrase) == 1:
+            return self.counts.get(phrase[0], 0)
+        if any(t not in self.counts for t in phrase):
+            return 0
+        n = len(phrase)
+        toks = self.tokens
+        return sum(1 for i in range(len(toks) - n + 1) if toks[i : i + n] == list(phrase))
+
+
+@dataclass
+class _Doc:
+    id: int
+    kind: str
+    columns: tuple[_Column, ...]
+    length: int  # tokens in every column, plus the one session-tag token FTS5 counts
+    weighted: dict[str, float]  # token -> occurrences weighted by the key's usual weights
+
+    def hits(self, phrase: Sequence[str], weights: Sequence[float], usual: bool) -> float:
+        """The phrase's occurrences, each weighted by its column's weight (``usual``: the
+        weights are the key's usual ones, precomputed)."""
+        total = 0.0
+        if len(phrase) == 1:
+            if usual:
+                return self.weighted.get(phrase[0], 0.0)
+            token = phrase[0]
+            for weight, column in zip(weights, self.columns, strict=True):
+                total += weight * column.counts.get(token, 0)
+            return total
+        for weight, column in zip(weights, self.columns, strict=True):
+            total += weight * column.hits(phrase)
+        return total
+
+
+class _Key:
+    """One key's documents in a session, with postings (token -> ids) and per-kind totals."""
+
+    def __init__(self, weights: tuple[float, ...]) -> None:
+        self.weights = weights
+        self.docs: dict[int, _Doc] = {}
+        self.postings: dict[str, set[int]] = {}
+        self.count: Counter[str] = Counter()
+        self.length: Counter[str] = Counter()
+
+    def put(self, event_id: int, kind: str, columns: tuple[_Column, ...]) -> None:
+        weighted: dict[str, float] = {}
+        for weight, column in zip(self.weights, columns, strict=True):
+            for token, count in column.counts.items():
+                weighted[token] = weighted.get(token, 0.0) + weight * count
+        length = 1 + sum(len(c.tokens) for c in columns)
+        doc = _Doc(event_id, kind, columns, length, weighted)
+        old = self.docs.get(event_id)
+        # a rewritten window shares most of its words with the old one: touch only the
+        # postings of the words that came or went
+        before = old.weighted.keys() if old is not None else set()
+        for token in before - weighted.keys():
+            ids = self.postings[token]
+            ids.discard(event_id)
+            if not ids:
+                del self.postings[token]
+        for token in weighted.keys() - before:
+            self.postings.setdefault(token, set()).add(event_id)
+        if old is not None:
+            self.count[old.kind] -= 1
+            self.length[old.kind] -= old.length
+        self.docs[event_id] = doc
+        self.count[kind] += 1
+        self.length[kind] += doc.length
+
+    def drop(self, event_id: int) -> None:
+        doc = self.docs.pop(event_id, None)
+        if doc is None:
+            return
+        for token in doc.weighted:
+            ids = self.postings.get(token)
+            if ids is not None:
+                ids.discard(event_id)
+                if not ids:
+                    del self.postings[token]
+        self.count[doc.kind] -= 1
+        self.length[doc.kind] -= doc.length
+
+    def matching(self, phrase: Sequence[str], kinds: set[str]) -> Collection[int]:
+        """Ids of the documents of ``kinds`` that hold ``phrase`` (do not modify)."""
+        found = self.postings.get(phrase[0])
+        if not found:
+            return ()
+        ids: Collection[int] = found
+        if len(phrase) > 1:
+            for token in phrase[1:]:
+                ids = set(ids) & self.postings.get(token, set())
+            docs = self.docs
+            ids = [i for i in ids if any(c.hits(phrase) for c in docs[i].columns)]
+        if not all(self.count[k] == 0 for k in self.count if k not in kinds):
+            docs = self.docs
+            ids = [i for i in ids if docs[i].kind in kinds]
+        return ids
+
+
+@dataclass
+class _Session:
+    rows: list[WindowRow]
+    ts: dict[int, str]
+    text_tokens: dict[int, list[str]]  # a turn's content (or summary when erased) as tokens
+    turns: _Key
+    windows: _Key
+    max_id: int
+    token: tuple[int, int]
+    built: float = field(default_factory=time.monotonic)
+
+
+class SessionRanker:
+    """In-memory BM25 of sessions' turns (see the module docstring). Thread-safe."""
+
+    def __init__(
+        self,
+        store: EventLog,
+        *,
+        radius: int | None = None,
+        max_sessions: int = 64,
+        max_age_s: float = 60.0,
+    ) -> None:
+        self.store = store
+        self.radius = (
+            radius if radius is not None else getattr(store, "window_radius", DEFAULT_WINDOW_RADIUS)
+        )
+        self.max_sessions = max_sessions
+        self.max_age_s = max_age_s
+        self.builds = 0
+        """Sessions read in full so far (for tests and benchmarks)."""
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._lock = threading.Lock()
+        self._token: tuple[int, int] | None = None
+        self._seen_id = 0
+
+    def serves(self, key: str, kinds: Iterable[str] | None) -> bool:
+        """Whether :meth:`search` can answer this (turn or window key, turn kinds)."""
+        if key not in ("turn", "window"):
+            return False
+        return kinds is not None and set(kinds) <= set(WINDOW_KINDS)
+
+    def search(
+        self,
+        query: str,
+        *,
+        session_id: str,
+        key: str = "turn",
+        kinds: Iterable[str] = WINDOW_KINDS,
+        limit: int = 10,
+        date_weight: float = 1.0,
+    ) -> list[tuple[int, float]]:
+        """``(event_id, score)`` by BM25 within one session, best first (the shape of
+        :meth:`EventLog.search_text`)."""
+        words = search_terms(query)
+        if not words or limit <= 0:
+            return []
+        wanted = set(kinds)
+        weights = TURN_WEIGHTS if key == "turn" else (1.0, float(date_weight))
+        usual = weights == (TURN_WEIGHTS if key == "turn" else WINDOW_WEIGHTS)
+        with self._lock:
+            session = self._session(session_id)
+            index = session.turns if key == "turn" else session.windows
+            n = sum(index.count[k] for k in wanted)
+            if not n:
+                return []
+            avgdl = sum(index.length[k] for k in wanted) / n
+            found: dict[str, Collection[int]] = {}
+            phrases: dict[str, tuple[str, ...]] = {}
+            for word in words:
+                phrase = tuple(fts_tokens(word))
+                if phrase:
+                    phrases[word] = phrase
+                    found[word] = index.matching(phrase, wanted)
+            df = {w: len(ids) for w, ids in found.items()}
+            present = sorted(found, key=lambda w: (df[w] == 0, df[w]))
+            terms = pick_terms(present, n, df.__getitem__)
+            used = [w for w in terms.words if df[w]]
+            if not used:
+                return []
+            if terms.common:
+                return [(i, 0.0) for i in sorted(found[used[0]], reverse=True)[:limit]]
+            # A word in half the session or more has an idf FTS5 clamps to 1e-6: it could
+            # only break ties, and scoring it would read most of the session.
+            informative = [w for w in used if 2 * df[w] < n]
+            scores: dict[int, float] = {}
+            lean = K1 * B / avgdl
+            for word in informative or used:
+                value = math.log((n - df[word] + 0.5) / (df[word] + 0.5))
+                idf = value if value > 0 else 1e-6
+                phrase = phrases[word]
+                for event_id in found[word]:
+                    doc = index.docs[event_id]
+                    freq = doc.hits(phrase, weights, usual)
+                    if freq:
+                        norm = K1 * (1 - B) + lean * doc.length
+                        gain = idf * freq * (K1 + 1) / (freq + norm)
+                        scores[event_id] = scores.get(event_id, 0.0) + gain
+        best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0]))
+        return best
+
+    # -- keeping in step with the log ---------------------------------------------------
+
+    def _session(self, session_id: str) -> _Session:
+        token = self.store.data_version()
+        if token != self._token:
+            newest = self.store.last_id()
+            if newest > self._seen_id and self.store.event_ids(
+                kinds=CHANGE_KINDS, after_id=self._seen_id
+            ):
+                self._sessions.clear()
+            self._seen_id = max(self._seen_id, newest)
+            self._token = token
+        session = self._sessions.get(session_id)
+        if session is not None and time.monotonic() - session.built > self.max_age_s:
+            session = None
+        if session is None:
+            session = self._build(session_id, token)
+        elif session.token != token:
+            self._extend(session, session_id, token)
+        self._sessions[session_id] = session
+        self._sessions.move_to_end(session_id)
+        while len(self._sessions) > self.max_sessions:
+            self._sessions.popitem(last=False)
+        return session
+
+    def _read(self, session_id: str, after_id: int) -> list[Event]:
+        return self.store.events(
+            session_id=session_id, kinds=(*WINDOW_KINDS, BOUNDARY_KIND), after_id=after_id
+        )
+
+    def _build(self, session_id: str, token: tuple[int, int]) -> _Session:
+        self.builds += 1
+        session = _Session([], {}, {}, _Key(TURN_WEIGHTS), _Key(WINDOW_WEIGHTS), 0, token)
+        self._add(session, self._read(session_id, 0))
+        return session
+
+    def _extend(self, session: _Session, session_id: str, token: tuple[int, int]) -> None:
+        self._add(session, self._read(session_id, session.max_id))
+        session.token = token
+
+    def _add(self, session: _Session, events: list[Event]) -> None:
+        """Index new events (ids above every id held) and rewrite the windows they reach."""
+        if not events:
+            return
+        first = len(session.rows)
+        for event in events:
+            text = event.content if event.content is not None else event.summary
+            session.rows.append(WindowRow(event.id, event.kind, text))
+            session.max_id = max(session.max_id, event.id)
+            if event.kind in WINDOW_KINDS:
+                session.ts[event.id] = event.ts
+                summary = fts_tokens(event.summary) if event.summary else []
+                content = fts_tokens(event.content) if event.content else []
+                keywords = fts_tokens(" ".join(event.keywords)) if event.keywords else []
+                session.text_tokens[event.id] = content if event.content is not None else summary
+                columns = (_Column.of(summary), _Column.of(keywords), _Column.of(content))
+                session.turns.put(event.id, event.kind, columns)
+        # windows of the new turns and of the `radius` turns before them
+        # (each of those reaches `radius` turns further back: read from 2 * radius turns
+        # before the new rows, not the whole session)
+        targets = {r.id for r in session.rows[first:] if r.kind in WINDOW_KINDS}
+        start, seen = first, 0
+        while start > 0 and seen < 2 * self.radius:
+            start -= 1
+            if session.rows[start].kind in WINDOW_KINDS:
+                if seen < self.radius:
+                    targets.add(session.rows[start].id)
+                seen += 1
+        windows = window_members(session.rows[start:], self.radius, targets)
+        for event_id in targets:
+            members = windows.get(event_id)
+            if members is None:
+                session.windows.drop(event_id)
+                continue
+            body = [t for row in members for t in session.text_tokens[row.id]]
+            dates = _date_tokens(session.ts[event_id][:10])
+            kind = session.turns.docs[event_id].kind
+            session.windows.put(event_id, kind, (_Column.of(body), _Column.of(dates)))

@@ -1,0 +1,222 @@
+"""SessionRanker: in-memory BM25 of one session's turns, checked against the FTS5 path it
+stands in for (tokens, top ten, recall of answer turns) and kept in step with the log."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pmm.recall import Recaller
+from pmm.session_index import SessionRanker
+from pmm.stemmer import fts_tokens, stem
+from pmm.storage.sqlite import EventStore
+
+DATA = Path(__file__).resolve().parent.parent / "bench" / "data"
+TURNS = ("prompt", "response")
+
+
+def chat(conversations: int) -> dict[str, Any]:
+    data = json.loads((DATA / "chat_dataset.json").read_text(encoding="utf-8"))
+    keep = {c["id"] for c in data["conversations"][:conversations]}
+    return {
+        "conversations": [c for c in data["conversations"] if c["id"] in keep],
+        "questions": [q for q in data["questions"] if q["conversation"] in keep],
+    }
+
+
+def ingest(store: EventStore, data: dict[str, Any]) -> dict[str, tuple[int, str]]:
+    """turn id -> (event id, session id)."""
+    where: dict[str, tuple[int, str]] = {}
+    for conversation in data["conversations"]:
+        for session in conversation["sessions"]:
+            for turn in session["turns"]:
+                role = "user" if turn["role"] == "user" else "assistant"
+                event = store.append(
+                    "prompt" if role == "user" else "response",
+                    turn["text"],
+                    session_id=session["id"],
+                    role=role,
+                    ts=turn.get("date") or session.get("date"),
+                )
+                where[turn["id"]] = (event.id, session["id"])
+    return where
+
+
+def test_tokens_are_the_ones_fts5_indexes() -> None:
+    """The same tokens as SQLite's 'porter unicode61 remove_diacritics 2', read back from
+    FTS5 itself (fts5vocab), on every turn of both datasets and some awkward words."""
+    texts = [
+        t["text"]
+        for name in ("chat_dataset.json", "recall_dataset.json")
+        for c in json.loads((DATA / name).read_text(encoding="utf-8"))["conversations"]
+        for s in c["sessions"]
+        for t in s["turns"]
+    ]
+    texts.append("Łódź São Paulo naïve café don't dog's e-mail foo_bar 3.14 generalization")
+    conn = sqlite3.connect(":memory:")  # the reference: SQLite's own tokenizer
+    conn.execute(
+        "CREATE VIRTUAL TABLE f USING fts5(b, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')")
+    conn.executemany("INSERT INTO f(rowid, b) VALUES (?, ?)", enumerate(texts))
+    expected: dict[int, list[str]] = defaultdict(list)
+    for doc, term in conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+        expected[doc].append(term)
+    mismatched = [i for i, text in enumerate(texts) if fts_tokens(text) != expected[i]]
+    assert mismatched == []
+    assert [stem(w) for w in ("relational", "hopping", "generously", "ponies", "a")] == [
+        "relat", "hop", "gener", "poni", "a",
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def chats(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[EventStore, dict[str, Any], dict[str, tuple[int, str]]]:
+    data = chat(3)
+    store = EventStore(tmp_path_factory.mktemp("chats") / "chats.db")
+    where = ingest(store, data)
+    store.sync_search_index()
+    return store, data, where
+
+
+def test_top_ten_agree_with_fts5_and_recall_does_not_drop(
+    chats: tuple[EventStore, dict[str, Any], dict[str, tuple[int, str]]],
+) -> None:
+    """On three chats (1,500+ turns, 50+ sessions), each question asked within the session
+    of its first answer turn: the ranker's top ten mostly agree with FTS5's for both keys,
+    and it finds as many answer turns."""
+    store, data, where = chats
+    ranker = SessionRanker(store)
+    overlap: dict[str, list[float]] = defaultdict(list)
+    found: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for question in data["questions"]:
+        session = where[question["answer_ids"][0]][1]
+        answers = {where[a][0] for a in question["answer_ids"] if where[a][1] == session}
+        for key in ("turn", "window"):
+            fts = [
+                i
+                for i, _ in store.search_text(
+                    question["question"], limit=10, session_id=session, kinds=TURNS, key=key
+                )
+            ]
+            mine = [
+                i
+                for i, _ in ranker.search(
+                    question["question"], session_id=session, key=key, kinds=TURNS, limit=10
+                )
+            ]
+            if fts:
+                overlap[key].append(len(set(fts) & set(mine)) / len(fts))
+            found[key, "fts"].append(len(answers & set(fts)) / len(answers))
+            found[key, "mine"].append(len(answers & set(mine)) / len(answers))
+    mean = {k: sum(v) / len(v) for k, v in overlap.items()}
+    recall = {k: sum(v) / len(v) for k, v in found.items()}
+    print("top-10 overlap", mean, "R@10", recall)
+    assert len(data["questions"]) > 300
+    assert mean["turn"] >= 0.85 and mean["window"] >= 0.85
+    for key in ("turn", "window"):
+        assert recall[key, "mine"] >= recall[key, "fts"] - 0.01
+
+
+def ids(ranker: SessionRanker, query: str, key: str = "window", session: str = "s") -> list[int]:
+    return [i for i, _ in ranker.search(query, session_id=session, key=key, limit=20)]
+
+
+def test_windows_follow_appends_redactions_and_clear_markers(tmp_path: Path) -> None:
+    with EventStore(tmp_path / "live.db") as store:
+        ranker = SessionRanker(store, radius=1)
+        a = store.append("prompt", "I signed up for a class!", session_id="s", role="user")
+        assert ids(ranker, "pottery") == []
+        # the next turn reaches back into a's window, without a rebuild
+        b = store.append("response", "Pottery? Nice", session_id="s", role="assistant")
+        assert set(ids(ranker, "pottery")) == {a.id, b.id}
+        assert ids(ranker, "pottery", key="turn") == [b.id]
+        assert ranker.builds == 1
+        # a clear marker is a wall: c's window does not reach b
+        store.append("clear", "history cleared", session_id="s", role="system")
+        c = store.append("prompt", "Anyway, the weather", session_id="s", role="user")
+        assert c.id not in ids(ranker, "pottery")
+        assert ids(ranker, "weather") == [c.id]
+        # other sessions and other kinds are not searched
+        store.append("prompt", "pottery pottery", session_id="t", role="user")
+        assert set(ids(ranker, "pottery")) == {a.id, b.id}
+        # a redaction drops the word from every window that held it
+        store.redact(b.id, reason="test")
+        assert ids(ranker, "pottery") == []
+        assert ranker.builds == 2
+        # query syntax is plain words
+        for query in ('"pottery', "AND OR NOT", "class*", "-(", "NEAR(a b)"):
+            ranker.search(query, session_id="s")
+
+
+def test_forget_and_compaction_drop_erased_words(tmp_path: Path) -> None:
+    with EventStore(tmp_path / "erase.db") as store:
+        ranker = SessionRanker(store)
+        a = store.append("prompt", "my secret is zanzibar", session_id="s", role="user")
+        store.append("response", "noted", session_id="s", role="assistant")
+        assert ids(ranker, "zanzibar", key="turn") == [a.id]
+        store.forget(event_ids=[a.id], reason="asked")
+        assert ids(ranker, "zanzibar", key="turn") == []
+        assert ids(ranker, "zanzibar") == []
+        old = store.append("prompt", "old talk about quokkas", session_id="s", role="user")
+        assert ids(ranker, "quokkas", key="turn") == [old.id]
+        store.set_digests([(old.id, "talked about an animal", ["animal"], "heuristic")])
+        store.compact(older_than="0s")
+        assert ids(ranker, "quokkas", key="turn") == []
+        assert ids(ranker, "animal", key="turn") == [old.id]
+
+
+def test_sessions_are_bounded_and_recall_uses_the_ranker(tmp_path: Path) -> None:
+    with EventStore(tmp_path / "many.db") as store:
+        for n in range(5):
+            store.append("prompt", f"topic number{n} kayak", session_id=f"s{n}", role="user")
+        ranker = SessionRanker(store, max_sessions=2)
+        for n in range(5):
+            assert len(ids(ranker, "kayak", session=f"s{n}")) == 1
+        assert len(ranker._sessions) == 2
+        recaller = Recaller(store)
+        assert recaller.session_ranker is not None
+        hits = recaller.recall("kayak", k=3, session_id="s3", mode="keyword")
+        assert [h.event.session_id for h in hits] == ["s3"]
+        assert recaller.session_ranker.builds == 1
+        plain = Recaller(store, session_ranker=False)
+        assert plain.session_ranker is None
+        assert [
+            h.event.id for h in plain.recall("kayak", k=3, session_id="s3", mode="keyword")
+        ] == [h.event.id for h in hits]
+
+
+def test_incremental_windows_equal_a_fresh_build(tmp_path: Path) -> None:
+    """After every append (turns and clear markers in a random order), the windows kept up
+    to date incrementally hold exactly the tokens of windows built from scratch."""
+    import random
+
+    rng = random.Random(4)
+    words = "apple boat cider dune ember fjord grove harbor island jetty kelp".split()
+    with EventStore(tmp_path / "inc.db") as store:
+        live = SessionRanker(store, radius=2)
+        for step in range(60):
+            if rng.random() < 0.1:
+                store.append("clear", "history cleared", session_id="s", role="system")
+            else:
+                kind = rng.choice(TURNS)
+                text = " ".join(rng.sample(words, 3))
+                store.append(kind, text, session_id="s", role="user")
+            live.search("apple", session_id="s")
+            if step % 10 == 9:
+                fresh = SessionRanker(store, radius=2)
+                fresh.search("apple", session_id="s")
+                mine, theirs = live._sessions["s"].windows, fresh._sessions["s"].windows
+                assert mine.docs.keys() == theirs.docs.keys()
+                for event_id, doc in theirs.docs.items():
+                    assert [c.tokens for c in mine.docs[event_id].columns] == [
+                        c.tokens for c in doc.columns
+                    ]
+                assert mine.postings == theirs.postings
+        assert live.builds == 1
