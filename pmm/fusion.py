@@ -5,15 +5,20 @@ query shows - temporal words, and how much lexical evidence the keyword rankers 
 
     policy = FusionPolicy({"turn": 0.25, "window": 1.5, "dense": 0.1},
                           temporal=TEMPORAL_KEYWORD_WEIGHTS,
-                          low_evidence=LOW_EVIDENCE_WEIGHTS, threshold=EVIDENCE_THRESHOLD)
-    coverage = lexical_coverage(query, texts_of_the_top_turn_hits)
+                          low_evidence=LOW_EVIDENCE_WEIGHTS, threshold=EVIDENCE_THRESHOLD,
+                          idf=True, blend=EVIDENCE_BLEND)
+    idf = inverse_document_frequencies(store.document_frequencies(search_terms(query)),
+                                       store.search_index_upto())
+    coverage = lexical_coverage(query, texts_of_the_top_turn_hits, idf)
     weights = policy.weights_for(temporal=True, coverage=coverage)
 
 Why: a question worded like the memory ("What did Yuki call her new pet?" / "Yuki named
 her pet Nugget") is best found by the keyword keys; one worded differently ("Which doctor
 told me to drink less caffeine?" / "The cardiologist said I should cut back on coffee")
 gets only incidental keyword hits, and there the dense ranker should lead. The share of
-the query's words that its best keyword hits hold tells the two apart without labels.
+the query's words that its best keyword hits hold tells the two apart without labels;
+weighted by inverse document frequency, so that common words the hits hold by chance
+("work", "days") count little.
 Measured by ``python bench/fusion.py`` (see the README's Recall section).
 """
 

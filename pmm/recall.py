@@ -25,9 +25,11 @@ bench/fusion.py``) are ``turn=0.25, window=1.5, dense=0.1`` and adapt to the que
 
 - a temporal question ("when", "last year", month names) weighs the turn key more than
   the window (``turn=1, window=0.5``) and the window key's date column more;
-- when the top three turn-BM25 hits hold under half of the query's content words, the
-  question is probably worded differently from the memory, and the dense ranker leads
-  (``turn=0.1, window=0.1, dense=1``; hybrid mode only).
+- when the top three turn-BM25 hits hold little of the query's words, weighted by
+  inverse document frequency (under 0.4 of the idf mass; a common word found by chance
+  counts little), the question is probably worded differently from the memory, and the
+  dense ranker leads (``turn=0.1, window=0.1, dense=1``; the weights move linearly
+  between 0.25 and 0.55; hybrid mode only).
 
 Weights set by ``PMM_RECALL_WEIGHTS`` (e.g. ``turn=1,window=1,dense=0.3``) are used as
 given for every query. Query embeddings are cached (an LRU keyed by text);
