@@ -159,9 +159,42 @@ def rankings(data_path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 KS = (1, 5, 10, 25)
 
 
+def idf_tables(data: dict[str, Any], digests: bool) -> dict[str, dict[str, float]]:
+    """Per conversation: the inverse document frequency of every question word, from
+    :meth:`EventStore.document_frequencies` of a keyword-only copy of the conversation
+    (its turns' digested text when ``digests``), as the engine reads it."""
+    from pmm.fusion import inverse_document_frequencies
+    from pmm.text import search_terms
+
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="pmm-idf-") as tmp:
+        for conv in data["conversations"]:
+            if digests:
+                text = data["digested_text"]
+                sessions = [
+                    {**s, "turns": [{**t, "text": text[t["id"]]} for t in s["turns"]]}
+                    for s in conv["sessions"]
+                ]
+                conv = {**conv, "sessions": sessions}
+            qwords = {
+                w
+                for q in data["questions"]
+                if q["conversation"] == conv["id"]
+                for w in search_terms(q["question"])
+            }
+            with EventStore(Path(tmp) / f"{conv['id']}.db") as store:
+                ingest(store, conv)
+                store.sync_search_index()
+                out[conv["id"]] = inverse_document_frequencies(
+                    store.document_frequencies(sorted(qwords)), store.search_index_upto()
+                )
+    return out
+
+
 def prepare(path: Path, cache_dir: Path | None) -> list[dict[str, Any]]:
     """The rows of one dataset (rankings cached in ``cache_dir``), with the coverage of
-    each question over its top turn hits, with and without digests."""
+    each question over its top turn hits, with and without digests, plain and weighted
+    by inverse document frequency."""
     from pmm.fusion import EVIDENCE_HITS, lexical_coverage
 
     cache = cache_dir / f"fusion-{path.stem}.pkl" if cache_dir else None
@@ -172,6 +205,13 @@ def prepare(path: Path, cache_dir: Path | None) -> list[dict[str, Any]]:
         if cache:
             cache.parent.mkdir(parents=True, exist_ok=True)
             cache.write_bytes(pickle.dumps((rows, data)))
+    idf_cache = cache_dir / f"fusion-idf-{path.stem}.pkl" if cache_dir else None
+    if idf_cache and idf_cache.exists():
+        idf, idf_d = pickle.loads(idf_cache.read_bytes())
+    else:
+        idf, idf_d = idf_tables(data, False), idf_tables(data, True)
+        if idf_cache:
+            idf_cache.write_bytes(pickle.dumps((idf, idf_d)))
     raw = {t["id"]: t["text"] for c in data["conversations"] for s in c["sessions"]
            for t in s["turns"]}  # fmt: skip
     order = {tid: n for n, tid in enumerate(raw)}
@@ -179,20 +219,23 @@ def prepare(path: Path, cache_dir: Path | None) -> list[dict[str, Any]]:
         row["dataset"] = path.stem.removesuffix("_dataset")
         row["order"] = order
         top = row["lists"]["turn"][:EVIDENCE_HITS]
-        row["coverage"] = lexical_coverage(row["question"], (raw[t] for t in top))
+        texts = [raw[t] for t in top]
+        row["coverage"] = lexical_coverage(row["question"], texts)
+        row["coverage_idf"] = lexical_coverage(row["question"], texts, idf[row["conv"]])
         top = row["lists"]["turn+d"][:EVIDENCE_HITS]
-        texts = (data["digested_text"][t] for t in top)
+        texts = [data["digested_text"][t] for t in top]
         row["coverage_d"] = lexical_coverage(row["question"], texts)
+        row["coverage_idf_d"] = lexical_coverage(row["question"], texts, idf_d[row["conv"]])
     return rows
 
 
 def fused(row: dict[str, Any], policy: Any, digests: bool = False) -> list[str]:
     """The row's ranking under ``policy``, fused as Recaller.recall fuses."""
-    from fusion_grid import COLUMNS, column_lists
+    from fusion_grid import COLUMNS, column_lists, coverage_key
 
     from pmm.recall import rrf_fuse
 
-    coverage = row["coverage_d" if digests else "coverage"] if policy.needs_coverage else None
+    coverage = row[coverage_key(policy, digests)] if policy.needs_coverage else None
     weights = policy.weights_for(temporal=row["temporal"], coverage=coverage)
     order = row["order"]
     lists = {
@@ -238,6 +281,9 @@ def contenders() -> dict[str, tuple[Any, bool]]:
         "old hybrid (turn=dense=1)": FusionPolicy({"turn": 1.0, "dense": 1.0}),
         "v1 hybrid (0.25/1.5/0.3)": FusionPolicy({"turn": 0.25, "window": 1.5, "dense": 0.3}),
         "v1 keyword (0.25/1.5)": FusionPolicy({"turn": 0.25, "window": 1.5}),
+        "previous hybrid (coverage<0.5)": FusionPolicy(
+            DEFAULT_POLICY.weights, DEFAULT_POLICY.temporal, DEFAULT_POLICY.low_evidence, 0.5
+        ),
         "NEW hybrid default": DEFAULT_POLICY,
         "NEW keyword default": DEFAULT_KEYWORD_POLICY,
         "NEW hybrid + digests": DEFAULT_POLICY,
@@ -247,6 +293,8 @@ def contenders() -> dict[str, tuple[Any, bool]]:
             DEFAULT_POLICY.temporal,
             DEFAULT_POLICY.low_evidence,
             DEFAULT_POLICY.threshold,
+            DEFAULT_POLICY.idf,
+            DEFAULT_POLICY.blend,
         ),
     }
     return {name: (p, "digest" in name) for name, p in single.items()}
@@ -263,15 +311,15 @@ def report(rows: list[dict[str, Any]]) -> None:
             for name, (p, d) in contenders().items()
         }
         print(f"\n== {dataset}: recall@10 per kind ({len(mine)} questions)")
-        print(f"{'':<28}" + "".join(f"{k:>12}" for k in [*kinds, "all"]) + "   x turn")
+        print(f"{'':<32}" + "".join(f"{k:>12}" for k in [*kinds, "all"]) + "   x turn")
         base = table["turn BM25 (baseline)"]["all"]["R@10"]
         for name, figs in table.items():
             cells = "".join(f"{figs[k]['R@10']:>12.3f}" for k in [*kinds, "all"])
-            print(f"{name:<28}{cells}{figs['all']['R@10'] / base:>9.2f}")
+            print(f"{name:<32}{cells}{figs['all']['R@10'] / base:>9.2f}")
         print(f"\n== {dataset}: all questions")
-        print(f"{'':<28}" + "".join(f"{m:>8}" for m in [*(f"R@{k}" for k in KS), "MRR"]))
+        print(f"{'':<32}" + "".join(f"{m:>8}" for m in [*(f"R@{k}" for k in KS), "MRR"]))
         for name, figs in table.items():
-            print(f"{name:<28}" + "".join(f"{v:>8.3f}" for v in figs["all"].values()))
+            print(f"{name:<32}" + "".join(f"{v:>8.3f}" for v in figs["all"].values()))
         for mode, singles in (
             ("hybrid", ("turn BM25 (baseline)", "window", "dense (semantic)")),
             ("keyword", ("turn BM25 (baseline)", "window")),
@@ -306,7 +354,12 @@ def main() -> int:
         for name in mine[0]["lists"]:
             figs = figures(mine, lambda r, n=name: r["lists"][n])
             print(f"{name:<14}" + "".join(f"{figs[k]['R@10']:>12.3f}" for k in [*kinds, "all"]))
-    for what, grid in (("hybrid", hybrid_grid()), ("keyword (no embeddings)", keyword_grid())):
+    for what, grid in (
+        ("hybrid, plain coverage", hybrid_grid(idf=False)),
+        ("hybrid, idf-weighted coverage", hybrid_grid(idf=True)),
+        ("hybrid, either coverage", hybrid_grid()),
+        ("keyword (no embeddings)", keyword_grid()),
+    ):
         table = recall_table(rows, grid)
         baselines = {"turn BM25": len(grid), "v1": len(grid) + 1}
         extra = [

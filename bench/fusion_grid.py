@@ -5,10 +5,10 @@ ranker lists (numpy, all policies at once), and k-fold cross-validation by conve
     table = recall_table(rows, hybrid_grid())   # questions x policies, recall@10
 
 A row is one question: ``type``, ``conv``, ``dataset``, ``answers``, ``temporal``,
-``coverage`` (see :func:`pmm.recall.lexical_coverage`) and ``lists`` (each ranker's turn
-ids, best first). Scores are weighted ``1 / (RRF_K + rank)`` as in
-:func:`pmm.recall.rrf_fuse`; ties are not broken the way it breaks them, so the shipped
-policy's figures are recomputed exactly by ``bench/fusion.py``.
+``coverage`` and ``coverage_idf`` (see :func:`pmm.fusion.lexical_coverage`; ``_d``: with
+digests) and ``lists`` (each ranker's turn ids, best first). Scores are weighted
+``1 / (RRF_K + rank)`` as in :func:`pmm.recall.rrf_fuse`; ties are not broken the way it
+breaks them, so the shipped policy's figures are recomputed exactly by ``bench/fusion.py``.
 """
 
 from __future__ import annotations
@@ -27,14 +27,23 @@ COLUMNS = ("turn", "window", "dense", "digest")
 NORMAL = {"turn": (0.25, 0.5, 1.0), "window": (1.0, 1.5, 2.0), "dense": (0.1, 0.2, 0.3, 0.5)}
 TEMPORAL = (None, (1.0, 0.5), (2.0, 0.5), (1.0, 1.0), (2.0, 1.0))
 """Temporal overrides tried: none, or (turn, window) weights for temporal questions."""
-GATES = (None, *itertools.product((0.34, 0.5, 0.67), (0.05, 0.1, 0.25)))
-"""Low-evidence switches tried: none, or (coverage threshold, keyword weight with dense 1)."""
+GATES = (
+    None,
+    *itertools.product(
+        (0.2, 0.3, 0.4, 0.5, 0.6, 0.7), (0.05, 0.1, 0.25), (False, True), (0.0, 0.15)
+    ),
+)
+"""Low-evidence switches tried: none, or (coverage threshold, keyword weight with dense 1,
+coverage weighted by idf, blend half-width: 0 for a step)."""
 
 
-def hybrid_grid() -> list[FusionPolicy]:
+def hybrid_grid(idf: bool | None = None) -> list[FusionPolicy]:
+    """Every hybrid policy; ``idf`` True/False: only those whose low-evidence switch reads
+    the idf-weighted / the plain coverage (and those without a switch)."""
     out = []
+    gates = [g for g in GATES if g is None or idf is None or g[2] == idf]
     for t, w, d in itertools.product(*NORMAL.values()):
-        for temporal, gate in itertools.product(TEMPORAL, GATES):
+        for temporal, gate in itertools.product(TEMPORAL, gates):
             out.append(
                 FusionPolicy(
                     {"turn": t, "window": w, "dense": d, "digest": 0.0},
@@ -43,6 +52,8 @@ def hybrid_grid() -> list[FusionPolicy]:
                     else dict(zip(("turn", "window"), temporal, strict=True)),
                     None if gate is None else {"turn": gate[1], "window": gate[1], "dense": 1.0},
                     0.0 if gate is None else gate[0],
+                    False if gate is None else gate[2],
+                    0.0 if gate is None else gate[3],
                 )
             )
     return out
@@ -66,8 +77,15 @@ def label(policy: FusionPolicy) -> str:
     if policy.temporal:
         text += f"; temporal {short(policy.temporal)}"
     if policy.low_evidence:
-        text += f"; coverage<{policy.threshold:g}: {short(policy.low_evidence)}"
+        cover = "idf-coverage" if policy.idf else "coverage"
+        blend = f"±{policy.blend:g}" if policy.blend else ""
+        text += f"; {cover}<{policy.threshold:g}{blend}: {short(policy.low_evidence)}"
     return text
+
+
+def coverage_key(policy: FusionPolicy, digests: bool) -> str:
+    """The row field holding the coverage ``policy`` reads."""
+    return "coverage" + ("_idf" if policy.idf else "") + ("_d" if digests else "")
 
 
 def column_lists(row: dict[str, Any], digests: bool) -> list[list[Any]]:
@@ -100,6 +118,8 @@ def recall_table(
     """recall@10 of every question (rows) under every policy (columns)."""
     normal, temporal, low = (_weights(grid, w) for w in ("normal", "temporal", "low"))
     thresholds = np.array([p.threshold if p.low_evidence else 0.0 for p in grid])
+    blends = np.array([p.blend if p.low_evidence else 0.0 for p in grid])
+    idf = np.array([p.idf for p in grid])
     out = np.zeros((len(rows), len(grid)))
     for i, row in enumerate(rows):
         lists = column_lists(row, digests)
@@ -112,8 +132,14 @@ def recall_table(
             for rank, tid in enumerate(ids, 1):
                 m[where[tid], j] = 1.0 / (RRF_K + rank)
         w = (temporal if row["temporal"] else normal).copy()
-        weak = row["coverage_d" if digests else "coverage"] < thresholds
-        w[:, weak] = low[:, weak]
+        suffix = "_d" if digests else ""
+        coverage = np.where(idf, row["coverage_idf" + suffix], row["coverage" + suffix])
+        # the share of the normal weights (see FusionPolicy.weights_for): a step at the
+        # threshold, or linear over threshold +- blend
+        step = (coverage >= thresholds).astype(float)
+        smooth = np.clip((coverage - thresholds + blends) / np.maximum(2 * blends, 1e-12), 0, 1)
+        share = np.where(blends > 0, smooth, step)
+        w = low * (1 - share) + w * share
         scores = m @ w
         kth = -np.partition(-scores, min(9, len(cands) - 1), axis=0)[min(9, len(cands) - 1)]
         hit = np.array([t in row["answers"] for t in cands])[:, None]

@@ -25,9 +25,11 @@ bench/fusion.py``) are ``turn=0.25, window=1.5, dense=0.1`` and adapt to the que
 
 - a temporal question ("when", "last year", month names) weighs the turn key more than
   the window (``turn=1, window=0.5``) and the window key's date column more;
-- when the top three turn-BM25 hits hold under half of the query's content words, the
-  question is probably worded differently from the memory, and the dense ranker leads
-  (``turn=0.1, window=0.1, dense=1``; hybrid mode only).
+- when the top three turn-BM25 hits hold little of the query's words, weighted by
+  inverse document frequency (under 0.4 of the idf mass; a common word found by chance
+  counts little), the question is probably worded differently from the memory, and the
+  dense ranker leads (``turn=0.1, window=0.1, dense=1``; the weights move linearly
+  between 0.25 and 0.55; hybrid mode only).
 
 Weights set by ``PMM_RECALL_WEIGHTS`` (e.g. ``turn=1,window=1,dense=0.3``) are used as
 given for every query. Query embeddings are cached (an LRU keyed by text);
@@ -52,15 +54,17 @@ import numpy.typing as npt
 from .embed.backfill import DEFAULT_KINDS
 from .errors import ConfigurationError, InvalidInputError
 from .fusion import (
+    EVIDENCE_BLEND,
     EVIDENCE_HITS,
     EVIDENCE_THRESHOLD,
     LOW_EVIDENCE_WEIGHTS,
     TEMPORAL_KEYWORD_WEIGHTS,
     FusionPolicy,
+    inverse_document_frequencies,
     lexical_coverage,
 )
 from .records import Event, Hit
-from .text import words
+from .text import search_terms, words
 from .window_keys import is_temporal
 
 if TYPE_CHECKING:
@@ -89,7 +93,12 @@ its text (measured neutral on the chat dataset: its "when" questions name no dat
 
 
 DEFAULT_POLICY = FusionPolicy(
-    DEFAULT_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS, LOW_EVIDENCE_WEIGHTS, EVIDENCE_THRESHOLD
+    DEFAULT_WEIGHTS,
+    TEMPORAL_KEYWORD_WEIGHTS,
+    LOW_EVIDENCE_WEIGHTS,
+    EVIDENCE_THRESHOLD,
+    idf=True,
+    blend=EVIDENCE_BLEND,
 )
 """Hybrid mode's default: chosen by cross-validation (``python bench/fusion.py``)."""
 DEFAULT_KEYWORD_POLICY = FusionPolicy(DEFAULT_KEYWORD_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS)
@@ -326,7 +335,8 @@ class Recaller:
         if policy.needs_coverage:
             rankings["turn"] = keyword("turn")
             top = self.store.get_many(rankings["turn"][:EVIDENCE_HITS]).values()
-            coverage = lexical_coverage(query, (_searchable(e) for e in top))
+            idf = self._idf(query) if policy.idf else None
+            coverage = lexical_coverage(query, (_searchable(e) for e in top), idf)
         weights = policy.weights_for(temporal=temporal, coverage=coverage)
         rankings = {r: ids for r, ids in rankings.items() if weights.get(r, 0) > 0}
         for ranker in KEYWORD_RANKERS:
@@ -356,6 +366,11 @@ class Recaller:
             children=self.summary_children if self.summaries else 0,
             prior=self.summary_prior,
         )
+
+    def _idf(self, query: str) -> dict[str, float]:
+        """The inverse document frequency of the query's words in the store."""
+        frequencies = self.store.document_frequencies(search_terms(query))
+        return inverse_document_frequencies(frequencies, self.store.search_index_upto())
 
     def _query_vector(self, query: str) -> npt.NDArray[np.float32]:
         """The query's embedding. In hybrid mode it is computed before the BM25 search, so

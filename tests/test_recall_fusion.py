@@ -15,10 +15,12 @@ from pmm.embed.backfill import embed_pending
 from pmm.embed.sentence import SentenceEmbedder, packaged_model_path
 from pmm.errors import ConfigurationError
 from pmm.fusion import (
+    EVIDENCE_BLEND,
     EVIDENCE_THRESHOLD,
     LOW_EVIDENCE_WEIGHTS,
     TEMPORAL_KEYWORD_WEIGHTS,
     FusionPolicy,
+    inverse_document_frequencies,
     lexical_coverage,
 )
 from pmm.recall import (
@@ -26,11 +28,14 @@ from pmm.recall import (
     DEFAULT_KEYWORD_WEIGHTS,
     DEFAULT_POLICY,
     DEFAULT_WEIGHTS,
+    RRF_K,
     Recaller,
     parse_weights,
 )
 from pmm.records import NewEvent
 from pmm.store import EventStore
+from pmm.text import words
+from pmm.window_keys import is_temporal
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 needs_model = pytest.mark.skipif(
@@ -201,6 +206,31 @@ def test_lexical_coverage_counts_the_query_words_found() -> None:
     assert lexical_coverage("greyhound", []) == 0.0
 
 
+def test_idf_weighted_coverage_counts_rare_words_more() -> None:
+    idf = inverse_document_frequencies({"hard": 40, "work": 60, "cello": 1}, 500)
+    assert idf["cello"] > idf["hard"] > idf["work"] > 0
+    # "hard" and "work" are found, "cello" is not: 2 of 3 words, but little of the mass
+    plain = lexical_coverage("hard work cello", ["Work was hard today."])
+    weighted = lexical_coverage("hard work cello", ["Work was hard today."], idf)
+    assert plain == pytest.approx(2 / 3)
+    assert weighted == pytest.approx((idf["hard"] + idf["work"]) / sum(idf.values()))
+    assert weighted < 0.5
+    # a word the store never saw counts as the rarest one
+    assert lexical_coverage("cello kazoo", ["cello"], idf) == pytest.approx(0.5)
+    assert lexical_coverage("", ["x"], idf) == 0.0
+    assert inverse_document_frequencies({"x": 900}, 500)["x"] > 0  # an estimate above N
+
+
+def test_a_blended_policy_moves_weights_linearly_around_the_threshold() -> None:
+    policy = FusionPolicy(
+        {"turn": 1.0, "window": 2.0}, low_evidence={"dense": 1.0}, threshold=0.5, blend=0.2
+    )
+    assert policy.weights_for(temporal=False, coverage=0.2) == {"dense": 1.0}
+    assert policy.weights_for(temporal=False, coverage=0.8) == {"turn": 1.0, "window": 2.0}
+    middle = policy.weights_for(temporal=False, coverage=0.4)
+    assert middle == pytest.approx({"turn": 0.25, "window": 0.5, "dense": 0.75})
+
+
 def test_policy_picks_weights_by_temporal_words_and_lexical_evidence() -> None:
     policy = DEFAULT_POLICY
     assert policy.weights_for(temporal=False, coverage=1.0) == DEFAULT_WEIGHTS
@@ -209,7 +239,14 @@ def test_policy_picks_weights_by_temporal_words_and_lexical_evidence() -> None:
         **TEMPORAL_KEYWORD_WEIGHTS,
     }
     assert policy.weights_for(temporal=True, coverage=0.0) == LOW_EVIDENCE_WEIGHTS
-    assert policy.weights_for(temporal=False, coverage=EVIDENCE_THRESHOLD) == DEFAULT_WEIGHTS
+    assert policy.idf and policy.blend == EVIDENCE_BLEND
+    high, low = EVIDENCE_THRESHOLD + EVIDENCE_BLEND, EVIDENCE_THRESHOLD - EVIDENCE_BLEND
+    assert policy.weights_for(temporal=False, coverage=high) == DEFAULT_WEIGHTS
+    assert policy.weights_for(temporal=False, coverage=low) == LOW_EVIDENCE_WEIGHTS
+    middle = policy.weights_for(temporal=False, coverage=EVIDENCE_THRESHOLD)
+    assert middle == pytest.approx(
+        {r: (DEFAULT_WEIGHTS[r] + LOW_EVIDENCE_WEIGHTS[r]) / 2 for r in DEFAULT_WEIGHTS}
+    )
     # no dense ranker in keyword mode: no switch to it
     assert not DEFAULT_KEYWORD_POLICY.needs_coverage
     assert DEFAULT_KEYWORD_POLICY.weights_for(temporal=False, coverage=0.0) == (
@@ -231,9 +268,38 @@ def test_weak_lexical_evidence_lets_the_dense_ranker_lead(tmp_path: Path) -> Non
         assert fixed.policy == FusionPolicy(DEFAULT_WEIGHTS)
         assert [h.event.id for h in fixed.recall(question, k=2)] == [1, 2]
         # with enough lexical evidence the default weights apply
-        assert [h.event.id for h in Recaller(store, embedder).recall("greyhound nap", k=2)] == [
-            h.event.id for h in fixed.recall("greyhound nap", k=2)
+        question = "greyhound name Pixel"
+        assert [h.event.id for h in Recaller(store, embedder).recall(question, k=2)] == [
+            h.event.id for h in fixed.recall(question, k=2)
         ]
+
+
+@needs_model
+def test_common_words_found_by_chance_are_little_evidence(tmp_path: Path) -> None:
+    embedder = SentenceEmbedder("", device="cpu")
+    with fixture_store(tmp_path / "pmm.db", embedder) as store:
+        filler = [f"Spent {n} days at work fixing the build." for n in range(10)]
+        store.append_many(NewEvent("prompt", t, "s6", "user") for t in filler)
+        embed_pending(store, embedder, kinds=("prompt", "response"))
+        question = "caffeine at work these days"
+        [hit] = Recaller(store, embedder).recall(question, k=1)
+        # "work" and "days" are in the top keyword hits, "caffeine" is not: 2 of 3 words
+        # (plain coverage 0.67: the keyword weights would stay), but little of the idf mass
+        top = store.get_many(i for i, _ in store.search_text(question, limit=3)).values()
+        texts = [e.text for e in top]
+        frequencies = store.document_frequencies(["caffeine", "work", "days"])
+        assert frequencies["caffeine"] == 0 and frequencies["work"] >= 10
+        idf = inverse_document_frequencies(frequencies, store.search_index_upto())
+        coverage = lexical_coverage(question, texts, idf)
+        assert coverage < EVIDENCE_THRESHOLD < 0.5 < lexical_coverage(question, texts)
+        weights = DEFAULT_POLICY.weights_for(
+            temporal=is_temporal(words(question)), coverage=coverage
+        )
+        assert weights["dense"] > 0.8 > weights["window"]
+        # the hit was fused with exactly those weights
+        expected = sum(weights[r] / (RRF_K + rank) for r, rank in hit.rankers.items())
+        assert hit.score == pytest.approx(expected)
+        assert hit.rankers["dense"] <= 3
 
 
 class CountingEmbedder:

@@ -108,6 +108,22 @@ def test_keyword_search_is_plain_words_and_scoped(log: EventLog) -> None:
     assert log.count() == 4
 
 
+def test_document_frequencies_count_the_events_holding_each_word(log: EventLog) -> None:
+    log.append_many(
+        [NewEvent("prompt", f"Coffee number {n} at work", "s", "user") for n in range(12)]
+        + [NewEvent("prompt", "My violin teacher moved", "s", "user")]
+    )
+    log.sync_search_index()
+    df = log.document_frequencies(["coffee", "violin", "kangaroo", '"AND*'])
+    assert set(df) == {"coffee", "violin", "kangaroo", '"AND*'}
+    # PostgreSQL estimates from pg_stats (a rare word may read 0): compare, do not pin
+    assert 8 <= df["coffee"] <= 13 and df["coffee"] > df["violin"] >= 0
+    assert df["kangaroo"] == df['"AND*'] == 0
+    assert log.document_frequencies([]) == {}
+    with pytest.raises(InvalidInputError, match="iterable of str"):
+        log.document_frequencies("coffee")
+
+
 def test_redaction_erases_text_and_keeps_the_chain(log: EventLog) -> None:
     _chat(log)
     log.set_digests([(3, "Bob's dog Rex loves the beach.", ["rex"], "heuristic")])

@@ -250,6 +250,26 @@ class DerivedData:
             for word, lexemes in rows
         }
 
+    def document_frequencies(self, words: Iterable[str]) -> dict[str, int]:
+        """About how many events hold each of ``words`` (see :meth:`_document_frequencies`:
+        an estimate from ``pg_stats``, 0 for a word not among the most common lexemes)."""
+        wanted = [words] if isinstance(words, str) else list(words)
+        if isinstance(words, str) or not all(isinstance(w, str) for w in wanted):
+            raise InvalidInputError(f"words must be an iterable of str, got {words!r}")
+        indexed = self.search_index_upto()
+        if not wanted or not indexed:
+            return dict.fromkeys(wanted, 0)
+        shares = self._lexeme_shares(indexed)
+        rows = self._db.read(
+            "SELECT w, coalesce(array(SELECT unnest(tsvector_to_array(to_tsvector('english', w)))),"
+            " '{}') FROM unnest(%s::text[]) AS w",
+            (wanted,),
+        )
+        return {
+            word: int(max((shares.get(x, 0.0) for x in lexemes), default=0.0) * indexed)
+            for word, lexemes in rows
+        }
+
     def _lexeme_shares(self, indexed: int) -> dict[str, float]:
         """Share of events holding each of the most common lexemes (cached until the log
         grows by 10%). A table never analysed is analysed first (once)."""

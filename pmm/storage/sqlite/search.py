@@ -173,6 +173,21 @@ class SearchIndex(SqliteBase):
         indexed = self.search_index_upto()
         return pick_terms(words, indexed, lambda w: self._document_frequency(w, indexed))
 
+    def document_frequencies(self, words: Iterable[str]) -> dict[str, int]:
+        """How many indexed events hold each of ``words`` in their turn key (summary,
+        keywords, content), matched as the index matches (stemmed, case-folded). With
+        :meth:`search_index_upto` as the size of the log, enough for inverse document
+        frequencies. Counts the events indexed so far (see :meth:`sync_search_index`;
+        cached until the index grows by 10%)::
+
+            store.document_frequencies(["coffee", "work"])   # {'coffee': 3, 'work': 41}
+        """
+        wanted = [words] if isinstance(words, str) else list(words)
+        if isinstance(words, str) or not all(isinstance(w, str) for w in wanted):
+            raise InvalidInputError(f"words must be an iterable of str, got {words!r}")
+        indexed = self.search_index_upto()
+        return {w: self._document_frequency(w, indexed) if w.strip() else 0 for w in wanted}
+
     def _document_frequency(self, word: str, indexed: int) -> int:
         """How many indexed events hold ``word`` (cached until the index grows by 10%)."""
         cached = self._doc_freq.get(word)
