@@ -35,7 +35,7 @@ class Chat:
             cwd=str(cwd),
             env=full_env,
             encoding="utf-8",
-            timeout=30,
+            timeout=90,
             dimensions=(40, 200),
         )
         self.child.logfile_read = self.log
@@ -145,7 +145,7 @@ def test_quit_command_and_bad_database(tmp_path: Path) -> None:
         [str(CHAT), "--db", str(tmp_path / "missing" / "x.db")],
         cwd=str(tmp_path),
         encoding="utf-8",
-        timeout=30,
+        timeout=90,
     )
     bad.expect(pexpect.EOF)
     output = str(bad.before)
