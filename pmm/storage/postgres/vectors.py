@@ -35,6 +35,15 @@ CANDIDATES = 4
 """The HNSW index is asked for this many times ``k`` candidates before the exact re-score."""
 _warned = False
 
+_SEARCH_SETTINGS = (
+    "SELECT set_config('hnsw.ef_search', %s, true), CASE WHEN %s AND (SELECT"
+    " string_to_array(extversion, '.')::int[] >= '{0,8,0}' FROM pg_extension"
+    " WHERE extname = 'vector') THEN set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+    " END"
+)
+"""The index's candidate list, and for filtered searches pgvector 0.8's iterative scan:
+without it the index hands out ``ef_search`` candidates and the filter may keep none."""
+
 
 def setup_vectors(db: Database) -> tuple[str, str]:
     """Create the ``vector`` extension if the server has it, and the ``vec`` column;
@@ -130,9 +139,15 @@ def search_candidates(
         f" ORDER BY m.vec::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
     )
     literal = vector_literal(query.astype(np.float32).tobytes())
+    filtered = len(clauses) > 3
     with db.write() as conn:
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, wanted)),))
+        conn.execute(_SEARCH_SETTINGS, (str(max(40, wanted)), filtered))
         rows = conn.execute(sql, [*params, literal, wanted]).fetchall()
+        if filtered and len(rows) < wanted:
+            # The index ran out of candidates before the filter kept enough (a small
+            # session in a large log): the filtered rows, ordered exactly, are few.
+            conn.execute("SET LOCAL enable_indexscan = off")
+            rows = conn.execute(sql, [*params, literal, wanted]).fetchall()
     if not rows:
         return []
     matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
