@@ -220,19 +220,17 @@ def test_doctor_reports_pgvector(pgvector_url: str, capsys: pytest.CaptureFixtur
     assert data["vector_search"] == "pgvector: pgvector 0.8.2, HNSW (cosine) per model"
 
 
-def test_a_session_smaller_than_the_candidate_list_gets_all_its_vectors(
+def test_a_rare_kind_gets_all_its_vectors(
     filled: tuple[PostgresEventStore, list[int], np.ndarray[Any, Any]],
 ) -> None:
     store, _, _ = filled
     from pmm.records import NewEvent
 
-    lonely = store.append_many(
-        [NewEvent("prompt", f"lonely {n}", "lonely", "user") for n in range(3)]
-    )
+    lonely = store.append_many([NewEvent("lonely-kind", f"lonely {n}", "lonely") for n in range(3)])
     vectors = _random_unit(3, 16, seed=5)
     store.put_embeddings(
         "m", 16, [(e.id, v.tobytes()) for e, v in zip(lonely, vectors, strict=True)]
     )
-    found = store.search_vectors("m", vectors[2], 10, session_id="lonely", kinds=["prompt"])
+    found = store.search_vectors("m", vectors[2], 10, kinds=["lonely-kind"])
     assert found is not None and found[0][0] == lonely[2].id
     assert sorted(i for i, _ in found) == [e.id for e in lonely]

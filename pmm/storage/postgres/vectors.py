@@ -118,7 +118,9 @@ def search_candidates(
     exclude_ids: Iterable[int],
 ) -> list[tuple[int, float]]:
     """The ``k`` nearest vectors of ``model`` by the HNSW index (``<=>``, cosine distance),
-    re-scored exactly from their float32 bytes: ``(event_id, cosine)``, best first."""
+    re-scored exactly from their float32 bytes: ``(event_id, cosine)``, best first. Within
+    one session the session's vectors are ordered exactly instead (an index walk would
+    pass over the other sessions' vectors)."""
     dim = int(query.shape[0])
     clauses = ["m.model = %s", "m.dim = %s", "m.vec IS NOT NULL"]
     params: list[Any] = [model, dim]
@@ -133,21 +135,34 @@ def search_candidates(
         clauses.append("m.event_id <> ALL(%s)")
         params.append(excluded)
     wanted = max(1, k) * CANDIDATES
-    sql = (
+    select = (
         "SELECT m.event_id, m.vector FROM embeddings m JOIN events e ON e.id = m.event_id"
-        f" WHERE {' AND '.join(clauses)}"
-        f" ORDER BY m.vec::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
+        f" WHERE {' AND '.join(clauses)} ORDER BY "
     )
+    # The index orders by the expression it was built on; the bare column does not match
+    # it, so PostgreSQL orders the filtered rows exactly (through events_by_session).
+    indexed = select + f"m.vec::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
+    exact = select + "m.vec <=> %s::vector LIMIT %s"
     literal = vector_literal(query.astype(np.float32).tobytes())
-    filtered = len(clauses) > 3
+    args = [*params, literal, wanted]
     with db.write() as conn:
+        if session_id is not None:
+            return _rescored(conn.execute(exact, args).fetchall(), query, k)
+        filtered = len(clauses) > 3
         conn.execute(_SEARCH_SETTINGS, (str(max(40, wanted)), filtered))
-        rows = conn.execute(sql, [*params, literal, wanted]).fetchall()
+        rows = conn.execute(indexed, args).fetchall()
         if filtered and len(rows) < wanted:
-            # The index ran out of candidates before the filter kept enough (a small
-            # session in a large log): the filtered rows, ordered exactly, are few.
-            conn.execute("SET LOCAL enable_indexscan = off")
-            rows = conn.execute(sql, [*params, literal, wanted]).fetchall()
+            # The index ran out of candidates before the filter kept enough (rare kinds
+            # in a large log): the few rows that pass, exactly.
+            rows = conn.execute(exact, args).fetchall()
+    return _rescored(rows, query, k)
+
+
+def _rescored(
+    rows: list[tuple[Any, ...]], query: npt.NDArray[np.float32], k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` best of ``(event_id, float32 bytes)`` rows by exact cosine."""
+    dim = int(query.shape[0])
     if not rows:
         return []
     matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
