@@ -22,8 +22,10 @@ wheel (tests/postgres/pg_cluster.py: find_pgvector_bindir) and compares, on one 
 one copy of the same log with the same vectors, semantic and hybrid ``recall`` p50 (k=10,
 all sessions and one session) through pgvector's HNSW index (the superuser may create the
 extension) with PMM's exact float32 scan (a role that may not create it: the fallback), and
-their recall@10 agreement. Vectors come from a deterministic word-hash embedder
-(``--dim``, default 384 like all-MiniLM-L6-v2): embedding 100,000 turns with the real
+their recall@10 agreement (hybrid's also reflects the keyword half: each database samples
+its own lexeme statistics), then semantic recall with wider ``hnsw.ef_search`` (PMM's is
+4 x the depth, 200). Vectors come from a deterministic word-hash embedder (``--dim``,
+default 384 like all-MiniLM-L6-v2): embedding 100,000 turns with the real
 model would take an hour on a laptop CPU, and the search cost depends only on the count
 and the dimension.
 """
@@ -220,11 +222,20 @@ def timed_recalls(
     return samples, found
 
 
-def bench_pgvector(events: int, rounds: int, dim: int) -> None:
+def agreement(label: str, found: list[list[int]], truth: list[list[int]]) -> None:
+    """How many of the exact path's ids the HNSW path found, per query."""
+    overlap = [len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(found, truth, strict=True)]
+    print(
+        f"  recall@10 agreement, {label}: {statistics.mean(overlap):.3f} (min {min(overlap):.1f})"
+    )
+
+
+def bench_pgvector(events: int, rounds: int, dim: int, ef_search: list[int]) -> None:
     import psycopg
     from pg_cluster import PostgresCluster, find_pgvector_bindir
 
     from pmm import Mind
+    from pmm.storage.postgres import vectors
 
     bindir = find_pgvector_bindir()
     if bindir is None:
@@ -263,14 +274,14 @@ def bench_pgvector(events: int, rounds: int, dim: int) -> None:
                     samples, found = timed_recalls(mind, queries, mode, session)
                     row(f"recall {mode}, {scope}, {name}", samples)
                     answers.append(found)
-                overlap = [
-                    len(set(a) & set(b)) / max(1, len(b))
-                    for a, b in zip(answers[0], answers[1], strict=True)
-                ]
-                print(
-                    f"  recall@10 agreement, {mode}, {scope}: "
-                    f"{statistics.mean(overlap):.3f} (min {min(overlap):.1f})"
-                )
+                agreement(f"{mode}, {scope}", answers[0], answers[1])
+        hnsw_mind, exact_mind = minds.values()
+        _, truth = timed_recalls(exact_mind, queries, "semantic", None)
+        for ef in ef_search:
+            vectors.EF_SEARCH = ef
+            samples, found = timed_recalls(hnsw_mind, queries, "semantic", None)
+            row(f"recall semantic, all sessions, HNSW ef_search {ef}", samples)
+            agreement(f"semantic, all sessions, ef_search {ef}", found, truth)
         for mind in minds.values():
             mind.close()
 
@@ -282,9 +293,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--pgvector", action="store_true", help="HNSW vs exact (see above)")
     parser.add_argument("--dim", type=int, default=384, help="vector size for --pgvector")
+    parser.add_argument(
+        "--ef-search", default="400,800", help="wider HNSW walks to compare (--pgvector)"
+    )
     args = parser.parse_args()
     if args.pgvector:
-        bench_pgvector(args.events, args.rounds, args.dim)
+        bench_pgvector(
+            args.events, args.rounds, args.dim, [int(x) for x in args.ef_search.split(",")]
+        )
         return
     cluster = None
     url = args.url

@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 PGVECTOR, BYTEA = "pgvector", "bytea"
 CANDIDATES = 4
 """The HNSW index is asked for this many times ``k`` candidates before the exact re-score."""
+EF_SEARCH = 40
+"""The least ``hnsw.ef_search`` (pgvector's default; raised to the candidate count): the
+width of the index walk, recall against latency (``bench/postgres.py --pgvector``)."""
 _warned = False
 
 _SEARCH_SETTINGS = (
@@ -149,7 +152,7 @@ def search_candidates(
         if session_id is not None:
             return _rescored(conn.execute(exact, args).fetchall(), query, k)
         filtered = len(clauses) > 3
-        conn.execute(_SEARCH_SETTINGS, (str(max(40, wanted)), filtered))
+        conn.execute(_SEARCH_SETTINGS, (str(max(EF_SEARCH, wanted)), filtered))
         rows = conn.execute(indexed, args).fetchall()
         if filtered and len(rows) < wanted:
             # The index ran out of candidates before the filter kept enough (rare kinds
