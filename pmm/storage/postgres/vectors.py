@@ -33,7 +33,19 @@ log = logging.getLogger(__name__)
 PGVECTOR, BYTEA = "pgvector", "bytea"
 CANDIDATES = 4
 """The HNSW index is asked for this many times ``k`` candidates before the exact re-score."""
+EF_SEARCH = 40
+"""The least ``hnsw.ef_search`` (pgvector's default; raised to the candidate count): the
+width of the index walk, recall against latency (``bench/postgres.py --pgvector``)."""
 _warned = False
+
+_SEARCH_SETTINGS = (
+    "SELECT set_config('hnsw.ef_search', %s, true), CASE WHEN %s AND (SELECT"
+    " string_to_array(extversion, '.')::int[] >= '{0,8,0}' FROM pg_extension"
+    " WHERE extname = 'vector') THEN set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+    " END"
+)
+"""The index's candidate list, and for filtered searches pgvector 0.8's iterative scan:
+without it the index hands out ``ef_search`` candidates and the filter may keep none."""
 
 
 def setup_vectors(db: Database) -> tuple[str, str]:
@@ -109,7 +121,9 @@ def search_candidates(
     exclude_ids: Iterable[int],
 ) -> list[tuple[int, float]]:
     """The ``k`` nearest vectors of ``model`` by the HNSW index (``<=>``, cosine distance),
-    re-scored exactly from their float32 bytes: ``(event_id, cosine)``, best first."""
+    re-scored exactly from their float32 bytes: ``(event_id, cosine)``, best first. Within
+    one session the session's vectors are ordered exactly instead (an index walk would
+    pass over the other sessions' vectors)."""
     dim = int(query.shape[0])
     clauses = ["m.model = %s", "m.dim = %s", "m.vec IS NOT NULL"]
     params: list[Any] = [model, dim]
@@ -124,15 +138,34 @@ def search_candidates(
         clauses.append("m.event_id <> ALL(%s)")
         params.append(excluded)
     wanted = max(1, k) * CANDIDATES
-    sql = (
+    select = (
         "SELECT m.event_id, m.vector FROM embeddings m JOIN events e ON e.id = m.event_id"
-        f" WHERE {' AND '.join(clauses)}"
-        f" ORDER BY m.vec::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
+        f" WHERE {' AND '.join(clauses)} ORDER BY "
     )
+    # The index orders by the expression it was built on; the bare column does not match
+    # it, so PostgreSQL orders the filtered rows exactly (through events_by_session).
+    indexed = select + f"m.vec::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
+    exact = select + "m.vec <=> %s::vector LIMIT %s"
     literal = vector_literal(query.astype(np.float32).tobytes())
+    args = [*params, literal, wanted]
     with db.write() as conn:
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, wanted)),))
-        rows = conn.execute(sql, [*params, literal, wanted]).fetchall()
+        if session_id is not None:
+            return _rescored(conn.execute(exact, args).fetchall(), query, k)
+        filtered = len(clauses) > 3
+        conn.execute(_SEARCH_SETTINGS, (str(max(EF_SEARCH, wanted)), filtered))
+        rows = conn.execute(indexed, args).fetchall()
+        if filtered and len(rows) < wanted:
+            # The index ran out of candidates before the filter kept enough (rare kinds
+            # in a large log): the few rows that pass, exactly.
+            rows = conn.execute(exact, args).fetchall()
+    return _rescored(rows, query, k)
+
+
+def _rescored(
+    rows: list[tuple[Any, ...]], query: npt.NDArray[np.float32], k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` best of ``(event_id, float32 bytes)`` rows by exact cosine."""
+    dim = int(query.shape[0])
     if not rows:
         return []
     matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
