@@ -26,8 +26,11 @@ AS_NOBODY = textwrap.dedent(
     from pmm.cli import main
     from pmm.store import EventStore
     EventStore(":memory:").close()  # import what opening a store imports lazily, as root
-    import pmm.recall, pmm.context, pmm.consolidate, pmm.redact, pmm.erasure  # noqa: F401
-    import pmm.session_index  # noqa: F401  (imports unicodedata, from lib-dynload)
+    # Every PMM module, as root: a checkout in a 0700 folder is unreadable to nobody, and
+    # the commands import some modules lazily (heavy libraries stay lazy inside them).
+    import importlib, pkgutil, pmm
+    for found in pkgutil.walk_packages(pmm.__path__, "pmm."):
+        importlib.import_module(found.name)
     import logging
     class ToCurrentStderr(logging.Handler):  # each command's warnings in its own buffer
         def emit(self, record):
