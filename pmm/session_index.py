@@ -75,6 +75,14 @@ def _date_tokens(day: str) -> list[str]:
     return fts_tokens(date_words(day))
 
 
+@lru_cache(maxsize=256)
+def _phrases(query: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``(word, its tokens)`` for the query's search words that have tokens (a query is
+    searched once per key: analysed once)."""
+    pairs = ((word, tuple(fts_tokens(word))) for word in search_terms(query))
+    return tuple((word, phrase) for word, phrase in pairs if phrase)
+
+
 @dataclass
 class _Column:
     tokens: list[str]
@@ -125,28 +133,42 @@ class _Key:
     def __init__(self, weights: tuple[float, ...]) -> None:
         self.weights = weights
         self.docs: dict[int, _Doc] = {}
-        self.postings: dict[str, set[int]] = {}
+        self.postings: dict[str, dict[int, float]] = {}
+        """token -> {event id: the token's occurrences weighted by the usual weights}"""
+        self.lengths: dict[int, int] = {}
         self.count: Counter[str] = Counter()
         self.length: Counter[str] = Counter()
 
     def put(self, event_id: int, kind: str, columns: tuple[_Column, ...]) -> None:
         weighted: dict[str, float] = {}
         for weight, column in zip(self.weights, columns, strict=True):
+            if weight == 1.0 and not weighted:
+                # the counts as they are (whole numbers: the same sums in any order)
+                weighted = dict(column.counts)
+                continue
             for token, count in column.counts.items():
                 weighted[token] = weighted.get(token, 0.0) + weight * count
         length = 1 + sum(len(c.tokens) for c in columns)
         doc = _Doc(event_id, kind, columns, length, weighted)
         old = self.docs.get(event_id)
         # a rewritten window shares most of its words with the old one: touch only the
-        # postings of the words that came or went
-        before = old.weighted.keys() if old is not None else set()
-        for token in before - weighted.keys():
-            ids = self.postings[token]
-            ids.discard(event_id)
-            if not ids:
-                del self.postings[token]
-        for token in weighted.keys() - before:
-            self.postings.setdefault(token, set()).add(event_id)
+        # postings of the words that came, went or changed count
+        postings = self.postings
+        changed: Iterable[tuple[str, float]] = weighted.items()
+        if old is not None:
+            for token in old.weighted.keys() - weighted.keys():
+                ids = postings[token]
+                del ids[event_id]
+                if not ids:
+                    del postings[token]
+            changed = weighted.items() - old.weighted.items()
+        for token, value in changed:
+            posting = postings.get(token)
+            if posting is None:
+                postings[token] = {event_id: value}
+            else:
+                posting[event_id] = value
+        self.lengths[event_id] = length
         if old is not None:
             self.count[old.kind] -= 1
             self.length[old.kind] -= old.length
@@ -158,10 +180,11 @@ class _Key:
         doc = self.docs.pop(event_id, None)
         if doc is None:
             return
+        del self.lengths[event_id]
         for token in doc.weighted:
             ids = self.postings.get(token)
             if ids is not None:
-                ids.discard(event_id)
+                ids.pop(event_id, None)
                 if not ids:
                     del self.postings[token]
         self.count[doc.kind] -= 1
@@ -175,7 +198,7 @@ class _Key:
         ids: Collection[int] = found
         if len(phrase) > 1:
             for token in phrase[1:]:
-                ids = set(ids) & self.postings.get(token, set())
+                ids = set(ids) & self.postings.get(token, {}).keys()
             docs = self.docs
             ids = [i for i in ids if any(c.hits(phrase) for c in docs[i].columns)]
         if not all(self.count[k] == 0 for k in self.count if k not in kinds):
@@ -238,8 +261,7 @@ class SessionRanker:
     ) -> list[tuple[int, float]]:
         """``(event_id, score)`` by BM25 within one session, best first (the shape of
         :meth:`EventLog.search_text`)."""
-        words = search_terms(query)
-        if not words or limit <= 0:
+        if limit <= 0 or not _phrases(query):
             return []
         wanted = set(kinds)
         weights = TURN_WEIGHTS if key == "turn" else (1.0, float(date_weight))
@@ -252,12 +274,9 @@ class SessionRanker:
                 return []
             avgdl = sum(index.length[k] for k in wanted) / n
             found: dict[str, Collection[int]] = {}
-            phrases: dict[str, tuple[str, ...]] = {}
-            for word in words:
-                phrase = tuple(fts_tokens(word))
-                if phrase:
-                    phrases[word] = phrase
-                    found[word] = index.matching(phrase, wanted)
+            phrases = dict(_phrases(query))
+            for word, phrase in phrases.items():
+                found[word] = index.matching(phrase, wanted)
             df = {w: len(ids) for w, ids in found.items()}
             present = sorted(found, key=lambda w: (df[w] == 0, df[w]))
             terms = pick_terms(present, n, df.__getitem__)
@@ -271,15 +290,25 @@ class SessionRanker:
             informative = [w for w in used if 2 * df[w] < n]
             scores: dict[int, float] = {}
             lean = K1 * B / avgdl
+            base = K1 * (1 - B)
+            lengths = index.lengths
             for word in informative or used:
                 value = math.log((n - df[word] + 0.5) / (df[word] + 0.5))
                 idf = value if value > 0 else 1e-6
                 phrase = phrases[word]
-                for event_id in found[word]:
-                    doc = index.docs[event_id]
-                    freq = doc.hits(phrase, weights, usual)
+                ids = found[word]
+                if usual and len(phrase) == 1:
+                    # the word's postings hold its weighted counts: one pass, no _Doc
+                    posting = index.postings[phrase[0]]
+                    pairs: Iterable[tuple[int, float]] = (
+                        posting.items() if ids is posting else ((i, posting[i]) for i in ids)
+                    )
+                else:
+                    docs = index.docs
+                    pairs = ((i, docs[i].hits(phrase, weights, usual)) for i in ids)
+                for event_id, freq in pairs:
                     if freq:
-                        norm = K1 * (1 - B) + lean * doc.length
+                        norm = base + lean * lengths[event_id]
                         gain = idf * freq * (K1 + 1) / (freq + norm)
                         scores[event_id] = scores.get(event_id, 0.0) + gain
         best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0]))
