@@ -33,7 +33,6 @@ held (least recently searched out first).
 
 from __future__ import annotations
 
-import heapq
 import math
 import threading
 import time
@@ -311,8 +310,9 @@ class SessionRanker:
                         norm = base + lean * lengths[event_id]
                         gain = idf * freq * (K1 + 1) / (freq + norm)
                         scores[event_id] = scores.get(event_id, 0.0) + gain
-        best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0]))
-        return best
+        # best first by (score, id), compared as plain tuples (no key function per item)
+        ranked = sorted([(score, i) for i, score in scores.items()], reverse=True)
+        return [(i, score) for score, i in ranked[:limit]]
 
     # -- keeping in step with the log ---------------------------------------------------
 
