@@ -40,6 +40,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from .records import Event
@@ -89,7 +90,8 @@ class _Column:
 
     @classmethod
     def of(cls, tokens: list[str]) -> _Column:
-        return cls(tokens, Counter(tokens))
+        """The column of ``tokens`` (columns are never modified: empty ones are shared)."""
+        return cls(tokens, Counter(tokens)) if tokens else _EMPTY
 
     def hits(self, phrase: Sequence[str]) -> int:
         """How often ``phrase`` (consecutive tokens) occurs."""
@@ -100,6 +102,15 @@ class _Column:
         n = len(phrase)
         toks = self.tokens
         return sum(1 for i in range(len(toks) - n + 1) if toks[i : i + n] == list(phrase))
+
+
+_EMPTY = _Column([], Counter())
+
+
+@lru_cache(maxsize=4096)
+def _date_column(day: str) -> _Column:
+    """The date column of a day's windows (shared by them, never modified)."""
+    return _Column.of(_date_tokens(day))
 
 
 @dataclass
@@ -160,7 +171,8 @@ class _Key:
                 del ids[event_id]
                 if not ids:
                     del postings[token]
-            changed = weighted.items() - old.weighted.items()
+            before = old.weighted
+            changed = [(t, v) for t, v in weighted.items() if before.get(t) != v]
         for token, value in changed:
             posting = postings.get(token)
             if posting is None:
@@ -388,7 +400,8 @@ class SessionRanker:
             if members is None:
                 session.windows.drop(event_id)
                 continue
-            body = [t for row in members for t in session.text_tokens[row.id]]
-            dates = _date_tokens(session.ts[event_id][:10])
+            text = session.text_tokens
+            body = list(chain.from_iterable(text[row.id] for row in members))
+            dates = _date_column(session.ts[event_id][:10])
             kind = session.turns.docs[event_id].kind
-            session.windows.put(event_id, kind, (_Column.of(body), _Column.of(dates)))
+            session.windows.put(event_id, kind, (_Column.of(body), dates))
