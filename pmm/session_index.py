@@ -400,8 +400,8 @@ class SessionRanker:
             if members is None:
                 session.windows.drop(event_id)
                 continue
-            text = session.text_tokens
-            body = list(chain.from_iterable(text[row.id] for row in members))
+            held = session.text_tokens
+            body = list(chain.from_iterable(held[row.id] for row in members))
             dates = _date_column(session.ts[event_id][:10])
             kind = session.turns.docs[event_id].kind
             session.windows.put(event_id, kind, (_Column.of(body), dates))
