@@ -33,6 +33,7 @@ held (least recently searched out first).
 
 from __future__ import annotations
 
+import heapq
 import math
 import threading
 import time
@@ -201,8 +202,15 @@ class _Key:
         self.count[doc.kind] -= 1
         self.length[doc.kind] -= doc.length
 
-    def matching(self, phrase: Sequence[str], kinds: set[str]) -> Collection[int]:
-        """Ids of the documents of ``kinds`` that hold ``phrase`` (do not modify)."""
+    def holds_other_kinds(self, kinds: set[str]) -> bool:
+        """Whether any document is of a kind outside ``kinds``."""
+        return any(self.count[k] for k in self.count if k not in kinds)
+
+    def matching(
+        self, phrase: Sequence[str], kinds: set[str], other_kinds: bool | None = None
+    ) -> Collection[int]:
+        """Ids of the documents of ``kinds`` that hold ``phrase`` (do not modify);
+        ``other_kinds``: :meth:`holds_other_kinds`, when the caller knows it."""
         found = self.postings.get(phrase[0])
         if not found:
             return ()
@@ -212,7 +220,9 @@ class _Key:
                 ids = set(ids) & self.postings.get(token, {}).keys()
             docs = self.docs
             ids = [i for i in ids if any(c.hits(phrase) for c in docs[i].columns)]
-        if not all(self.count[k] == 0 for k in self.count if k not in kinds):
+        if other_kinds is None:
+            other_kinds = self.holds_other_kinds(kinds)
+        if other_kinds:
             docs = self.docs
             ids = [i for i in ids if docs[i].kind in kinds]
         return ids
@@ -286,8 +296,13 @@ class SessionRanker:
             avgdl = sum(index.length[k] for k in wanted) / n
             found: dict[str, Collection[int]] = {}
             phrases = dict(_phrases(query))
+            postings = index.postings
+            other_kinds = index.holds_other_kinds(wanted)
             for word, phrase in phrases.items():
-                found[word] = index.matching(phrase, wanted)
+                if len(phrase) == 1 and not other_kinds:  # the usual case, inline
+                    found[word] = postings.get(phrase[0], ())
+                else:
+                    found[word] = index.matching(phrase, wanted, other_kinds)
             df = {w: len(ids) for w, ids in found.items()}
             present = sorted(found, key=lambda w: (df[w] == 0, df[w]))
             terms = pick_terms(present, n, df.__getitem__)
@@ -303,6 +318,8 @@ class SessionRanker:
             lean = K1 * B / avgdl
             base = K1 * (1 - B)
             lengths = index.lengths
+            k1_1 = K1 + 1
+            get = scores.get
             for word in informative or used:
                 value = math.log((n - df[word] + 0.5) / (df[word] + 0.5))
                 idf = value if value > 0 else 1e-6
@@ -319,12 +336,11 @@ class SessionRanker:
                     pairs = ((i, docs[i].hits(phrase, weights, usual)) for i in ids)
                 for event_id, freq in pairs:
                     if freq:
-                        norm = base + lean * lengths[event_id]
-                        gain = idf * freq * (K1 + 1) / (freq + norm)
-                        scores[event_id] = scores.get(event_id, 0.0) + gain
+                        gain = idf * freq * k1_1 / (freq + (base + lean * lengths[event_id]))
+                        scores[event_id] = get(event_id, 0.0) + gain
         # best first by (score, id), compared as plain tuples (no key function per item)
-        ranked = sorted([(score, i) for i, score in scores.items()], reverse=True)
-        return [(i, score) for score, i in ranked[:limit]]
+        ranked = heapq.nlargest(limit, [(score, i) for i, score in scores.items()])
+        return [(i, score) for score, i in ranked]
 
     # -- keeping in step with the log ---------------------------------------------------
 
