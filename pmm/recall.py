@@ -165,12 +165,16 @@ def rrf_fuse(
     for ranker, ids in rankings.items():
         weight = 1.0 if weights is None else weights.get(ranker, 1.0)
         for rank, event_id in enumerate(ids, start=1):
-            if ranker in ranks.get(event_id, {}):
-                continue
-            scores[event_id] = scores.get(event_id, 0.0) + weight / (k_constant + rank)
-            ranks.setdefault(event_id, {})[ranker] = rank
-    order = sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values()), -i))
-    return [(i, scores[i], ranks[i]) for i in order]
+            seen = ranks.get(event_id)
+            if seen is None:
+                ranks[event_id] = {ranker: rank}
+                scores[event_id] = 0.0 + weight / (k_constant + rank)
+            elif ranker not in seen:
+                seen[ranker] = rank
+                scores[event_id] += weight / (k_constant + rank)
+    # sorted as plain tuples (no key function per event)
+    order = sorted([(-s, min(ranks[i].values()), -i, i) for i, s in scores.items()])
+    return [(i, scores[i], ranks[i]) for *_, i in order]
 
 
 class Recaller:

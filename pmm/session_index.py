@@ -41,6 +41,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from .records import Event
@@ -75,6 +76,14 @@ def _date_tokens(day: str) -> list[str]:
     return fts_tokens(date_words(day))
 
 
+@lru_cache(maxsize=256)
+def _phrases(query: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``(word, its tokens)`` for the query's search words that have tokens (a query is
+    searched once per key: analysed once)."""
+    pairs = ((word, tuple(fts_tokens(word))) for word in search_terms(query))
+    return tuple((word, phrase) for word, phrase in pairs if phrase)
+
+
 @dataclass
 class _Column:
     tokens: list[str]
@@ -82,7 +91,8 @@ class _Column:
 
     @classmethod
     def of(cls, tokens: list[str]) -> _Column:
-        return cls(tokens, Counter(tokens))
+        """The column of ``tokens`` (columns are never modified: empty ones are shared)."""
+        return cls(tokens, Counter(tokens)) if tokens else _EMPTY
 
     def hits(self, phrase: Sequence[str]) -> int:
         """How often ``phrase`` (consecutive tokens) occurs."""
@@ -93,6 +103,15 @@ class _Column:
         n = len(phrase)
         toks = self.tokens
         return sum(1 for i in range(len(toks) - n + 1) if toks[i : i + n] == list(phrase))
+
+
+_EMPTY = _Column([], Counter())
+
+
+@lru_cache(maxsize=4096)
+def _date_column(day: str) -> _Column:
+    """The date column of a day's windows (shared by them, never modified)."""
+    return _Column.of(_date_tokens(day))
 
 
 @dataclass
@@ -125,28 +144,43 @@ class _Key:
     def __init__(self, weights: tuple[float, ...]) -> None:
         self.weights = weights
         self.docs: dict[int, _Doc] = {}
-        self.postings: dict[str, set[int]] = {}
+        self.postings: dict[str, dict[int, float]] = {}
+        """token -> {event id: the token's occurrences weighted by the usual weights}"""
+        self.lengths: dict[int, int] = {}
         self.count: Counter[str] = Counter()
         self.length: Counter[str] = Counter()
 
     def put(self, event_id: int, kind: str, columns: tuple[_Column, ...]) -> None:
         weighted: dict[str, float] = {}
         for weight, column in zip(self.weights, columns, strict=True):
+            if weight == 1.0 and not weighted:
+                # the counts as they are (whole numbers: the same sums in any order)
+                weighted = dict(column.counts)
+                continue
             for token, count in column.counts.items():
                 weighted[token] = weighted.get(token, 0.0) + weight * count
         length = 1 + sum(len(c.tokens) for c in columns)
         doc = _Doc(event_id, kind, columns, length, weighted)
         old = self.docs.get(event_id)
         # a rewritten window shares most of its words with the old one: touch only the
-        # postings of the words that came or went
-        before = old.weighted.keys() if old is not None else set()
-        for token in before - weighted.keys():
-            ids = self.postings[token]
-            ids.discard(event_id)
-            if not ids:
-                del self.postings[token]
-        for token in weighted.keys() - before:
-            self.postings.setdefault(token, set()).add(event_id)
+        # postings of the words that came, went or changed count
+        postings = self.postings
+        changed: Iterable[tuple[str, float]] = weighted.items()
+        if old is not None:
+            for token in old.weighted.keys() - weighted.keys():
+                ids = postings[token]
+                del ids[event_id]
+                if not ids:
+                    del postings[token]
+            before = old.weighted
+            changed = [(t, v) for t, v in weighted.items() if before.get(t) != v]
+        for token, value in changed:
+            posting = postings.get(token)
+            if posting is None:
+                postings[token] = {event_id: value}
+            else:
+                posting[event_id] = value
+        self.lengths[event_id] = length
         if old is not None:
             self.count[old.kind] -= 1
             self.length[old.kind] -= old.length
@@ -158,27 +192,37 @@ class _Key:
         doc = self.docs.pop(event_id, None)
         if doc is None:
             return
+        del self.lengths[event_id]
         for token in doc.weighted:
             ids = self.postings.get(token)
             if ids is not None:
-                ids.discard(event_id)
+                ids.pop(event_id, None)
                 if not ids:
                     del self.postings[token]
         self.count[doc.kind] -= 1
         self.length[doc.kind] -= doc.length
 
-    def matching(self, phrase: Sequence[str], kinds: set[str]) -> Collection[int]:
-        """Ids of the documents of ``kinds`` that hold ``phrase`` (do not modify)."""
+    def holds_other_kinds(self, kinds: set[str]) -> bool:
+        """Whether any document is of a kind outside ``kinds``."""
+        return any(self.count[k] for k in self.count if k not in kinds)
+
+    def matching(
+        self, phrase: Sequence[str], kinds: set[str], other_kinds: bool | None = None
+    ) -> Collection[int]:
+        """Ids of the documents of ``kinds`` that hold ``phrase`` (do not modify);
+        ``other_kinds``: :meth:`holds_other_kinds`, when the caller knows it."""
         found = self.postings.get(phrase[0])
         if not found:
             return ()
         ids: Collection[int] = found
         if len(phrase) > 1:
             for token in phrase[1:]:
-                ids = set(ids) & self.postings.get(token, set())
+                ids = set(ids) & self.postings.get(token, {}).keys()
             docs = self.docs
             ids = [i for i in ids if any(c.hits(phrase) for c in docs[i].columns)]
-        if not all(self.count[k] == 0 for k in self.count if k not in kinds):
+        if other_kinds is None:
+            other_kinds = self.holds_other_kinds(kinds)
+        if other_kinds:
             docs = self.docs
             ids = [i for i in ids if docs[i].kind in kinds]
         return ids
@@ -238,8 +282,7 @@ class SessionRanker:
     ) -> list[tuple[int, float]]:
         """``(event_id, score)`` by BM25 within one session, best first (the shape of
         :meth:`EventLog.search_text`)."""
-        words = search_terms(query)
-        if not words or limit <= 0:
+        if limit <= 0 or not _phrases(query):
             return []
         wanted = set(kinds)
         weights = TURN_WEIGHTS if key == "turn" else (1.0, float(date_weight))
@@ -252,12 +295,14 @@ class SessionRanker:
                 return []
             avgdl = sum(index.length[k] for k in wanted) / n
             found: dict[str, Collection[int]] = {}
-            phrases: dict[str, tuple[str, ...]] = {}
-            for word in words:
-                phrase = tuple(fts_tokens(word))
-                if phrase:
-                    phrases[word] = phrase
-                    found[word] = index.matching(phrase, wanted)
+            phrases = dict(_phrases(query))
+            postings = index.postings
+            other_kinds = index.holds_other_kinds(wanted)
+            for word, phrase in phrases.items():
+                if len(phrase) == 1 and not other_kinds:  # the usual case, inline
+                    found[word] = postings.get(phrase[0], ())
+                else:
+                    found[word] = index.matching(phrase, wanted, other_kinds)
             df = {w: len(ids) for w, ids in found.items()}
             present = sorted(found, key=lambda w: (df[w] == 0, df[w]))
             terms = pick_terms(present, n, df.__getitem__)
@@ -271,19 +316,31 @@ class SessionRanker:
             informative = [w for w in used if 2 * df[w] < n]
             scores: dict[int, float] = {}
             lean = K1 * B / avgdl
+            base = K1 * (1 - B)
+            lengths = index.lengths
+            k1_1 = K1 + 1
+            get = scores.get
             for word in informative or used:
                 value = math.log((n - df[word] + 0.5) / (df[word] + 0.5))
                 idf = value if value > 0 else 1e-6
                 phrase = phrases[word]
-                for event_id in found[word]:
-                    doc = index.docs[event_id]
-                    freq = doc.hits(phrase, weights, usual)
+                ids = found[word]
+                if usual and len(phrase) == 1:
+                    # the word's postings hold its weighted counts: one pass, no _Doc
+                    posting = index.postings[phrase[0]]
+                    pairs: Iterable[tuple[int, float]] = (
+                        posting.items() if ids is posting else ((i, posting[i]) for i in ids)
+                    )
+                else:
+                    docs = index.docs
+                    pairs = ((i, docs[i].hits(phrase, weights, usual)) for i in ids)
+                for event_id, freq in pairs:
                     if freq:
-                        norm = K1 * (1 - B) + lean * doc.length
-                        gain = idf * freq * (K1 + 1) / (freq + norm)
-                        scores[event_id] = scores.get(event_id, 0.0) + gain
-        best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0]))
-        return best
+                        gain = idf * freq * k1_1 / (freq + (base + lean * lengths[event_id]))
+                        scores[event_id] = get(event_id, 0.0) + gain
+        # best first by (score, id), compared as plain tuples (no key function per item)
+        ranked = heapq.nlargest(limit, [(score, i) for i, score in scores.items()])
+        return [(i, score) for score, i in ranked]
 
     # -- keeping in step with the log ---------------------------------------------------
 
@@ -359,7 +416,8 @@ class SessionRanker:
             if members is None:
                 session.windows.drop(event_id)
                 continue
-            body = [t for row in members for t in session.text_tokens[row.id]]
-            dates = _date_tokens(session.ts[event_id][:10])
+            held = session.text_tokens
+            body = list(chain.from_iterable(held[row.id] for row in members))
+            dates = _date_column(session.ts[event_id][:10])
             kind = session.turns.docs[event_id].kind
-            session.windows.put(event_id, kind, (_Column.of(body), _Column.of(dates)))
+            session.windows.put(event_id, kind, (_Column.of(body), dates))

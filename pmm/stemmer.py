@@ -77,6 +77,8 @@ def _cvc(word: str) -> bool:
 
 def _replace(word: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
     """The first rule whose suffix ends ``word`` applies (when the stem's m > min_m)."""
+    if not word.endswith(_SUFFIXES[rules]):  # most words end in none: one C-level check
+        return word
     for suffix, replacement in rules:
         if word.endswith(suffix) and len(word) > len(suffix):
             stem = word[: -len(suffix)]
@@ -109,6 +111,7 @@ def _longest_first(rules: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
 _STEP2_SORTED = _longest_first(_STEP2)
 _STEP3_SORTED = _longest_first(_STEP3)
 _STEP4_SORTED = tuple(sorted(_STEP4, key=len, reverse=True))
+_SUFFIXES = {rules: tuple(r[0] for r in rules) for rules in (_STEP2_SORTED, _STEP3_SORTED)}
 
 
 @lru_cache(maxsize=65536)
@@ -146,7 +149,7 @@ def stem(word: str) -> str:
     word = _replace(word, _STEP2_SORTED, 0)
     word = _replace(word, _STEP3_SORTED, 0)
     # step 4
-    for suffix in _STEP4_SORTED:
+    for suffix in _STEP4_SORTED if word.endswith(_STEP4_SORTED) else ():
         if word.endswith(suffix):
             stem_ = word[: -len(suffix)]
             if _measure(stem_) > 1 and (suffix != "ion" or stem_.endswith(("s", "t"))):

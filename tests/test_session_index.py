@@ -220,3 +220,40 @@ def test_incremental_windows_equal_a_fresh_build(tmp_path: Path) -> None:
                     ]
                 assert mine.postings == theirs.postings
         assert live.builds == 1
+
+
+def test_postings_hold_each_documents_weighted_counts(tmp_path: Path) -> None:
+    """The scoring pass reads a token's weighted count and a document's length from the
+    postings, not the document: after a build and after appends that rewrite windows, they
+    equal what each document's columns give with the key's usual weights."""
+    with EventStore(tmp_path / "post.db") as store:
+        ingest(store, chat(2))
+        ranker = SessionRanker(store)
+        sessions = sorted({e.session_id for e in store.events(kinds=TURNS)})[:3]
+
+        def check() -> None:
+            for session_id in sessions:
+                ranker.search("pottery class", session_id=session_id)
+                held = ranker._sessions[session_id]
+                for index in (held.turns, held.windows):
+                    expected: dict[str, dict[int, float]] = defaultdict(dict)
+                    for event_id, doc in index.docs.items():
+                        assert index.lengths[event_id] == doc.length
+                        for column in doc.columns:
+                            for token in column.counts:
+                                expected[token][event_id] = doc.hits(
+                                    (token,), index.weights, usual=False
+                                )
+                    assert index.postings == expected
+                    assert index.lengths.keys() == index.docs.keys()
+
+        check()
+        for session_id in sessions:
+            store.append(
+                "prompt", "Pottery class moved to Friday, bring clay", session_id=session_id
+            )
+            store.append(
+                "response", "Friday pottery works: clay, clay, clay", session_id=session_id
+            )
+        check()
+        assert ranker.builds == len(sessions)
