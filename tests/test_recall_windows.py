@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pmm import schema
 from pmm.errors import InvalidInputError
 from pmm.records import NewEvent
+from pmm.storage.sqlite import schema
 from pmm.store import EventStore
 from pmm.window_keys import WindowRow, date_words, normalize_ts, window_texts
 

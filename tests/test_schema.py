@@ -28,9 +28,9 @@ from store_helpers import (
     raw_rows,
 )
 
-from pmm import schema
 from pmm.errors import InvalidInputError, MigrationError
 from pmm.hashing import sha256_hex
+from pmm.storage.sqlite import schema
 from pmm.store import EventStore
 
 # -- numbered migrations ---------------------------------------------------------------
@@ -134,17 +134,17 @@ def test_a_failing_migration_leaves_the_file_as_it_was(tmp_path: Path, monkeypat
 WHEEL_CHECK = textwrap.dedent(
     """
     import json, sys
-    import pmm, pmm.schema
+    import pmm, pmm.storage.sqlite.schema as schema
     from pmm.store import EventStore
     store = EventStore(sys.argv[1])
     ev = store.append("event", "from the wheel")
     again = EventStore(sys.argv[1])
     print(json.dumps({
         "pmm_file": pmm.__file__,
-        "migrations_dir": str(pmm.schema.migrations_dir()),
+        "migrations_dir": str(schema.migrations_dir()),
         "applied": [m.version for m in store.applied_migrations],
         "applied_on_reopen": [m.version for m in again.applied_migrations],
-        "files": sorted(p.name for p in pmm.schema.migrations_dir().iterdir()),
+        "files": sorted(p.name for p in schema.migrations_dir().iterdir()),
         "verify": store.verify().ok,
         "id": ev.id,
         "sys_path": sys.path,

@@ -19,8 +19,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-from ... import schema
 from ...errors import DatabaseError, NotADatabaseError, ReadOnlyDatabaseError
+from . import schema
 
 
 def read_only_reason(path: str) -> str | None:

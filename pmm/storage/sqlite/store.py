@@ -27,12 +27,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ... import schema
 from ...compress_policy import CompressAfter
 from ...errors import IntegrityError, InvalidInputError
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
 from ...records import Event, VerifyReport
 from ...window_keys import DEFAULT_WINDOW_RADIUS
+from . import schema
 from .connection import default_busy_timeout, open_connection
 from .consolidation import ConsolidationData
 from .meta_keys import MetaKeys

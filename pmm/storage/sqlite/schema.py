@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
-from .errors import MigrationError, NotADatabaseError
-from .hashing import LEGACY_HASH_VERSION, sha256_hex, utc_now
+from ...errors import MigrationError, NotADatabaseError
+from ...hashing import LEGACY_HASH_VERSION, sha256_hex, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def migrations_dir() -> Path:
     packaged = resources.files("pmm") / "_migrations"
     if packaged.is_dir():
         return Path(str(packaged))
-    checkout = Path(__file__).resolve().parent.parent / "migrations"
+    checkout = Path(__file__).resolve().parents[3] / "migrations"
     if checkout.is_dir():
         return checkout
     raise MigrationError(
