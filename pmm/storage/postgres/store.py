@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ...chain import ChainWalker, CheckedEvent, check_new_event, seal
@@ -35,6 +35,7 @@ from ...errors import (
 from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from ...records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
 from ...window_keys import DEFAULT_WINDOW_RADIUS, WINDOW_KINDS
+from ..reads import EventReads
 from .connection import APPEND_LOCK, Database
 from .consolidation import ConsolidationData
 from .derived import DerivedData
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
 
-class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
+class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;
@@ -301,20 +302,6 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys):
             sql += " LIMIT %s"
             params.append(int(limit))
         return [TurnRow(int(r[0]), *r[1:]) for r in self._db.read(sql, params)]
-
-    def iter_events(self, *, batch: int = 1000, after_id: int = 0) -> Iterator[Event]:
-        """Every event in id order, read in batches (for export and copies)."""
-        while True:
-            rows = self.events(after_id=after_id, limit=batch)
-            if not rows:
-                return
-            yield from rows
-            after_id = rows[-1].id
-
-    def head(self) -> Event | None:
-        """The newest event, or None for an empty log."""
-        rows = self.events(newest_first=True, limit=1)
-        return rows[0] if rows else None
 
     def count(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
         """How many events match."""

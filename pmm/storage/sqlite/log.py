@@ -12,7 +12,7 @@ number of threads and processes appending to one file extend one chain and lose 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -20,12 +20,13 @@ from ...chain import CheckedEvent, check_new_event, seal
 from ...errors import EventNotFoundError
 from ...hashing import utc_now
 from ...records import Event, NewEvent, TurnRow
+from ..reads import EventReads
 from .connection import SqliteBase
 from .rows import COLUMNS, INSERT, filters
 from .text import unpack_digest
 
 
-class EventLogData(SqliteBase):
+class EventLogData(SqliteBase, EventReads):
     """Append and read events (needs ``max_content_bytes`` besides :class:`SqliteBase`)."""
 
     max_content_bytes: int
@@ -147,20 +148,6 @@ class EventLogData(SqliteBase):
             sql += " LIMIT ?"
             params.append(int(limit))
         return [TurnRow._make(r) for r in self._read(sql, params)]
-
-    def iter_events(self, *, batch: int = 1000, after_id: int = 0) -> Iterator[Event]:
-        """Every event in id order, read in batches (for export and backfills)."""
-        while True:
-            rows = self.events(after_id=after_id, limit=batch)
-            if not rows:
-                return
-            yield from rows
-            after_id = rows[-1].id
-
-    def head(self) -> Event | None:
-        """The newest event, or None for an empty log."""
-        rows = self.events(newest_first=True, limit=1)
-        return rows[0] if rows else None
 
     def count(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
         """How many events match."""
