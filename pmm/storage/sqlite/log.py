@@ -23,7 +23,7 @@ from ...records import Event, NewEvent, TurnRow
 from ..reads import EventReads
 from .connection import SqliteBase
 from .rows import COLUMNS, INSERT, filters
-from .text import unpack_digest
+from .text import TEXT_SQL, unpack_digest
 
 
 class EventLogData(SqliteBase, EventReads):
@@ -140,7 +140,7 @@ class EventLogData(SqliteBase, EventReads):
         A compacted turn (see :mod:`pmm.compaction`) shows its summary as its content."""
         where, params = filters(session_id, kinds, after_id, before_id)
         sql = (
-            "SELECT id, ts, kind, session_id, role, coalesce(pmm_text(content), summary), summary"
+            f"SELECT id, ts, kind, session_id, role, coalesce({TEXT_SQL}, summary), summary"
             " FROM events"
             f"{where} ORDER BY id DESC"
         )

@@ -47,6 +47,10 @@ def _sql_unhex(value: Any) -> Any:
     return pack_digest(value) if isinstance(value, str) else value
 
 
+TEXT_SQL = "CASE WHEN typeof(content) = 'blob' THEN pmm_text(content) ELSE content END"
+"""The ``content`` column as text in SQL: only compressed (BLOB) rows call into Python."""
+
+
 class StoredText:
     """Decodes one connection's stored digests and texts (see the module docstring)."""
 

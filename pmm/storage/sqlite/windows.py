@@ -17,6 +17,7 @@ import sqlite3
 from collections import defaultdict
 
 from ...window_keys import BOUNDARY_KIND, WINDOW_KINDS, WindowRow, date_words, window_texts
+from .text import TEXT_SQL
 
 _KINDS = (*WINDOW_KINDS, BOUNDARY_KIND)
 _KIND_MARKS = ",".join("?" * len(_KINDS))
@@ -71,7 +72,7 @@ def _sync_session(
         (session, low, *WINDOW_KINDS, 2 * radius),
     ).fetchone()[0]
     found = conn.execute(
-        f"SELECT id, kind, ts, coalesce(pmm_text(content), summary) FROM events"
+        f"SELECT id, kind, ts, coalesce({TEXT_SQL}, summary) FROM events"
         f" WHERE session_id IS ? AND id >= ? AND kind IN ({_KIND_MARKS}) ORDER BY id",
         (session, low if start is None else start, *_KINDS),
     ).fetchall()
