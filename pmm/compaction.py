@@ -22,12 +22,12 @@ keyword recall finds it by its summary and keywords.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from .compress_policy import AGE_PATTERN, AGE_UNITS
 from .erasure import file_bytes
 from .errors import InvalidInputError
 from .hashing import sha256_hex
@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from .storage.sqlite import EventStore
 
 COMPACTION_KIND = "compaction"
-_AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +67,12 @@ def parse_age(text: str | timedelta) -> timedelta:
     if isinstance(text, timedelta):
         age = text
     else:
-        found = _AGE.match(text) if isinstance(text, str) else None
+        found = AGE_PATTERN.match(text) if isinstance(text, str) else None
         if found is None:
             raise InvalidInputError(
                 f"an age is a number and a unit (s, m, h, d or w), e.g. 30d; got {text!r}"
             )
-        age = timedelta(**{_UNITS[found[2]]: int(found[1])})
+        age = timedelta(**{AGE_UNITS[found[2]]: int(found[1])})
     if age < timedelta(0):
         raise InvalidInputError(f"an age cannot be negative, got {text!r}")
     return age

@@ -18,8 +18,9 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import ConfigurationError
 
-_AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+AGE_PATTERN = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+"""An age: a count and a unit (``30d``), shared with :func:`pmm.compaction.parse_age`."""
+AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _OFF = {"", "off", "none", "false"}
 
 
@@ -48,13 +49,13 @@ class CompressAfter:
             return None
         if value.isdigit():
             return cls(keep_newest=int(value))
-        found = _AGE.match(value)
+        found = AGE_PATTERN.match(value)
         if found is None:
             raise ConfigurationError(
                 f"{source}={text!r} is not valid: a count of newest turns kept plain (1000) "
                 "or an age (30d; units s, m, h, d, w), or empty for off"
             )
-        return cls(age=timedelta(**{_UNITS[found[2]]: int(found[1])}))
+        return cls(age=timedelta(**{AGE_UNITS[found[2]]: int(found[1])}))
 
     def cutoff_ts(self, now: datetime | None = None) -> str | None:
         """For an age: the ``ts`` before which texts are compressed; None for a count."""
