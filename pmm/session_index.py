@@ -70,12 +70,6 @@ WINDOW_WEIGHTS = (1.0, 1.0)
 """body, dates: the window key's weights (the dates' is ``date_weight`` when given)."""
 
 
-@lru_cache(maxsize=4096)
-def _date_tokens(day: str) -> list[str]:
-    """The tokens of a day's date key (``date_words``); callers never modify the list."""
-    return fts_tokens(date_words(day))
-
-
 @lru_cache(maxsize=256)
 def _phrases(query: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``(word, its tokens)`` for the query's search words that have tokens (a query is
@@ -111,7 +105,7 @@ _EMPTY = _Column([], Counter())
 @lru_cache(maxsize=4096)
 def _date_column(day: str) -> _Column:
     """The date column of a day's windows (shared by them, never modified)."""
-    return _Column.of(_date_tokens(day))
+    return _Column.of(fts_tokens(date_words(day)))
 
 
 @dataclass
@@ -124,11 +118,10 @@ class _Doc:
 
     def hits(self, phrase: Sequence[str], weights: Sequence[float], usual: bool) -> float:
         """The phrase's occurrences, each weighted by its column's weight (``usual``: the
-        weights are the key's usual ones, precomputed)."""
+        weights are the key's usual ones; callers score that single-word case from the
+        postings themselves)."""
         total = 0.0
         if len(phrase) == 1:
-            if usual:
-                return self.weighted.get(phrase[0], 0.0)
             token = phrase[0]
             for weight, column in zip(weights, self.columns, strict=True):
                 total += weight * column.counts.get(token, 0)
@@ -207,10 +200,10 @@ class _Key:
         return any(self.count[k] for k in self.count if k not in kinds)
 
     def matching(
-        self, phrase: Sequence[str], kinds: set[str], other_kinds: bool | None = None
+        self, phrase: Sequence[str], kinds: set[str], other_kinds: bool
     ) -> Collection[int]:
         """Ids of the documents of ``kinds`` that hold ``phrase`` (do not modify);
-        ``other_kinds``: :meth:`holds_other_kinds`, when the caller knows it."""
+        ``other_kinds``: :meth:`holds_other_kinds` (the caller works it out once)."""
         found = self.postings.get(phrase[0])
         if not found:
             return ()
@@ -220,8 +213,6 @@ class _Key:
                 ids = set(ids) & self.postings.get(token, {}).keys()
             docs = self.docs
             ids = [i for i in ids if any(c.hits(phrase) for c in docs[i].columns)]
-        if other_kinds is None:
-            other_kinds = self.holds_other_kinds(kinds)
         if other_kinds:
             docs = self.docs
             ids = [i for i in ids if docs[i].kind in kinds]
