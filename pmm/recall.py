@@ -339,7 +339,8 @@ class Recaller:
         if policy.needs_coverage:
             rankings["turn"] = keyword("turn")
             top = self.store.get_many(rankings["turn"][:EVIDENCE_HITS]).values()
-            idf = self._idf(query) if policy.idf else None
+            # no hit: coverage is 0 with or without idf, so the frequencies are not read
+            idf = self._idf(query) if policy.idf and top else None
             coverage = lexical_coverage(query, (_searchable(e) for e in top), idf)
         weights = policy.weights_for(temporal=temporal, coverage=coverage)
         rankings = {r: ids for r, ids in rankings.items() if weights.get(r, 0) > 0}
