@@ -63,9 +63,21 @@ def setup_vectors(db: Database) -> tuple[str, str]:
                 failure,
             )
         return BYTEA, f"pgvector not available: {failure}"
-    with db.write() as conn:
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
-        conn.execute("ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS vec vector")
+    # ALTER TABLE locks the table even when the column exists: only the first open runs it.
+    # The partial index keeps the backfill's "any vector without vec?" probe from reading
+    # every vector on each open.
+    has_column = db.read(
+        "SELECT 1 FROM pg_attribute WHERE attrelid = 'embeddings'::regclass"
+        " AND attname = 'vec' AND NOT attisdropped"
+    )
+    if not has_column:
+        with db.write() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+            conn.execute("ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS vec vector")
+            conn.execute(
+                "CREATE INDEX IF NOT EXISTS embeddings_vec_missing ON embeddings (model)"
+                " WHERE vec IS NULL"
+            )
     _backfill(db)
     version = db.read("SELECT extversion FROM pg_extension WHERE extname = 'vector'")[0][0]
     return PGVECTOR, f"pgvector {version}, HNSW (cosine) per model"
