@@ -13,6 +13,8 @@ idf-coverage rules included). Every figure is recall@10 of the exact fused ranki
 ``bench/fusion.py`` caches. Single gates and conjunctions of two are searched; the fold
 pick maximises, on the other folds, the mean over datasets of the mean recall@10 over
 kinds (as ``bench/fusion_grid.py``). ``--report`` datasets are scored, never chosen on.
+The cached rankings are keyed by dataset name only: delete ``bench/results/fusion-*.pkl``
+after a change to the indexes or rankers.
 
 Printed beside the shipped default measured in the same run: every fold's pick and its
 held-out figures, the best gates on all the data, and the frontier: for each paraphrase
