@@ -21,7 +21,8 @@ over question kinds) is scored on the held-out conversations. Printed: per-kind
 recall@10 of every single ranker, the folds, the best policies on all the data, then
 recall@1/5/10/25 and MRR of the rankers, the old defaults and the shipped ones (with and
 without digests), and the rule "on every kind the default is not below its best single
-ranker", for hybrid and keyword mode.
+ranker", for hybrid and keyword mode. ``bench/fusion_signals.py`` searches further
+query-time signals on the same cached rankings.
 """
 
 from __future__ import annotations

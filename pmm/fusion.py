@@ -20,6 +20,12 @@ the query's words that its best keyword hits hold tells the two apart without la
 weighted by inverse document frequency, so that common words the hits hold by chance
 ("work", "days") count little.
 Measured by ``python bench/fusion.py`` (see the README's Recall section).
+
+Measured and not adopted (``python bench/fusion_signals.py``): gates that let the dense
+ranker lead on other query-time signals - its top-1 cosine and margins, its overlap with
+the keyword top 10, the BM25 drop from 1st to 10th, the question's share of stop words.
+The ones that reach the dense ranker's recall on the paraphrase dataset cost more chat
+questions than they win, and the 4-fold picks disagree between folds.
 """
 
 from __future__ import annotations
