@@ -155,6 +155,12 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
+    def count_compacted(self) -> int:
+        """Rows whose raw text was compacted away (they keep a summary)."""
+        from .compaction import count_compacted
+
+        return count_compacted(self)
+
     def compress(
         self, after: str | int | CompressAfter, *, dry_run: bool = False, retrain: bool = False
     ) -> CompressionReport:
