@@ -4,11 +4,14 @@ setting is unset. Every check reads the real SQLite file."""
 
 from __future__ import annotations
 
-import sqlite3
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from store_helpers import raw
 
 from pmm import Mind
 from pmm.store import EventStore
@@ -25,11 +28,8 @@ def reply(i: int) -> str:
 
 def shapes(db: Path) -> dict[int, str]:
     """``typeof(content)`` of every row, read by a connection of its own."""
-    conn = sqlite3.connect(db)
-    try:
+    with raw(db) as conn:
         return dict(conn.execute("SELECT id, typeof(content) FROM events").fetchall())
-    finally:
-        conn.close()
 
 
 def remember_old_and_new(mind: Mind, old: int = 40) -> tuple[list[int], int]:
@@ -61,11 +61,8 @@ def test_nothing_is_compressed_when_the_setting_is_unset(tmp_path: Path) -> None
         remember_old_and_new(mind)
         assert mind.process_pending() == 0
     assert set(shapes(db).values()) == {"text"}
-    conn = sqlite3.connect(db)
-    try:
+    with raw(db) as conn:
         assert conn.execute("SELECT count(*) FROM text_dictionaries").fetchone()[0] == 0
-    finally:
-        conn.close()
 
 
 def test_idle_pass_compresses_then_waits_and_close_catches_up(tmp_path: Path) -> None:
