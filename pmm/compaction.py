@@ -78,6 +78,22 @@ def parse_age(text: str | timedelta) -> timedelta:
     return age
 
 
+def cutoff(
+    older_than: str | timedelta, session_id: str | None, now: datetime | None = None
+) -> tuple[str, str]:
+    """A :func:`compact` request's arguments checked (every backend runs this): the
+    ``ts`` before which turns are compacted and the age as the marker records it::
+
+        cutoff("30d", None, now)   # ('2026-10-26T12:00:00.000000Z', '30d')
+    """
+    age = parse_age(older_than)
+    if session_id is not None and (not isinstance(session_id, str) or not session_id):
+        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
+    when = ((now or datetime.now(UTC)) - age).astimezone(UTC)
+    label = older_than if isinstance(older_than, str) else f"{age.total_seconds():g}s"
+    return when.isoformat(timespec="microseconds")[:-6] + "Z", label
+
+
 def compact(
     store: EventStore,
     *,
@@ -88,13 +104,8 @@ def compact(
 ) -> CompactionReport:
     """Drop the raw text of digested turns older than ``older_than`` (see the module
     docstring); ``dry_run`` only reports what would be dropped."""
-    age = parse_age(older_than)
-    if session_id is not None and (not isinstance(session_id, str) or not session_id):
-        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
-    cutoff = ((now or datetime.now(UTC)) - age).astimezone(UTC)
-    cutoff_ts = cutoff.isoformat(timespec="microseconds")[:-6] + "Z"
+    cutoff_ts, label = cutoff(older_than, session_id, now)
     before = file_bytes(store.path)
-    label = older_than if isinstance(older_than, str) else f"{age.total_seconds():g}s"
     from .storage.sqlite.compaction import compact_rows
 
     ids, raw, marker = compact_rows(
@@ -102,7 +113,7 @@ def compact(
         cutoff_ts=cutoff_ts,
         session_id=session_id,
         dry_run=dry_run,
-        marker=lambda rows: compaction_marker(str(label), session_id, rows),
+        marker=lambda rows: compaction_marker(label, session_id, rows),
     )
     return CompactionReport(ids, raw, marker, dry_run, before, file_bytes(store.path))
 

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidInputError
+from .errors import EventNotFoundError, InvalidInputError
 from .records import Event, NewEvent
 
 if TYPE_CHECKING:
@@ -157,6 +157,54 @@ def checked_request(
     if not ids and session_id is None and match is None:
         raise InvalidInputError("forget() needs event_ids, session_id or match")
     return ids
+
+
+def check_picked(
+    rows: Mapping[int, tuple[str, bool]], ids: set[int], *, require_text: bool
+) -> None:
+    """Check the events a :func:`forget` request names by id, as every backend read them
+    (``{id: (kind, holds text)}``): raises :class:`EventNotFoundError` for an id that does
+    not exist (or, with ``require_text``, holds no text any more) and
+    :class:`InvalidInputError` for a protected record."""
+    missing = sorted(ids - rows.keys())
+    if missing:
+        raise EventNotFoundError(f"no event with id {', '.join(map(str, missing[:10]))}")
+    protected = sorted(i for i, (kind, _) in rows.items() if kind in PROTECTED_KINDS)
+    if protected:
+        raise InvalidInputError(
+            f"events {protected} record earlier erasures or compactions and hold no text: "
+            "they are kept"
+        )
+    if require_text:
+        empty = sorted(i for i, (_, has_text) in rows.items() if not has_text)
+        if empty:
+            raise EventNotFoundError(f"no event with id {empty[0]} holding text to redact")
+
+
+def check_targets(targets: set[int], session_id: str | None, match: str | None) -> None:
+    """Raise :class:`EventNotFoundError` when a :func:`forget` request picked nothing."""
+    if not targets:
+        raise EventNotFoundError(
+            "nothing to forget: no event matched"
+            + (f" session {session_id!r}" if session_id is not None else "")
+            + (" the given text" if match is not None else "")
+        )
+
+
+def check_not_legacy(legacy: list[int]) -> None:
+    """Raise :class:`InvalidInputError` when events picked for erasure were written by the
+    earlier PMM (``legacy``: their ids, ascending)."""
+    if legacy:
+        raise InvalidInputError(
+            f"events {legacy[:10]} were written by the earlier PMM, whose hash covers the "
+            "text itself: erasing them would break the chain for good; nothing was erased"
+        )
+
+
+def matches(needle: str, texts: Iterable[str | None]) -> bool:
+    """Whether any of ``texts`` holds ``needle`` (already casefolded), case-insensitively
+    by Python's casefold on every backend (PostgreSQL's lower() differs for a few letters)."""
+    return any(needle in (t or "").casefold() for t in texts)
 
 
 def redaction_entries(sessions: dict[str | None, list[int]], reason: str) -> list[NewEvent]:

@@ -32,7 +32,7 @@ from .settings import Settings
 from .storage import EventLog, open_store
 from .tokens import TokenCounter, get_token_counter
 from .turns import CLEAR_KIND, TURN_KINDS, kind_for_role
-from .upkeep import Upkeep
+from .upkeep import IDLE_COMPRESS_SECONDS, Upkeep
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -116,13 +116,17 @@ class Mind:
     # -- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
-        """Finish background work (within ``flush_timeout``) and close the file."""
+        """Finish background work (within ``flush_timeout``), compress old texts briefly
+        (``PMM_COMPRESS_AFTER``, SQLite: :meth:`Upkeep.compress_in_passing`), close the file."""
         if self._closed:
             return
         self._closed = True
         if self._worker is not None:
             self._worker.close()
-        self._finalizer()
+        try:
+            self._upkeep.compress_on_close()
+        finally:
+            self._finalizer()
 
     def __enter__(self) -> Mind:
         return self
@@ -280,9 +284,12 @@ class Mind:
         return self._processor.pending_count()
 
     def process_pending(self) -> int:
-        """One batch of pending work (used by the background worker); returns items done."""
+        """One batch of pending work (used by the background worker); returns items done.
+        Idle, a short ``PMM_COMPRESS_AFTER`` pass: the texts compressed count as done."""
         done, _, vectors = self._processor.batch(self.settings.summary_batch_size)
-        return done + vectors
+        if done or vectors:
+            return done + vectors
+        return self._upkeep.compress_in_passing(seconds=IDLE_COMPRESS_SECONDS, idle=True)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for the background worker to finish what is pending now."""
@@ -356,7 +363,7 @@ class Mind:
         """Keep the text of old turns compressed, losslessly (zstd with a dictionary
         trained on this file's text, or zlib): all but the ``after`` newest texts
         (``1000``), or those older than an age (``"30d"``); None = ``PMM_COMPRESS_AFTER``.
-        Every read decodes them; ``dream()`` runs this when the setting is on::
+        Every read decodes them; with the setting on, dream, close and the idle worker run it::
 
             mind.compress("30d").compressed            # texts compressed now
         """

@@ -6,6 +6,7 @@ and the stats an operator reads.
     upkeep.dream().digested                     # a DreamReport
     upkeep.should_dream()                       # thresholds of pmm/dream_policy.py
     upkeep.dream_on_close(flush=worker.flush)   # a clean exit's dream (PMM_DREAM_ON_CLOSE)
+    upkeep.compress_in_passing(seconds=0.2, idle=True)  # PMM_COMPRESS_AFTER without a dream
     upkeep.forget(session_id="alice", reason="user asked").erased
     upkeep.compact(older_than="30d", dry_run=True).compacted
     upkeep.stats(counter="tiktoken", worker=None)["turns"]
@@ -40,6 +41,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PASSING_BATCH = 500
+"""Texts per write transaction in a passing compression run (an append waits for one)."""
+IDLE_COMPRESS_SECONDS = 0.2
+"""How long the background worker's idle pass may compress before it yields."""
+IDLE_COMPRESS_INTERVAL = 60.0
+"""Seconds between idle passes once a pass found no more than it could do in its time."""
+CLOSE_COMPRESS_SECONDS = 2.0
+"""How long ``Mind.close()`` may compress; the rest waits for the next pass."""
+
 
 class Upkeep:
     """Dreaming and erasure for one log. ``llm`` is the chat model consolidation uses
@@ -62,6 +72,8 @@ class Upkeep:
         self._on_superseded = on_superseded
         self._warned_no_llm = False
         self._warned_compress = False
+        self._next_idle_compress = 0.0
+        self._noted_no_compress = False
 
     def dream(
         self, limit: int | None = None, progress: Callable[[int, int], None] | None = None
@@ -97,6 +109,48 @@ class Upkeep:
             log.warning(
                 "dream on close failed (%s: %s); pending work stays for the next dream "
                 "(set PMM_DREAM_ON_CLOSE=0 to skip it)",
+                type(exc).__name__,
+                exc,
+            )
+
+    def compress_in_passing(self, *, seconds: float, idle: bool) -> int:
+        """Apply ``PMM_COMPRESS_AFTER`` where upkeep runs without a dream: the background
+        worker's idle pass (``idle``: at most every :data:`IDLE_COMPRESS_INTERVAL` seconds,
+        at once again while the last pass ran out of time) and ``Mind.close()``.
+
+        Bounded: :data:`PASSING_BATCH` texts per write transaction and no batch started
+        after ``seconds``; the rest waits for the next pass (``pmm compress`` does it all).
+        Returns how many texts were compressed; 0, writing nothing, when the setting is
+        unset, the file is read-only, or the backend does not compress text (PostgreSQL:
+        skipped, noted once at debug level; ``dream()`` warns once that the setting is ignored).
+        """
+        after = self.settings.compress_after
+        if not after:
+            return 0
+        compress = getattr(self.store, "compress", None)
+        if compress is None or getattr(self.store, "read_only_reason", None) is not None:
+            if not self._noted_no_compress:
+                self._noted_no_compress = True
+                log.debug("PMM_COMPRESS_AFTER: %s does not compress text here", self.store.path)
+            return 0
+        started = time.monotonic()
+        if idle and started < self._next_idle_compress:
+            return 0
+        with self._processor.lock:
+            report: CompressionReport = compress(after, batch=PASSING_BATCH, seconds=seconds)
+        ran_out = time.monotonic() - started >= seconds
+        self._next_idle_compress = started + (0.0 if ran_out else IDLE_COMPRESS_INTERVAL)
+        return report.compressed
+
+    def compress_on_close(self) -> None:
+        """``Mind.close()``'s bounded compression pass (:meth:`compress_in_passing`); a
+        failure is logged, and the texts stay plain until a later pass."""
+        try:
+            self.compress_in_passing(seconds=CLOSE_COMPRESS_SECONDS, idle=False)
+        except Exception as exc:
+            log.warning(
+                "compressing old texts on close failed (%s: %s); they stay plain until the "
+                "next pass or `pmm compress`",
                 type(exc).__name__,
                 exc,
             )

@@ -95,12 +95,8 @@ def _day_words(day: str) -> str:
     return f"{when.year} {_MONTHS[when.month - 1]} {when.day} {_WEEKDAYS[when.weekday()]}"
 
 
-def window_members(
-    rows: Sequence[WindowRow], radius: int, targets: Collection[int]
-) -> dict[int, list[WindowRow]]:
-    """The rows whose text makes up the window of each turn in ``targets`` (turn kinds
-    only, erased turns left out), in order. ``rows`` are one session's events in id order
-    (turns and clear markers)."""
+def _segments(rows: Sequence[WindowRow]) -> list[list[WindowRow]]:
+    """The turns of ``rows`` split at every clear marker (a window never crosses one)."""
     segment: list[WindowRow] = []
     segments: list[list[WindowRow]] = [segment]
     for row in rows:
@@ -109,13 +105,40 @@ def window_members(
             segments.append(segment)
         elif row.kind in WINDOW_KINDS:
             segment.append(row)
+    return segments
+
+
+def window_members(
+    rows: Sequence[WindowRow], radius: int, targets: Collection[int]
+) -> dict[int, list[WindowRow]]:
+    """The rows whose text makes up the window of each turn in ``targets`` (turn kinds
+    only, erased turns left out), in order. ``rows`` are one session's events in id order
+    (turns and clear markers)."""
     found: dict[int, list[WindowRow]] = {}
-    for seg in segments:
+    for seg in _segments(rows):
         for pos, row in enumerate(seg):
             if row.id not in targets or row.text is None:
                 continue
             found[row.id] = [r for r in seg[max(0, pos - radius) : pos + radius + 1] if r.text]
     return found
+
+
+def reached_turns(rows: Sequence[WindowRow], radius: int, marked: Collection[int]) -> set[int]:
+    """The turns whose windows hold a ``marked`` turn (one appended, or whose text
+    changed): it and up to ``radius`` turns either side of it, never across a clear
+    marker. ``rows`` as for :func:`window_members`; each backend rewrites these windows.
+
+    >>> rows = [WindowRow(1, "prompt", "a"), WindowRow(2, "response", "b"),
+    ...         WindowRow(3, "clear", None), WindowRow(4, "prompt", "c")]
+    >>> sorted(reached_turns(rows, radius=2, marked={4}))
+    [4]
+    """
+    reached: set[int] = set()
+    for seg in _segments(rows):
+        for pos, row in enumerate(seg):
+            if row.id in marked:
+                reached.update(r.id for r in seg[max(0, pos - radius) : pos + radius + 1])
+    return reached
 
 
 def window_texts(

@@ -13,7 +13,7 @@ from pmm.errors import InvalidInputError
 from pmm.records import NewEvent
 from pmm.storage.sqlite import schema
 from pmm.store import EventStore
-from pmm.window_keys import WindowRow, date_words, normalize_ts, window_texts
+from pmm.window_keys import WindowRow, date_words, normalize_ts, reached_turns, window_texts
 
 
 def window_hits(store: EventStore, query: str, **kw: object) -> list[int]:
@@ -126,3 +126,13 @@ def test_pure_window_helpers() -> None:
     assert date_words("2024-02-29T23:59:00Z") == "2024 February 29 Thursday"
     tz = timezone(timedelta(hours=-5))
     assert normalize_ts(datetime(2024, 1, 1, 22, tzinfo=tz)) == "2024-01-02T03:00:00.000000Z"
+
+
+def test_reached_turns_stay_within_the_radius_and_the_clear_marker() -> None:
+    kinds = ["prompt", "response", "event", "prompt", "response", "prompt", "clear", "prompt"]
+    rows = [WindowRow(i, kind, f"t{i}") for i, kind in enumerate(kinds, start=1)]
+    assert reached_turns(rows, 1, {4}) == {2, 4, 5}  # the tool event 3 is no turn
+    assert reached_turns(rows, 2, {6}) == {4, 5, 6}  # the clear marker 7 ends the window
+    assert reached_turns(rows, 2, {8}) == {8}
+    assert reached_turns(rows, 0, {1, 8}) == {1, 8}
+    assert reached_turns(rows, 2, {3, 7}) == set()  # a marker or a tool event reaches none

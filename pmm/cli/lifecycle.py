@@ -17,7 +17,6 @@ from pathlib import Path
 
 from ..errors import InvalidInputError
 from ..storage import is_postgres_url, open_store
-from ..storage.base import EventLog
 from .output import EXIT_FAILED, EXIT_OK, _bytes, _db_path, _emit, _existing_db, _sqlite_store
 
 
@@ -168,7 +167,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         report = store.compact(
             older_than=args.older_than, session_id=args.session, dry_run=args.dry_run
         )
-        total = _compacted_rows(store)
+        total = store.count_compacted()
         verified = store.verify()
     data = {**report.to_dict(), "compacted_rows_in_log": total, "verify": verified.to_dict()}
     verb = "would drop" if report.dry_run else "dropped"
@@ -183,18 +182,6 @@ def cmd_compact(args: argparse.Namespace) -> int:
     )
     _emit(args, data, text)
     return EXIT_OK if verified.ok else EXIT_FAILED
-
-
-def _compacted_rows(store: EventLog) -> int:
-    from ..compaction import count_compacted
-    from ..storage.postgres import PostgresEventStore
-    from ..storage.sqlite import EventStore
-
-    if isinstance(store, PostgresEventStore):
-        return store.count_compacted()
-    if isinstance(store, EventStore):
-        return count_compacted(store)
-    raise InvalidInputError(f"no compacted-row count for {type(store).__name__}")
 
 
 def cmd_compress(args: argparse.Namespace) -> int:

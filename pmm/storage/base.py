@@ -61,6 +61,7 @@ class EventLog(Protocol):
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
     ) -> CompactionReport: ...
+    def count_compacted(self) -> int: ...  # rows whose raw text compaction dropped
 
     # reading
     def get(self, event_id: int) -> Event: ...

@@ -2,6 +2,7 @@
 
     pick_terms(["the", "violin", "lesson"], indexed=50_000, frequency=docs_holding)
     # QueryTerms(words=['violin', 'lesson'], common=False)
+    checked_words(("coffee", "work"))   # ['coffee', 'work']: document_frequencies' argument
 
 Ranking cost grows with how common the words are (a ranker reads every matching row), and a
 word found in most rows ranks nothing. So in a log of COMMON_TERM_MIN_DOCS+ events, words in
@@ -12,8 +13,10 @@ then order by recency, since a ranker could not tell the rows apart anyway.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
+
+from ..errors import InvalidInputError
 
 MAX_QUERY_TERMS = 6
 """Most words of a query that a keyword search uses (the rarest ones)."""
@@ -40,3 +43,18 @@ def pick_terms(words: list[str], indexed: int, frequency: Callable[[str], int]) 
     if informative:
         return QueryTerms(informative[:MAX_QUERY_TERMS], common=False)
     return QueryTerms(ranked[:1], common=True)
+
+
+def checked_words(words: Iterable[str]) -> list[str]:
+    """The words of a ``document_frequencies(words)`` call as a list; raises
+    :class:`InvalidInputError` for a lone string or anything that is not a str."""
+    problem = InvalidInputError(f"words must be an iterable of str, got {words!r}")
+    if isinstance(words, str):
+        raise problem
+    try:
+        wanted = list(words)
+    except TypeError:
+        raise problem from None
+    if not all(isinstance(w, str) for w in wanted):
+        raise problem
+    return wanted

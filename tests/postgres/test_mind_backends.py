@@ -81,3 +81,30 @@ def test_semantic_and_hybrid_recall_with_vectors_in_the_log(log_target: str) -> 
         mind.store.redact(hits[0].event.id, reason="test")
         hits = mind.recall("violin lesson Thursday", k=2, session_id="s", mode="semantic")
         assert all("violin" not in (h.event.content or "") for h in hits)
+
+
+def test_compress_after_is_skipped_on_postgresql_without_raising(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PostgreSQL does not compress text: the passes of PMM_COMPRESS_AFTER that run without
+    a dream (the idle worker, close) skip it; an explicit compress() still refuses."""
+    from datetime import UTC, datetime, timedelta
+
+    from pmm.errors import UnsupportedOperationError
+
+    old = datetime.now(UTC) - timedelta(days=40)
+    settings = {"enable_summary": True, "summary_mode": "background", "summarizer": "heuristic"}
+    caplog.set_level("DEBUG", logger="pmm.upkeep")
+    mind = Mind(pg_url, compress_after="30d", **settings)
+    for n in range(20):
+        mind.remember(f"an old note about the garden, number {n}", role="user", ts=old)
+    assert mind.flush(30.0) and mind.stats()["worker"]["failures"] == 0
+    assert mind.process_pending() == 0
+    with pytest.raises(UnsupportedOperationError):
+        mind.compress()
+    mind.close()
+    skipped = [r for r in caplog.records if r.name == "pmm.upkeep"]
+    assert [r.levelname for r in skipped] == ["DEBUG"]  # noted once, no warning
+    assert "does not compress text" in skipped[0].getMessage()
+    with Mind(pg_url) as again:
+        assert again.store.get(1).content == "an old note about the garden, number 0"

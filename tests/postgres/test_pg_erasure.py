@@ -136,6 +136,7 @@ def test_compaction_keeps_summaries_and_window_keys(mind: Mind) -> None:
     plan = mind.compact(older_than="0s", session_id="bob", dry_run=True)
     assert plan.compacted == turns and plan.marker is None and plan.raw_bytes > 0
     assert mind.store.get(turns[0]).content is not None
+    assert mind.store.count_compacted() == 0
 
     report = mind.compact(older_than="0s", session_id="bob")
 
@@ -143,6 +144,7 @@ def test_compaction_keeps_summaries_and_window_keys(mind: Mind) -> None:
     assert report.marker.kind == "compaction" and check_compaction(mind.store, report.marker)
     kept = mind.store.get(turns[0])
     assert kept.content is None and kept.summary and mind.verify().ok
+    assert mind.store.count_compacted() == len(turns)
     word = kept.summary.split()[-1].strip(".,")
     assert turns[0] in {i for i, _ in mind.store.search_text(word, session_id="bob")}
     assert turns[0] in window_ids(mind, word)  # its window now holds its summary

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import InvalidInputError
 from ...records import Event, event_from_row
 from ...text import search_terms
-from ..terms import COMMON_TERM_MIN_DOCS, pick_terms
+from ..terms import COMMON_TERM_MIN_DOCS, checked_words, pick_terms
 from .connection import Database
 from .rows import BUMP, COLUMNS, filters
 from .vectors import PGVECTOR, ensure_index, search_candidates, vector_literal
@@ -234,36 +234,31 @@ class DerivedData:
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def _document_frequencies(self, words: list[str], indexed: int) -> dict[str, int]:
-        """About how many events hold each word, from the lexeme statistics PostgreSQL keeps
-        for the ``search`` column (``pg_stats.most_common_elems``, refreshed by autoanalyze):
-        a word whose lexeme is not among the most common counts as rare (0)."""
+        """What :func:`pick_terms` needs: every word counts as rare (0) below
+        :data:`COMMON_TERM_MIN_DOCS` indexed events, where all words are used anyway."""
         if indexed < COMMON_TERM_MIN_DOCS:
             return dict.fromkeys(words, 0)  # every word is used: no need to count
+        return self._estimates(words, indexed)
+
+    def document_frequencies(self, words: Iterable[str]) -> dict[str, int]:
+        """About how many events hold each of ``words`` (see :meth:`_estimates`: from
+        ``pg_stats``, 0 for a word not among the most common lexemes)."""
+        wanted = checked_words(words)
+        indexed = self.search_index_upto()
+        if not wanted or not indexed:
+            return dict.fromkeys(wanted, 0)
+        return self._estimates(wanted, indexed)
+
+    def _estimates(self, words: list[str], indexed: int) -> dict[str, int]:
+        """About how many of the ``indexed`` events hold each word, from the lexeme
+        statistics PostgreSQL keeps for the ``search`` column (``pg_stats.most_common_elems``,
+        refreshed by autoanalyze): a word's most common lexeme's share of the events; a word
+        whose lexemes are not among the most common counts as rare (0)."""
         shares = self._lexeme_shares(indexed)
         rows = self._db.read(
             "SELECT w, coalesce(array(SELECT unnest(tsvector_to_array(to_tsvector('english', w)))),"
             " '{}') FROM unnest(%s::text[]) AS w",
             (words,),
-        )
-        return {
-            word: int(max((shares.get(x, 0.0) for x in lexemes), default=0.0) * indexed)
-            for word, lexemes in rows
-        }
-
-    def document_frequencies(self, words: Iterable[str]) -> dict[str, int]:
-        """About how many events hold each of ``words`` (see :meth:`_document_frequencies`:
-        an estimate from ``pg_stats``, 0 for a word not among the most common lexemes)."""
-        wanted = [words] if isinstance(words, str) else list(words)
-        if isinstance(words, str) or not all(isinstance(w, str) for w in wanted):
-            raise InvalidInputError(f"words must be an iterable of str, got {words!r}")
-        indexed = self.search_index_upto()
-        if not wanted or not indexed:
-            return dict.fromkeys(wanted, 0)
-        shares = self._lexeme_shares(indexed)
-        rows = self._db.read(
-            "SELECT w, coalesce(array(SELECT unnest(tsvector_to_array(to_tsvector('english', w)))),"
-            " '{}') FROM unnest(%s::text[]) AS w",
-            (wanted,),
         )
         return {
             word: int(max((shares.get(x, 0.0) for x in lexemes), default=0.0) * indexed)

@@ -29,18 +29,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...compaction import CompactionReport, compaction_marker, parse_age
+from ...compaction import CompactionReport, compaction_marker, cutoff
 from ...erasure import (
     PROTECTED_KINDS,
     SUMMARIZES,
     ErasureReport,
+    check_not_legacy,
+    check_picked,
+    check_targets,
     checked_request,
+    matches,
     redaction_entries,
 )
-from ...errors import EventNotFoundError, InvalidInputError
 from ...hashing import HASH_VERSION, LEGACY_HASH_VERSION
 from ...records import Event
 from .connection import APPEND_LOCK, Database
@@ -132,24 +135,12 @@ def _select(
 ) -> tuple[set[int], set[int], list[int]]:
     """``(targets, derived session summaries, skipped protected ids)``."""
     rows = {
-        int(r[0]): (r[1], int(r[2]), bool(r[3]))
+        int(r[0]): (r[1], bool(r[2]))
         for r in conn.execute(
-            "SELECT id, kind, hash_version, content IS NOT NULL FROM events WHERE id = ANY(%s)",
-            (sorted(ids),),
+            "SELECT id, kind, content IS NOT NULL FROM events WHERE id = ANY(%s)", (sorted(ids),)
         )
     }
-    missing = sorted(ids - rows.keys())
-    if missing:
-        raise EventNotFoundError(f"no event with id {', '.join(map(str, missing[:10]))}")
-    protected = sorted(i for i, (kind, _, _) in rows.items() if kind in PROTECTED_KINDS)
-    if protected:
-        raise InvalidInputError(
-            f"events {protected} record earlier erasures or compactions and hold no text: "
-            "they are kept"
-        )
-    empty = sorted(i for i, (_, _, has_text) in rows.items() if not has_text)
-    if require_text and empty:
-        raise EventNotFoundError(f"no event with id {empty[0]} holding text to redact")
+    check_picked(rows, ids, require_text=require_text)
     targets = set(ids)
     skipped: set[int] = set()
     if session_id is not None:
@@ -158,7 +149,6 @@ def _select(
         ):
             (skipped if kind in PROTECTED_KINDS else targets).add(int(event_id))
     if match is not None:
-        # Python's casefold, as on SQLite (PostgreSQL's lower() differs for a few letters).
         needle = match.casefold()
         with conn.cursor(name="pmm_forget_match") as cur:
             cur.itersize = 2000
@@ -169,14 +159,9 @@ def _select(
                 (list(PROTECTED_KINDS),),
             )
             for event_id, *texts in cur:
-                if any(needle in (t or "").casefold() for t in texts):
+                if matches(needle, texts):
                     targets.add(int(event_id))
-    if not targets:
-        raise EventNotFoundError(
-            "nothing to forget: no event matched"
-            + (f" session {session_id!r}" if session_id is not None else "")
-            + (" the given text" if match is not None else "")
-        )
+    check_targets(targets, session_id, match)
     derived = {
         int(r[0])
         for r in conn.execute(
@@ -191,11 +176,7 @@ def _select(
             (LEGACY_HASH_VERSION, sorted(targets | derived)),
         )
     ]
-    if legacy:
-        raise InvalidInputError(
-            f"events {legacy[:10]} were written by the earlier PMM, whose hash covers the "
-            "text itself: erasing them would break the chain for good; nothing was erased"
-        )
+    check_not_legacy(legacy)
     return targets, derived, sorted(skipped)
 
 
@@ -230,12 +211,7 @@ def compact(
 ) -> CompactionReport:
     """Drop the raw text of digested turns older than ``older_than``, as
     :func:`pmm.compaction.compact` does on SQLite; ``dry_run`` only reports."""
-    age = parse_age(older_than)
-    if session_id is not None and (not isinstance(session_id, str) or not session_id):
-        raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
-    cutoff = ((now or datetime.now(UTC)) - age).astimezone(UTC)
-    cutoff_ts = cutoff.isoformat(timespec="microseconds")[:-6] + "Z"
-    label = older_than if isinstance(older_than, str) else f"{age.total_seconds():g}s"
+    cutoff_ts, label = cutoff(older_than, session_id, now)
     db = store._db
     before = table_bytes(db)
     sql = (
@@ -257,7 +233,7 @@ def compact(
             conn.execute("UPDATE events SET content = NULL WHERE id = ANY(%s)", (ids,))
             sync_windows(conn, [(r[3], int(r[0])) for r in rows], store.window_radius)
             conn.execute(BUMP)
-            entry = compaction_marker(str(label), session_id, [(int(r[0]), r[1]) for r in rows])
+            entry = compaction_marker(label, session_id, [(int(r[0]), r[1]) for r in rows])
             marker = store._append_locked(conn, [store._checked(entry)])[0]
     if marker is not None:
         rewrite(db)

@@ -20,7 +20,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...window_keys import BOUNDARY_KIND, WINDOW_KINDS, WindowRow, date_words, window_texts
+from ...window_keys import (
+    BOUNDARY_KIND,
+    WINDOW_KINDS,
+    WindowRow,
+    date_words,
+    reached_turns,
+    window_texts,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -140,8 +147,9 @@ def _plan(
     deletes: list[int] = []
     for session, marked_ids in marked.items():
         session_rows = sorted(rows[session])
-        targets = _targets(session_rows, marked_ids, radius)
-        texts = window_texts([WindowRow(r[0], r[1], r[3]) for r in session_rows], radius, targets)
+        window_rows = [WindowRow(int(r[0]), r[1], r[3]) for r in session_rows]
+        targets = reached_turns(window_rows, radius, marked_ids)
+        texts = window_texts(window_rows, radius, targets)
         ts_kind = {r[0]: (r[2], r[1]) for r in session_rows}
         upserts += [
             (i, session, ts_kind[i][1], text, date_words(ts_kind[i][0]))
@@ -149,22 +157,6 @@ def _plan(
         ]
         deletes += sorted(targets - texts.keys())
     return upserts, deletes
-
-
-def _targets(rows: Sequence[tuple[Any, ...]], marked: set[int], radius: int) -> set[int]:
-    """The turns whose windows hold a marked turn: up to ``radius`` turns either side of
-    it in its segment (a ``clear`` marker ends a segment)."""
-    targets: set[int] = set()
-    segment: list[int] = []
-    for row in [*rows, (0, BOUNDARY_KIND)]:
-        if row[1] == BOUNDARY_KIND:
-            for pos, event_id in enumerate(segment):
-                if event_id in marked:
-                    targets.update(segment[max(0, pos - radius) : pos + radius + 1])
-            segment = []
-        elif row[1] in WINDOW_KINDS:
-            segment.append(int(row[0]))
-    return targets
 
 
 def _upsert(conn: psycopg.Connection[Any], rows: list[_Window]) -> int:

@@ -8,7 +8,9 @@ Texts older than the policy are re-stored as :mod:`pmm.text_codec` blobs (zstd w
 dictionary trained on this file's own text, or zlib), in one write transaction; reads
 decode them (:mod:`pmm.storage.sqlite.text`), ``verify`` checks ``content_sha256`` against
 the decoded text, and neither the chain nor the full-text indexes change. Runs from
-``Mind.dream()`` and ``pmm compress``, never on an append.
+``Mind.dream()``, ``pmm compress`` and, in short bounded runs, the background worker's idle
+pass and ``Mind.close()`` (:meth:`pmm.upkeep.Upkeep.compress_in_passing`); never on an
+append.
 
 The first run with at least :data:`MIN_SAMPLES` texts to compress trains a dictionary
 (kept in ``text_dictionaries`` with the id range of its samples, so the file stays
@@ -23,6 +25,7 @@ the rows that became old since the last one.
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -74,11 +77,14 @@ def compress_texts(
     retrain: bool = False,
     now: datetime | None = None,
     batch: int = BATCH,
+    seconds: float | None = None,
 ) -> CompressionReport:
     """Compress the plain texts ``policy`` calls old (see the module docstring), ``batch``
     texts per write transaction, so that appends from other threads and processes wait
-    for one batch at most."""
+    for one batch at most. With ``seconds``, no batch starts once that much time has
+    passed: the rest waits for the next run (``scanned_upto`` keeps the place)."""
     done = CompressionReport(0, 0, 0, None, False, dry_run)
+    deadline = None if seconds is None else time.monotonic() + seconds
     while True:
         with store._lock, store._write() as conn:
             scanned = conn.execute("SELECT scanned_upto FROM text_state").fetchone()[0]
@@ -111,7 +117,7 @@ def compress_texts(
             step.dictionary_id or done.dictionary_id,
             done.trained or step.trained,
         )
-        if len(rows) < batch:
+        if len(rows) < batch or (deadline is not None and time.monotonic() >= deadline):
             return done
 
 

@@ -16,8 +16,15 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ...erasure import PROTECTED_KINDS, SUMMARIZES, redaction_entries
-from ...errors import EventNotFoundError, InvalidInputError
+from ...erasure import (
+    PROTECTED_KINDS,
+    SUMMARIZES,
+    check_not_legacy,
+    check_picked,
+    check_targets,
+    matches,
+    redaction_entries,
+)
 from ...hashing import LEGACY_HASH_VERSION
 from ...records import Event
 from .compression import retrain_after_erasure
@@ -104,27 +111,14 @@ def _select(
     require_text: bool,
 ) -> tuple[set[int], set[int], list[int]]:
     """``(targets, derived summaries, skipped protected ids)`` under the write lock."""
-    rows: dict[int, tuple[str, int, bool]] = {}
+    rows: dict[int, tuple[str, bool]] = {}
     for chunk in _chunks(ids):
-        for id_, kind, version, has_text in conn.execute(
-            f"SELECT id, kind, hash_version, content IS NOT NULL FROM events"
-            f" WHERE id IN ({_in(chunk)})",
+        for id_, kind, has_text in conn.execute(
+            f"SELECT id, kind, content IS NOT NULL FROM events WHERE id IN ({_in(chunk)})",
             chunk,
         ):
-            rows[id_] = (kind, version, bool(has_text))
-    missing = sorted(ids - rows.keys())
-    if missing:
-        raise EventNotFoundError(f"no event with id {', '.join(map(str, missing[:10]))}")
-    protected = sorted(i for i, (kind, _, _) in rows.items() if kind in PROTECTED_KINDS)
-    if protected:
-        raise InvalidInputError(
-            f"events {protected} record earlier erasures or compactions and hold no text: "
-            "they are kept"
-        )
-    if require_text:
-        empty = sorted(i for i, (_, _, has_text) in rows.items() if not has_text)
-        if empty:
-            raise EventNotFoundError(f"no event with id {empty[0]} holding text to redact")
+            rows[id_] = (kind, bool(has_text))
+    check_picked(rows, ids, require_text=require_text)
     targets = set(ids)
     skipped: set[int] = set()
     kinds = _in(PROTECTED_KINDS)
@@ -141,21 +135,11 @@ def _select(
             " AND (content IS NOT NULL OR summary IS NOT NULL OR keywords IS NOT NULL)",
             PROTECTED_KINDS,
         ):
-            if any(needle in (t or "").casefold() for t in (content, summary, keywords)):
+            if matches(needle, (content, summary, keywords)):
                 targets.add(id_)
-    if not targets:
-        raise EventNotFoundError(
-            "nothing to forget: no event matched"
-            + (f" session {session_id!r}" if session_id is not None else "")
-            + (" the given text" if match is not None else "")
-        )
+    check_targets(targets, session_id, match)
     derived = _summaries_of(conn, targets) - targets
-    legacy = _legacy(conn, targets | derived)
-    if legacy:
-        raise InvalidInputError(
-            f"events {legacy[:10]} were written by the earlier PMM, whose hash covers the "
-            "text itself: erasing them would break the chain for good; nothing was erased"
-        )
+    check_not_legacy(_legacy(conn, targets | derived))
     return targets, derived, sorted(skipped)
 
 

@@ -155,20 +155,36 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
+    def count_compacted(self) -> int:
+        """Rows whose raw text was compacted away (they keep a summary)."""
+        from .compaction import count_compacted
+
+        return count_compacted(self)
+
     def compress(
-        self, after: str | int | CompressAfter, *, dry_run: bool = False, retrain: bool = False
+        self,
+        after: str | int | CompressAfter,
+        *,
+        dry_run: bool = False,
+        retrain: bool = False,
+        batch: int | None = None,
+        seconds: float | None = None,
     ) -> CompressionReport:
         """Keep the text of events older than ``after`` (a count of newest texts kept
         plain, ``"1000"``, or an age, ``"30d"``) compressed, losslessly; reads decode it.
-        See :mod:`pmm.storage.sqlite.compression`."""
-        from .compression import compress_texts
+        ``batch`` texts per write transaction; with ``seconds``, no batch starts after
+        that long (the rest waits for the next call). See
+        :mod:`pmm.storage.sqlite.compression`."""
+        from .compression import BATCH, compress_texts
 
         policy = after if isinstance(after, CompressAfter) else CompressAfter.parse(after, "after")
         if policy is None:
             raise InvalidInputError(
                 f"after must be a count or an age (e.g. 1000, 30d), got {after!r}"
             )
-        return compress_texts(self, policy, dry_run=dry_run, retrain=retrain)
+        return compress_texts(
+            self, policy, dry_run=dry_run, retrain=retrain, batch=batch or BATCH, seconds=seconds
+        )
 
     def import_events(self, events: Iterable[Event]) -> VerifyReport:
         """Insert exported events verbatim (same ids, timestamps, hashes and digests) into

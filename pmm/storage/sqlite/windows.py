@@ -16,7 +16,14 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 
-from ...window_keys import BOUNDARY_KIND, WINDOW_KINDS, WindowRow, date_words, window_texts
+from ...window_keys import (
+    BOUNDARY_KIND,
+    WINDOW_KINDS,
+    WindowRow,
+    date_words,
+    reached_turns,
+    window_texts,
+)
 from .text import TEXT_SQL
 
 _KINDS = (*WINDOW_KINDS, BOUNDARY_KIND)
@@ -78,11 +85,7 @@ def _sync_session(
     ).fetchall()
     rows = [WindowRow(r[0], r[1], r[3]) for r in found]
     ts_of = {r[0]: r[2] for r in found}
-    turns = [r for r in rows if r.kind in WINDOW_KINDS]
-    positions = [i for i, r in enumerate(turns) if r.id in marked]
-    targets: set[int] = set()
-    for pos in positions:
-        targets.update(r.id for r in turns[max(0, pos - radius) : pos + radius + 1])
+    targets = reached_turns(rows, radius, marked)
     texts = window_texts(rows, radius, targets)
     before = window_texts([r for r in rows if r.id <= upto], radius, targets)
     tag = session_tag(session)
