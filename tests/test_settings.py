@@ -123,7 +123,10 @@ def test_openai_key_in_dotenv_reaches_the_environment_unless_set(
         "OPENAI_API_KEY=from-dotenv\nOPENAI_BASE_URL=http://127.0.0.1:9/v1\n", "utf-8"
     )
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # setenv first so that monkeypatch restores the variable Settings.load sets (a bare
+    # delenv of an unset name records nothing, and the key leaked into later tests)
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
+    monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://kept/v1")
     Settings.load()
     assert os.environ["OPENAI_API_KEY"] == "from-dotenv"
