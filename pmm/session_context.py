@@ -10,6 +10,7 @@ stored session summary) before :func:`pmm.context.assemble` fits it into the bud
     contexts.history(session, limit=10)             # turns since the clear, oldest first
     contexts.recaller().recall("Lisbon", 5)         # the one recaller (built on first use)
     contexts.forget_facts()    # consolidation superseded statements: rebuild key facts
+    contexts.appended(["alice"])  # after a write: the session index reads the new turns
 
 What has been read of each session is kept and brought up to date incrementally.
 ``settings`` may be replaced between calls (the recaller keeps those it was built with).
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -208,6 +209,14 @@ class SessionContexts:
                     summary_children=self.settings.summary_children,
                 )
             return self._recaller
+
+    def appended(self, session_ids: Iterable[str]) -> None:
+        """Turns were appended to these sessions: the recaller's in-memory session index
+        reads them now, at the write, rather than at the next context's search."""
+        recaller = self._recaller
+        ranker = recaller.session_ranker if recaller is not None else None
+        if ranker is not None:
+            ranker.refresh(session_ids)
 
     def forget_facts(self) -> None:
         """Drop what was read of every session: key facts are rebuilt on the next call."""

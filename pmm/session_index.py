@@ -24,10 +24,13 @@ with the FTS5 path on real chats.
 
 It reads the log only through :class:`~pmm.storage.base.EventLog` (no SQL) and keeps in
 step with it: on a new ``data_version`` a cached session reads the turns appended since
-(and rewrites the windows they reach); any ``redaction`` or ``compaction`` event (redact,
-forget, compact) drops every cached session, so erased words leave at once. Digests
-written after a turn was read reach its ``turn`` key when its session is rebuilt (after
-``max_age_s`` seconds, a redaction or an eviction). At most ``max_sessions`` sessions are
+(and rewrites the windows they reach), at the next search or, for this process's own
+writes, when the writer calls :meth:`SessionRanker.refresh` (:class:`pmm.Mind` does after
+each append: index upkeep is a cost of the write, as FTS5's is, and a read finds the
+index current). Any ``redaction`` or ``compaction`` event (redact, forget, compact) drops
+every cached session, so erased words leave at once. Digests written after a turn was
+read reach its ``turn`` key when its session is rebuilt (after ``max_age_s`` seconds, a
+redaction or an eviction). At most ``max_sessions`` sessions are
 held (least recently searched out first).
 """
 
@@ -143,7 +146,15 @@ class _Key:
         self.count: Counter[str] = Counter()
         self.length: Counter[str] = Counter()
 
-    def put(self, event_id: int, kind: str, columns: tuple[_Column, ...]) -> None:
+    def put(
+        self,
+        event_id: int,
+        kind: str,
+        columns: tuple[_Column, ...],
+        touched: Collection[str] | None = None,
+    ) -> None:
+        """Index (or re-index) a document; ``touched``: when it is re-indexed, the only
+        tokens whose counts may have changed (None: any of them)."""
         weighted: dict[str, float] = {}
         for weight, column in zip(self.weights, columns, strict=True):
             if weight == 1.0 and not weighted:
@@ -160,13 +171,22 @@ class _Key:
         postings = self.postings
         changed: Iterable[tuple[str, float]] = weighted.items()
         if old is not None:
-            for token in old.weighted.keys() - weighted.keys():
+            before = old.weighted
+            if touched is None:
+                gone: Iterable[str] = before.keys() - weighted.keys()
+                changed = [(t, v) for t, v in weighted.items() if before.get(t) != v]
+            else:
+                gone = [t for t in touched if t in before and t not in weighted]
+                changed = [
+                    (t, weighted[t])
+                    for t in touched
+                    if t in weighted and before.get(t) != weighted[t]
+                ]
+            for token in gone:
                 ids = postings[token]
                 del ids[event_id]
                 if not ids:
                     del postings[token]
-            before = old.weighted
-            changed = [(t, v) for t, v in weighted.items() if before.get(t) != v]
         for token, value in changed:
             posting = postings.get(token)
             if posting is None:
@@ -224,6 +244,7 @@ class _Session:
     rows: list[WindowRow]
     ts: dict[int, str]
     text_tokens: dict[int, list[str]]  # a turn's content (or summary when erased) as tokens
+    members: dict[int, tuple[int, ...]]  # the ids of the turns each window holds
     turns: _Key
     windows: _Key
     max_id: int
@@ -325,15 +346,35 @@ class SessionRanker:
                 else:
                     docs = index.docs
                     pairs = ((i, docs[i].hits(phrase, weights, usual)) for i in ids)
+                if not scores:  # nothing to add to: one comprehension (0.0 + gain is gain)
+                    scores = {
+                        i: idf * f * k1_1 / (f + (base + lean * lengths[i])) for i, f in pairs if f
+                    }
+                    get = scores.get
+                    continue
                 for event_id, freq in pairs:
                     if freq:
                         gain = idf * freq * k1_1 / (freq + (base + lean * lengths[event_id]))
                         scores[event_id] = get(event_id, 0.0) + gain
-        # best first by (score, id), compared as plain tuples (no key function per item)
-        ranked = heapq.nlargest(limit, [(score, i) for i, score in scores.items()])
+        # best first by (score, id), compared as plain tuples (no key function per item);
+        # a full sort in C beats a heap unless few of many are wanted
+        pairs_by_score = zip(scores.values(), scores.keys(), strict=True)
+        if len(scores) <= 8 * limit:
+            ranked = sorted(pairs_by_score, reverse=True)[:limit]
+        else:
+            ranked = heapq.nlargest(limit, pairs_by_score)
         return [(i, score) for score, i in ranked]
 
     # -- keeping in step with the log ---------------------------------------------------
+
+    def refresh(self, session_ids: Iterable[str]) -> None:
+        """Bring the held sessions among ``session_ids`` up to date with the log now (a
+        writer calls it after appending, so that the next search finds them current);
+        sessions not held are left to be read when first searched."""
+        with self._lock:
+            for session_id in dict.fromkeys(session_ids):
+                if session_id in self._sessions:
+                    self._session(session_id)
 
     def _session(self, session_id: str) -> _Session:
         token = self.store.data_version()
@@ -365,7 +406,7 @@ class SessionRanker:
 
     def _build(self, session_id: str, token: tuple[int, int]) -> _Session:
         self.builds += 1
-        session = _Session([], {}, {}, _Key(TURN_WEIGHTS), _Key(WINDOW_WEIGHTS), 0, token)
+        session = _Session([], {}, {}, {}, _Key(TURN_WEIGHTS), _Key(WINDOW_WEIGHTS), 0, token)
         self._add(session, self._read(session_id, 0))
         return session
 
@@ -402,13 +443,24 @@ class SessionRanker:
                     targets.add(session.rows[start].id)
                 seen += 1
         windows = window_members(session.rows[start:], self.radius, targets)
+        held = session.text_tokens
         for event_id in targets:
             members = windows.get(event_id)
             if members is None:
                 session.windows.drop(event_id)
+                session.members.pop(event_id, None)
                 continue
-            held = session.text_tokens
-            body = list(chain.from_iterable(held[row.id] for row in members))
+            ids = tuple(row.id for row in members)
+            before = session.members.get(event_id)
+            session.members[event_id] = ids
+            # a turn's tokens never change while its session is held (redactions and
+            # compactions drop the session): only the turns that joined or left the
+            # window change its counts
+            touched = None
+            if before is not None:
+                moved = set(ids).symmetric_difference(before)
+                touched = set(chain.from_iterable(held[i] for i in moved))
+            body = list(chain.from_iterable(held[i] for i in ids))
             dates = _date_column(session.ts[event_id][:10])
             kind = session.turns.docs[event_id].kind
-            session.windows.put(event_id, kind, (_Column.of(body), dates))
+            session.windows.put(event_id, kind, (_Column.of(body), dates), touched)
