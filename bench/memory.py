@@ -154,7 +154,7 @@ def main() -> None:
             if "FTS5" in label:  # the baseline: every keyword ranker asks SQLite
                 pmm_memory.pmm._get_recaller().session_ranker = None
             if "at read" in label:  # as before: writes leave the session ranker stale
-                pmm_memory.pmm._contexts.appended = lambda session_ids: None  # type: ignore[method-assign]
+                pmm_memory.pmm._contexts.appended = lambda events: None  # type: ignore[method-assign]
             pmm_memory.load_memory_variables({"input": "warm up"})
             runs[label] = run_rounds(pmm_memory, args.rounds, random.Random(2))
             counter = pmm_memory.token_counter

@@ -10,7 +10,7 @@ stored session summary) before :func:`pmm.context.assemble` fits it into the bud
     contexts.history(session, limit=10)             # turns since the clear, oldest first
     contexts.recaller().recall("Lisbon", 5)         # the one recaller (built on first use)
     contexts.forget_facts()    # consolidation superseded statements: rebuild key facts
-    contexts.appended(["alice"])  # after a write: the session index reads the new turns
+    contexts.appended(events)  # after a write: the session index takes the new turns
 
 What has been read of each session is kept and brought up to date incrementally.
 ``settings`` may be replaced between calls (the recaller keeps those it was built with).
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -226,13 +226,13 @@ class SessionContexts:
                 )
             return self._recaller
 
-    def appended(self, session_ids: Iterable[str]) -> None:
-        """Turns were appended to these sessions: the recaller's in-memory session index
-        reads them now, at the write, rather than at the next context's search."""
+    def appended(self, events: Sequence[Event]) -> None:
+        """This process appended ``events``: the recaller's in-memory session index takes
+        them now, at the write, rather than at the next context's search."""
         recaller = self._recaller
         ranker = recaller.session_ranker if recaller is not None else None
         if ranker is not None:
-            ranker.refresh(session_ids)
+            ranker.appended(events)
 
     def forget_facts(self) -> None:
         """Drop what was read of every session: key facts are rebuilt on the next call."""

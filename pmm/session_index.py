@@ -25,13 +25,14 @@ with the FTS5 path on real chats.
 It reads the log only through :class:`~pmm.storage.base.EventLog` (no SQL) and keeps in
 step with it: on a new ``data_version`` a cached session reads the turns appended since
 (and rewrites the windows they reach), at the next search or, for this process's own
-writes, when the writer calls :meth:`SessionRanker.refresh` (:class:`pmm.Mind` does after
+writes, when the writer calls :meth:`SessionRanker.appended` (:class:`pmm.Mind` does after
 each append: index upkeep is a cost of the write, as FTS5's is, and a read finds the
-index current). Any ``redaction`` or ``compaction`` event (redact, forget, compact) drops
-every cached session, so erased words leave at once. Digests written after a turn was
-read reach its ``turn`` key when its session is rebuilt (after ``max_age_s`` seconds, a
-redaction or an eviction). At most ``max_sessions`` sessions are
-held (least recently searched out first).
+index current; the appended events are taken as given when nothing else was appended in
+between). Any ``redaction`` or ``compaction`` event (redact, forget, compact) drops every
+cached session, so erased words leave at once. Digests written after a turn was read
+reach its ``turn`` key when its session is rebuilt (after ``max_age_s`` seconds, a
+redaction or an eviction). At most ``max_sessions`` sessions are held (least recently
+searched out first).
 """
 
 from __future__ import annotations
@@ -367,14 +368,43 @@ class SessionRanker:
 
     # -- keeping in step with the log ---------------------------------------------------
 
-    def refresh(self, session_ids: Iterable[str]) -> None:
-        """Bring the held sessions among ``session_ids`` up to date with the log now (a
-        writer calls it after appending, so that the next search finds them current);
-        sessions not held are left to be read when first searched."""
+    def appended(self, events: Sequence[Event]) -> None:
+        """This process just appended ``events`` (one transaction): index them now in the
+        held sessions they belong to, so that the next search finds them current (index
+        upkeep is a cost of the write, as FTS5's is). Sessions not held are left to be
+        read when first searched.
+
+        When nothing else was appended since the ranker last looked (the events follow
+        the last id seen and are the newest rows) they are indexed as given, without
+        reading them back; otherwise the held sessions read the log as at a search."""
+        if not events:
+            return
         with self._lock:
-            for session_id in dict.fromkeys(session_ids):
-                if session_id in self._sessions:
+            ids = dict.fromkeys(e.session_id for e in events)
+            held = [s for s in ids if s is not None and s in self._sessions]
+            if not held:
+                return
+            token = self.store.data_version()
+            first, last = events[0].id, events[-1].id
+            direct = (
+                self._token is not None
+                and first == self._seen_id + 1
+                and last - first == len(events) - 1
+                and not any(e.kind in CHANGE_KINDS for e in events)
+                and self.store.last_id() == last
+            )
+            for session_id in held:
+                session = self._sessions[session_id]
+                fresh = time.monotonic() - session.built <= self.max_age_s
+                if direct and session.token == self._token and fresh:
+                    kinds = (*WINDOW_KINDS, BOUNDARY_KIND)
+                    mine = [e for e in events if e.session_id == session_id and e.kind in kinds]
+                    self._add(session, mine)
+                    session.token = token
+                elif not direct:
                     self._session(session_id)
+            if direct:  # every row up to `last` is known: held sessions not current read later
+                self._seen_id, self._token = last, token
 
     def _session(self, session_id: str) -> _Session:
         token = self.store.data_version()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pmm.recall import Recaller
+from pmm.records import NewEvent
 from pmm.session_index import SessionRanker
 from pmm.stemmer import fts_tokens, stem
 from pmm.storage.sqlite import EventStore
@@ -398,8 +399,25 @@ def test_writes_bring_the_index_up_to_date_and_other_processes_are_seen(tmp_path
         )
         other = int(done.stdout)
         assert held.max_id < other
-        found = {i for i, _ in ranker.search("kayak", session_id="s", key="turn")}
-        assert found == {first.id, user.id, other}
+        # the next write does not follow the last id seen: the session reads the log
         mind.remember_turn("and a green paddle", "ok", session_id="s")
         assert ranker._sessions["s"].max_id == other + 2
+        found = {i for i, _ in ranker.search("kayak", session_id="s", key="turn")}
+        assert found == {first.id, user.id, other}
+        for n in range(5):  # taken as given, as a fresh build reads them
+            mind.remember_turn(f"kayak lesson {n}", "fun", session_id="s")
+        fresh = SessionRanker(store := mind.store)
+        fresh.search("kayak", session_id="s")
+        mine, theirs = ranker._sessions["s"], fresh._sessions["s"]
+        assert mine.max_id == theirs.max_id == store.last_id()
+        for key in ("turns", "windows"):
+            assert getattr(mine, key).postings == getattr(theirs, key).postings
+            assert getattr(mine, key).lengths == getattr(theirs, key).lengths
+        # another connection appends between this process's append and its upkeep call
+        ours = mind.store.append_many([NewEvent("prompt", "kayak club", "s", "user")])
+        with EventStore(path) as elsewhere:
+            theirs_id = elsewhere.append("prompt", "kayak race", session_id="s").id
+        ranker.appended(ours)
+        found = {i for i, _ in ranker.search("kayak", session_id="s", key="turn")}
+        assert {ours[0].id, theirs_id} <= found
         assert ranker.builds == 1
