@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING
 from .context import Context, Turn, assemble
 from .errors import ConfigurationError, InvalidInputError
 from .facts import FactBook
+from .recent_turns import RecentTurns
 from .roles import without_speaker
-from .session_index import CHANGE_KINDS
 from .turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
 
 if TYPE_CHECKING:
     from .embed import Embedder
     from .recall import Recaller
-    from .records import Event, TurnRow
+    from .records import Event
     from .settings import Settings
     from .storage import EventLog
     from .tokens import TokenCounter
@@ -72,25 +72,12 @@ def default_recall_mode(settings: Settings) -> str:
 
 
 @dataclass
-class _Recent:
-    """A session's newest turns as the context shows them (summaries off), kept between
-    calls: newest first, each with its token cost, from the newest turn read down to
-    some older one with none left out; ``complete``: down to the first turn since
-    ``clear_after``."""
-
-    clear_after: int
-    turns: list[tuple[Turn, int]] = field(default_factory=list)
-    complete: bool = False
-
-
-@dataclass
 class _SessionState:
     """What has been read of one session so far (refreshed incrementally)."""
 
     scanned_upto: int = 0
     clear_after: int = 0
     facts: FactBook = field(default_factory=FactBook)
-    recent: _Recent | None = None
 
 
 class SessionContexts:
@@ -115,8 +102,7 @@ class SessionContexts:
         self._recaller: Recaller | None = None
         self._sessions: dict[str, _SessionState] = {}
         self._lock = threading.RLock()
-        self._token: tuple[int, int] | None = None  # the store's data_version last seen
-        self._seen_id = 0  # every redaction or compaction up to this id is known
+        self._recent = RecentTurns(store, counter)
 
     def context(
         self,
@@ -227,8 +213,10 @@ class SessionContexts:
             return self._recaller
 
     def appended(self, events: Sequence[Event]) -> None:
-        """This process appended ``events``: the recaller's in-memory session index takes
-        them now, at the write, rather than at the next context's search."""
+        """This process appended ``events``: the kept recent turns and the recaller's
+        in-memory session index take them now, at the write, rather than at the next
+        context's read."""
+        self._recent.appended(events)
         recaller = self._recaller
         ranker = recaller.session_ranker if recaller is not None else None
         if ranker is not None:
@@ -245,83 +233,13 @@ class SessionContexts:
     def _history_window(
         self, session: str, clear_after: int, budget: int
     ) -> tuple[list[Turn], bool]:
-        """Newest turns first, read page by page until they would fill ``budget``; the flag
-        says whether the window holds every turn since the clear marker.
-
-        With summaries off a turn is shown as it is stored, so the turns shown last time
-        are kept (:class:`_Recent`) and only newer ones are read, until a redaction or a
-        compaction anywhere in the log (which rewrite stored turns) drops what is kept.
-        With summaries on, digests written since would change them: read afresh.
-        """
+        """Newest turns first until they would fill ``budget``; the flag says whether the
+        window holds every turn since the clear marker. With summaries off the turns shown
+        last time are kept (:mod:`pmm.recent_turns`); with summaries on, digests written
+        since would change them: read afresh (:meth:`_read_window`)."""
         if self.settings.enable_summary:
             return self._read_window(session, clear_after, budget)
-        page = 64
-        with self._lock:
-            self._drop_rewritten()
-            state = self._sessions.setdefault(session, self._new_state())
-            recent = state.recent
-            if recent is not None and recent.clear_after == clear_after and recent.turns:
-                newest = recent.turns[0][0].event_id
-                rows = self.store.turn_rows(
-                    session_id=session, kinds=TURN_KINDS, after_id=newest, limit=page
-                )
-                if len(rows) < page:
-                    recent.turns[:0] = [self._shown(row) for row in rows]
-                else:  # more new turns than a page: start afresh
-                    recent = None
-            else:
-                recent = None
-            if recent is None:
-                recent = _Recent(clear_after)
-            state.recent = recent
-            turns: list[Turn] = []
-            spent = 0
-            if budget <= 0:
-                return turns, False
-            for turn, cost in recent.turns:
-                turns.append(turn)
-                spent += cost
-                if spent >= budget:
-                    del recent.turns[len(turns) :]
-                    recent.complete = False
-                    return turns, False
-            while not recent.complete:
-                rows = self.store.turn_rows(
-                    session_id=session,
-                    kinds=TURN_KINDS,
-                    after_id=clear_after,
-                    before_id=turns[-1].event_id if turns else None,
-                    limit=page,
-                )
-                for row in rows:
-                    shown = self._shown(row)
-                    recent.turns.append(shown)
-                    turns.append(shown[0])
-                    spent += shown[1]
-                    if spent >= budget:
-                        return turns, False
-                recent.complete = len(rows) < page
-            return turns, True
-
-    def _shown(self, row: TurnRow) -> tuple[Turn, int]:
-        """A stored turn as the context shows it with summaries off, and its token cost."""
-        role, text = turn_role(row)
-        return Turn(role, text, row.id, row.ts, row.session_id), self.counter.count(text) + 4
-
-    def _drop_rewritten(self) -> None:
-        """Forget the kept turns of every session when a redaction or a compaction was
-        appended since the last look (by this process or another one)."""
-        token = self.store.data_version()
-        if token == self._token:
-            return
-        newest = self.store.last_id()
-        if newest > self._seen_id and self.store.event_ids(
-            kinds=CHANGE_KINDS, after_id=self._seen_id
-        ):
-            for state in self._sessions.values():
-                state.recent = None
-        self._seen_id = max(self._seen_id, newest)
-        self._token = token
+        return self._recent.window(session, clear_after, budget)
 
     def _read_window(self, session: str, clear_after: int, budget: int) -> tuple[list[Turn], bool]:
         """:meth:`_history_window` read from the log (used with summaries on)."""

@@ -48,6 +48,7 @@ from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING
 
+from .log_watch import LogWatch
 from .records import Event
 from .stemmer import fts_tokens
 from .storage.terms import pick_terms
@@ -66,8 +67,6 @@ if TYPE_CHECKING:
 
 K1 = 1.2
 B = 0.75
-CHANGE_KINDS = ("redaction", "compaction")
-"""Events that change older turns' text: every cached session is dropped when one appears."""
 TURN_WEIGHTS = (2.0, 3.0, 1.0)
 """summary, keywords, content: the turn key's BM25 column weights (as in FTS5)."""
 WINDOW_WEIGHTS = (1.0, 1.0)
@@ -274,8 +273,7 @@ class SessionRanker:
         """Sessions read in full so far (for tests and benchmarks)."""
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
-        self._token: tuple[int, int] | None = None
-        self._seen_id = 0
+        self._watch = LogWatch(store)
 
     def serves(self, key: str, kinds: Iterable[str] | None) -> bool:
         """Whether :meth:`search` can answer this (turn or window key, turn kinds)."""
@@ -374,48 +372,36 @@ class SessionRanker:
         upkeep is a cost of the write, as FTS5's is). Sessions not held are left to be
         read when first searched.
 
-        When nothing else was appended since the ranker last looked (the events follow
-        the last id seen and are the newest rows) they are indexed as given, without
+        When nothing else was appended since the ranker last looked
+        (:meth:`pmm.log_watch.LogWatch.follows`) they are indexed as given, without
         reading them back; otherwise the held sessions read the log as at a search."""
         if not events:
             return
         with self._lock:
-            ids = dict.fromkeys(e.session_id for e in events)
-            held = [s for s in ids if s is not None and s in self._sessions]
-            if not held:
+            mine = {s for e in events if (s := e.session_id) is not None and s in self._sessions}
+            if not mine:
                 return
-            token = self.store.data_version()
-            first, last = events[0].id, events[-1].id
-            direct = (
-                self._token is not None
-                and first == self._seen_id + 1
-                and last - first == len(events) - 1
-                and not any(e.kind in CHANGE_KINDS for e in events)
-                and self.store.last_id() == last
-            )
-            for session_id in held:
-                session = self._sessions[session_id]
-                fresh = time.monotonic() - session.built <= self.max_age_s
-                if direct and session.token == self._token and fresh:
-                    kinds = (*WINDOW_KINDS, BOUNDARY_KIND)
-                    mine = [e for e in events if e.session_id == session_id and e.kind in kinds]
-                    self._add(session, mine)
-                    session.token = token
-                elif not direct:
+            before = self._watch.token
+            token = self._watch.follows(events)
+            if token is None:
+                for session_id in mine:
                     self._session(session_id)
-            if direct:  # every row up to `last` is known: held sessions not current read later
-                self._seen_id, self._token = last, token
+                return
+            kinds = (*WINDOW_KINDS, BOUNDARY_KIND)
+            now = time.monotonic()
+            for session_id, session in self._sessions.items():
+                if session.token != before or now - session.built > self.max_age_s:
+                    continue  # not current before this append: read at its next search
+                if session_id in mine:
+                    new = [e for e in events if e.session_id == session_id and e.kind in kinds]
+                    self._add(session, new)
+                session.token = token  # the new rows are these events
+            self._watch.advance(events, token)
 
     def _session(self, session_id: str) -> _Session:
-        token = self.store.data_version()
-        if token != self._token:
-            newest = self.store.last_id()
-            if newest > self._seen_id and self.store.event_ids(
-                kinds=CHANGE_KINDS, after_id=self._seen_id
-            ):
-                self._sessions.clear()
-            self._seen_id = max(self._seen_id, newest)
-            self._token = token
+        token, rewritten = self._watch.look()
+        if rewritten:
+            self._sessions.clear()
         session = self._sessions.get(session_id)
         if session is not None and time.monotonic() - session.built > self.max_age_s:
             session = None

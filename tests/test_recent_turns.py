@@ -1,11 +1,12 @@
-"""The recent window kept between context calls (summaries off) equals the window read
-afresh from the log, through appends, clear markers, redactions, compactions and appends
-by another connection, at any budget."""
+"""pmm.recent_turns: the recent window kept between context calls (summaries off) equals
+the window read afresh from the log, through appends, clear markers, redactions,
+compactions and appends by another connection, at any budget."""
 
 from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from pmm import Mind
 from pmm.storage.sqlite import EventStore
@@ -46,6 +47,30 @@ def test_kept_window_equals_a_fresh_read(tmp_path: Path) -> None:
             kept = contexts._history_window(session, clear_after, budget)
             fresh = contexts._read_window(session, clear_after, budget)
             assert kept == fresh, step
-            recent = contexts._sessions[session].recent
-            reused += recent is not None and len(recent.turns) > 0
+            kept = contexts._recent._kept.get(session)
+            reused += kept is not None and len(kept.turns) > 0
         assert reused > 100
+
+
+def test_own_appends_are_taken_as_given_and_others_are_read(tmp_path: Path) -> None:
+    """After this process's save, a context reads no turns from the log; after another
+    connection's append it reads the new ones, and shows them."""
+    path = tmp_path / "w.db"
+    with Mind(str(path), max_tokens=300) as mind, EventStore(path) as other:
+        reads: list[int] = []
+        turn_rows = mind.store.turn_rows
+
+        def counted(**kwargs: Any) -> Any:
+            reads.append(1)
+            return turn_rows(**kwargs)
+
+        mind.store.turn_rows = counted  # type: ignore[method-assign]
+        mind.remember_turn("first", "one", session_id="s")
+        assert [t.text for t in mind.context("s").history] == ["first", "one"]
+        reads.clear()
+        mind.remember_turn("second", "two", session_id="s")
+        assert [t.text for t in mind.context("s").history] == ["first", "one", "second", "two"]
+        assert reads == []
+        other.append("prompt", "third, from elsewhere", session_id="s", role="user")
+        assert mind.context("s").history[-1].text == "third, from elsewhere"
+        assert reads == [1]
