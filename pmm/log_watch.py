@@ -50,15 +50,13 @@ class LogWatch:
             self.token = token
         return token, rewritten
 
-    def follows(self, events: Sequence[Event]) -> tuple[int, int] | None:
+    def follows(self, events: Sequence[Event], now: LogNow | None = None) -> tuple[int, int] | None:
         """The store's ``data_version`` now, when ``events`` (this process's append, one
         transaction) are the rows right after the newest id seen and still the newest
         rows, none of them a change marker: the reader may take them as given instead of
         reading them back (then :meth:`advance`). None otherwise: never looked, or a row
-        another process appended before or in between them.
-
-        The version is read before the newest id: a row appended between the two reads
-        is caught here, and one appended after them changes the version a look compares."""
+        another process appended before or in between them. ``now``: the store's state
+        read once for every reader told about this append."""
         if self.token is None or not events:
             return None
         first, last = events[0].id, events[-1].id
@@ -66,9 +64,27 @@ class LogWatch:
             return None
         if any(e.kind in CHANGE_KINDS for e in events):
             return None
-        token = self.store.data_version()
-        return token if self.store.last_id() == last else None
+        token, newest = (now or LogNow(self.store)).read()
+        return token if newest == last else None
 
     def advance(self, events: Sequence[Event], token: tuple[int, int]) -> None:
         """The reader took ``events`` as given (``token`` from :meth:`follows`)."""
         self.seen_id, self.token = events[-1].id, token
+
+
+class LogNow:
+    """The store's ``data_version`` and newest id, read on first use and then kept: the
+    readers told about one append share the two queries. The version is read first, so a
+    row appended between the two reads shows as a newer id, and one appended after them
+    changes the version that the next look compares."""
+
+    def __init__(self, store: EventLog) -> None:
+        self.store = store
+        self._read: tuple[tuple[int, int], int] | None = None
+
+    def read(self) -> tuple[tuple[int, int], int]:
+        """``(data_version, newest id)``."""
+        if self._read is None:
+            token = self.store.data_version()
+            self._read = token, self.store.last_id()
+        return self._read

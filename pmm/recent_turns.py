@@ -13,7 +13,8 @@ marker appended since (by this process or another) drops every kept session; oth
 only the turns after the newest kept one are read. A turn's token cost (``count(text) +
 4``) is counted once. :meth:`RecentTurns.appended` takes this process's own appends
 without reading them back, when nothing else was appended in between (see
-:class:`pmm.log_watch.LogWatch`); the next call then reads nothing.
+:class:`pmm.log_watch.LogWatch`); the next call then reads nothing from the log and counts
+the new turns' tokens.
 
 A :class:`RecentTurns` is thread-safe and holds at most ``max_sessions`` sessions.
 """
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .context import Turn
-from .log_watch import LogWatch
+from .log_watch import LogNow, LogWatch
 from .turns import CLEAR_KIND, TURN_KINDS, turn_role
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 
 PAGE = 64
 """Turns read per query when the kept ones do not fill the budget."""
+UNCOUNTED = -1
+"""The cost of a turn taken from an append, not yet counted (counting is the reader's)."""
 
 
 @dataclass
@@ -90,9 +93,11 @@ class RecentTurns:
                 self._kept.popitem(last=False)
             return self._fill(session, kept, budget)
 
-    def appended(self, events: Sequence[Event]) -> None:
+    def appended(self, events: Sequence[Event], now: LogNow | None = None) -> None:
         """This process appended ``events`` (one transaction): prepend their turns to the
-        kept sessions they belong to, when nothing else was appended in between."""
+        kept sessions they belong to, when nothing else was appended in between (``now``:
+        the store's state shared by the readers told about this append). Their token
+        costs are counted by the next :meth:`window` that shows them."""
         if not events:
             return
         with self._lock:
@@ -100,7 +105,7 @@ class RecentTurns:
             if not mine:
                 return
             before = self._watch.token
-            token = self._watch.follows(events)
+            token = self._watch.follows(events, now)
             if token is None:
                 return  # the next call reads the log
             for session, kept in list(self._kept.items()):
@@ -114,7 +119,7 @@ class RecentTurns:
                     del self._kept[session]
                     continue
                 turns = [e for e in theirs if e.kind in TURN_KINDS]
-                kept.turns[:0] = [self._shown(e) for e in reversed(turns)]
+                kept.turns[:0] = [self._shown(e, counted=False) for e in reversed(turns)]
                 kept.token = token
             self._watch.advance(events, token)
 
@@ -123,7 +128,10 @@ class RecentTurns:
         spent = 0
         if budget <= 0:
             return turns, False
-        for turn, cost in kept.turns:
+        for i, (turn, cost) in enumerate(kept.turns):
+            if cost == UNCOUNTED:
+                cost = self.counter.count(turn.text) + 4
+                kept.turns[i] = turn, cost
             turns.append(turn)
             spent += cost
             if spent >= budget:
@@ -148,7 +156,9 @@ class RecentTurns:
             kept.complete = len(rows) < PAGE
         return turns, True
 
-    def _shown(self, row: TurnRow | Event) -> tuple[Turn, int]:
-        """A stored turn as the context shows it with summaries off, and its token cost."""
+    def _shown(self, row: TurnRow | Event, *, counted: bool = True) -> tuple[Turn, int]:
+        """A stored turn as the context shows it with summaries off, and its token cost
+        (``counted=False``: :data:`UNCOUNTED`, counted when first shown)."""
         role, text = turn_role(row)
-        return Turn(role, text, row.id, row.ts, row.session_id), self.counter.count(text) + 4
+        cost = self.counter.count(text) + 4 if counted else UNCOUNTED
+        return Turn(role, text, row.id, row.ts, row.session_id), cost

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from .context import Context, Turn, assemble
 from .errors import ConfigurationError, InvalidInputError
 from .facts import FactBook
+from .log_watch import LogNow
 from .recent_turns import RecentTurns
 from .roles import without_speaker
 from .turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
@@ -215,12 +216,13 @@ class SessionContexts:
     def appended(self, events: Sequence[Event]) -> None:
         """This process appended ``events``: the kept recent turns and the recaller's
         in-memory session index take them now, at the write, rather than at the next
-        context's read."""
-        self._recent.appended(events)
+        context's read (sharing one read of the store's state)."""
+        now = LogNow(self.store)
+        self._recent.appended(events, now)
         recaller = self._recaller
         ranker = recaller.session_ranker if recaller is not None else None
         if ranker is not None:
-            ranker.appended(events)
+            ranker.appended(events, now)
 
     def forget_facts(self) -> None:
         """Drop what was read of every session: key facts are rebuilt on the next call."""

@@ -48,7 +48,7 @@ from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from .log_watch import LogWatch
+from .log_watch import LogNow, LogWatch
 from .records import Event
 from .stemmer import fts_tokens
 from .storage.terms import pick_terms
@@ -366,7 +366,7 @@ class SessionRanker:
 
     # -- keeping in step with the log ---------------------------------------------------
 
-    def appended(self, events: Sequence[Event]) -> None:
+    def appended(self, events: Sequence[Event], now: LogNow | None = None) -> None:
         """This process just appended ``events`` (one transaction): index them now in the
         held sessions they belong to, so that the next search finds them current (index
         upkeep is a cost of the write, as FTS5's is). Sessions not held are left to be
@@ -374,7 +374,8 @@ class SessionRanker:
 
         When nothing else was appended since the ranker last looked
         (:meth:`pmm.log_watch.LogWatch.follows`) they are indexed as given, without
-        reading them back; otherwise the held sessions read the log as at a search."""
+        reading them back; otherwise the held sessions read the log as at a search.
+        ``now``: the store's state shared by the readers told about this append."""
         if not events:
             return
         with self._lock:
@@ -382,15 +383,15 @@ class SessionRanker:
             if not mine:
                 return
             before = self._watch.token
-            token = self._watch.follows(events)
+            token = self._watch.follows(events, now)
             if token is None:
                 for session_id in mine:
                     self._session(session_id)
                 return
             kinds = (*WINDOW_KINDS, BOUNDARY_KIND)
-            now = time.monotonic()
+            clock = time.monotonic()
             for session_id, session in self._sessions.items():
-                if session.token != before or now - session.built > self.max_age_s:
+                if session.token != before or clock - session.built > self.max_age_s:
                     continue  # not current before this append: read at its next search
                 if session_id in mine:
                     new = [e for e in events if e.session_id == session_id and e.kind in kinds]
