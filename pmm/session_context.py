@@ -10,7 +10,7 @@ stored session summary) before :func:`pmm.context.assemble` fits it into the bud
     contexts.history(session, limit=10)             # turns since the clear, oldest first
     contexts.recaller().recall("Lisbon", 5)         # the one recaller (built on first use)
     contexts.forget_facts()    # consolidation superseded statements: rebuild key facts
-    contexts.appended(events)  # after a write: the session index takes the new turns
+    contexts.appended(events)  # after a write: kept turns and session index take them
 
 What has been read of each session is kept and brought up to date incrementally.
 ``settings`` may be replaced between calls (the recaller keeps those it was built with).
