@@ -3,9 +3,11 @@
     python bench/memory.py                 # 100,000 events in 1,000 sessions, 300 rounds
     python bench/memory.py --events 20000 --rounds 100
 
-Prints p50/p99 per call for PersistentMindMemory (summaries off, the default; with and
-without the "Relevant memories" search, and with that search through SQLite FTS5 as before
-the in-memory session ranker, pmm/session_index.py) and, in the same run on the same data,
+Prints p50/p95/p99 per call for PersistentMindMemory (summaries off, the default; with and
+without the "Relevant memories" search, with that search through SQLite FTS5 as before the
+in-memory session ranker, pmm/session_index.py, and with that ranker brought up to date at
+the next read instead of at the write, as before: the write pays for the index upkeep the
+read no longer does, and both calls are printed) and, in the same run on the same data,
 for langchain-classic's ConversationBufferMemory over langchain-community's
 SQLChatMessageHistory. Each PMM run gets its own session of the same size (they grow by
 two events a round). Targets: save_context p50 <= 0.5 ms, load_memory_variables p50 <= 1 ms
@@ -139,6 +141,7 @@ def main() -> None:
         runs: dict[str, dict[str, list[float]]] = {}
         for label, extra, own in (
             ("PMM", {}, "session-7"),
+            ("PMM, index upkeep at read", {}, "session-10"),
             ("PMM, FTS5 session search", {}, "session-8"),
             ("PMM, PMM_RECALL_K=0", {"recall_k": 0}, "session-9"),
         ):
@@ -150,6 +153,8 @@ def main() -> None:
             )
             if "FTS5" in label:  # the baseline: every keyword ranker asks SQLite
                 pmm_memory.pmm._get_recaller().session_ranker = None
+            if "at read" in label:  # as before: writes leave the session ranker stale
+                pmm_memory.pmm._contexts.appended = lambda events: None  # type: ignore[method-assign]
             pmm_memory.load_memory_variables({"input": "warm up"})
             runs[label] = run_rounds(pmm_memory, args.rounds, random.Random(2))
             counter = pmm_memory.token_counter
@@ -165,17 +170,17 @@ def main() -> None:
         f"\n{args.rounds} rounds on one session of ~{args.events // args.sessions} events; "
         f"PMM budget {args.max_tokens} tokens ({counter})\n"
     )
-    print(f"{'memory':<26}{'call':<24}{'p50':>10}{'p99':>11}")
+    print(f"{'memory':<26}{'call':<24}{'p50':>10}{'p95':>11}{'p99':>11}")
     targets = {"save_context": 0.5, "load_memory_variables": 1.0}
     runs["ConversationBufferMemory"] = base
     for label, samples in runs.items():
         for call in ("save_context", "load_memory_variables"):
-            p50, p99 = percentile(samples[call], 0.5) * 1e3, percentile(samples[call], 0.99) * 1e3
+            p50, p95, p99 = (percentile(samples[call], q) * 1e3 for q in (0.5, 0.95, 0.99))
             verdict = ""
             if label.startswith("PMM"):
                 verdict = f"  target p50 <= {targets[call]} ms: "
                 verdict += "PASS" if p50 <= targets[call] else "MISS"
-            print(f"{label:<26}{call:<24}{p50:>8.3f}ms{p99:>9.3f}ms{verdict}")
+            print(f"{label:<26}{call:<24}{p50:>8.3f}ms{p95:>9.3f}ms{p99:>9.3f}ms{verdict}")
     print(
         "\nPMM_RECALL_K=0 leaves out the 'Relevant memories' search of the session's older"
         " turns;\nthe buffer memory returns the whole session, unbudgeted."

@@ -192,6 +192,7 @@ class Mind:
             if entry.role is not None:
                 kind_for_role(entry.role)  # validates the role
         events = self.store.append_many(entries)
+        self._contexts.appended(events)
         if self._derived_enabled:
             self._processor.appended(events, inline=self.settings.summary_mode == "inline")
         return events

@@ -46,6 +46,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from operator import neg
 from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
@@ -162,6 +163,7 @@ def rrf_fuse(
     """
     scores: dict[int, float] = {}
     ranks: dict[int, dict[str, int]] = {}
+    best: dict[int, int] = {}  # the best rank of each event (keys in the order of scores')
     for ranker, ids in rankings.items():
         weight = 1.0 if weights is None else weights.get(ranker, 1.0)
         for rank, event_id in enumerate(ids, start=1):
@@ -169,12 +171,16 @@ def rrf_fuse(
             if seen is None:
                 ranks[event_id] = {ranker: rank}
                 scores[event_id] = 0.0 + weight / (k_constant + rank)
+                best[event_id] = rank
             elif ranker not in seen:
                 seen[ranker] = rank
                 scores[event_id] += weight / (k_constant + rank)
-    # sorted as plain tuples (no key function per event)
-    order = sorted([(-s, min(ranks[i].values()), -i, i) for i, s in scores.items()])
-    return [(i, scores[i], ranks[i]) for *_, i in order]
+                if rank < best[event_id]:
+                    best[event_id] = rank
+    # sorted as plain tuples built in C (no key function or tuple display per event)
+    keys = list(scores)
+    order = sorted(zip(map(neg, scores.values()), best.values(), map(neg, keys), keys, strict=True))
+    return [(i, scores[i], ranks[i]) for _, _, _, i in order]
 
 
 class Recaller:

@@ -10,6 +10,7 @@ stored session summary) before :func:`pmm.context.assemble` fits it into the bud
     contexts.history(session, limit=10)             # turns since the clear, oldest first
     contexts.recaller().recall("Lisbon", 5)         # the one recaller (built on first use)
     contexts.forget_facts()    # consolidation superseded statements: rebuild key facts
+    contexts.appended(events)  # after a write: kept turns and session index take them
 
 What has been read of each session is kept and brought up to date incrementally.
 ``settings`` may be replaced between calls (the recaller keeps those it was built with).
@@ -26,6 +27,8 @@ from typing import TYPE_CHECKING
 from .context import Context, Turn, assemble
 from .errors import ConfigurationError, InvalidInputError
 from .facts import FactBook
+from .log_watch import LogNow
+from .recent_turns import RecentTurns
 from .roles import without_speaker
 from .turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
 
@@ -100,6 +103,7 @@ class SessionContexts:
         self._recaller: Recaller | None = None
         self._sessions: dict[str, _SessionState] = {}
         self._lock = threading.RLock()
+        self._recent = RecentTurns(store, counter)
 
     def context(
         self,
@@ -209,6 +213,17 @@ class SessionContexts:
                 )
             return self._recaller
 
+    def appended(self, events: Sequence[Event]) -> None:
+        """This process appended ``events``: the kept recent turns and the recaller's
+        in-memory session index take them now, at the write, rather than at the next
+        context's read (sharing one read of the store's state)."""
+        now = LogNow(self.store)
+        self._recent.appended(events, now)
+        recaller = self._recaller
+        ranker = recaller.session_ranker if recaller is not None else None
+        if ranker is not None:
+            ranker.appended(events, now)
+
     def forget_facts(self) -> None:
         """Drop what was read of every session: key facts are rebuilt on the next call."""
         with self._lock:
@@ -220,8 +235,16 @@ class SessionContexts:
     def _history_window(
         self, session: str, clear_after: int, budget: int
     ) -> tuple[list[Turn], bool]:
-        """Newest turns first, read page by page until they would fill ``budget``; the flag
-        says whether the window holds every turn since the clear marker."""
+        """Newest turns first until they would fill ``budget``; the flag says whether the
+        window holds every turn since the clear marker. With summaries off the turns shown
+        last time are kept (:mod:`pmm.recent_turns`); with summaries on, digests written
+        since would change them: read afresh (:meth:`_read_window`)."""
+        if self.settings.enable_summary:
+            return self._read_window(session, clear_after, budget)
+        return self._recent.window(session, clear_after, budget)
+
+    def _read_window(self, session: str, clear_after: int, budget: int) -> tuple[list[Turn], bool]:
+        """:meth:`_history_window` read from the log (used with summaries on)."""
         turns: list[Turn] = []
         spent = 0
         before: int | None = None

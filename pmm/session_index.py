@@ -24,11 +24,15 @@ with the FTS5 path on real chats.
 
 It reads the log only through :class:`~pmm.storage.base.EventLog` (no SQL) and keeps in
 step with it: on a new ``data_version`` a cached session reads the turns appended since
-(and rewrites the windows they reach); any ``redaction`` or ``compaction`` event (redact,
-forget, compact) drops every cached session, so erased words leave at once. Digests
-written after a turn was read reach its ``turn`` key when its session is rebuilt (after
-``max_age_s`` seconds, a redaction or an eviction). At most ``max_sessions`` sessions are
-held (least recently searched out first).
+(and rewrites the windows they reach), at the next search or, for this process's own
+writes, when the writer calls :meth:`SessionRanker.appended` (:class:`pmm.Mind` does after
+each append: index upkeep is a cost of the write, as FTS5's is, and a read finds the
+index current; the appended events are taken as given when nothing else was appended in
+between). Any ``redaction`` or ``compaction`` event (redact, forget, compact) drops every
+cached session, so erased words leave at once. Digests written after a turn was read
+reach its ``turn`` key when its session is rebuilt (after ``max_age_s`` seconds, a
+redaction or an eviction). At most ``max_sessions`` sessions are held (least recently
+searched out first).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING
 
+from .log_watch import LogNow, LogWatch
 from .records import Event
 from .stemmer import fts_tokens
 from .storage.terms import pick_terms
@@ -62,8 +67,6 @@ if TYPE_CHECKING:
 
 K1 = 1.2
 B = 0.75
-CHANGE_KINDS = ("redaction", "compaction")
-"""Events that change older turns' text: every cached session is dropped when one appears."""
 TURN_WEIGHTS = (2.0, 3.0, 1.0)
 """summary, keywords, content: the turn key's BM25 column weights (as in FTS5)."""
 WINDOW_WEIGHTS = (1.0, 1.0)
@@ -143,7 +146,15 @@ class _Key:
         self.count: Counter[str] = Counter()
         self.length: Counter[str] = Counter()
 
-    def put(self, event_id: int, kind: str, columns: tuple[_Column, ...]) -> None:
+    def put(
+        self,
+        event_id: int,
+        kind: str,
+        columns: tuple[_Column, ...],
+        touched: Collection[str] | None = None,
+    ) -> None:
+        """Index (or re-index) a document; ``touched``: when it is re-indexed, the only
+        tokens whose counts may have changed (None: any of them)."""
         weighted: dict[str, float] = {}
         for weight, column in zip(self.weights, columns, strict=True):
             if weight == 1.0 and not weighted:
@@ -160,13 +171,22 @@ class _Key:
         postings = self.postings
         changed: Iterable[tuple[str, float]] = weighted.items()
         if old is not None:
-            for token in old.weighted.keys() - weighted.keys():
+            before = old.weighted
+            if touched is None:
+                gone: Iterable[str] = before.keys() - weighted.keys()
+                changed = [(t, v) for t, v in weighted.items() if before.get(t) != v]
+            else:
+                gone = [t for t in touched if t in before and t not in weighted]
+                changed = [
+                    (t, weighted[t])
+                    for t in touched
+                    if t in weighted and before.get(t) != weighted[t]
+                ]
+            for token in gone:
                 ids = postings[token]
                 del ids[event_id]
                 if not ids:
                     del postings[token]
-            before = old.weighted
-            changed = [(t, v) for t, v in weighted.items() if before.get(t) != v]
         for token, value in changed:
             posting = postings.get(token)
             if posting is None:
@@ -224,6 +244,7 @@ class _Session:
     rows: list[WindowRow]
     ts: dict[int, str]
     text_tokens: dict[int, list[str]]  # a turn's content (or summary when erased) as tokens
+    members: dict[int, tuple[int, ...]]  # the ids of the turns each window holds
     turns: _Key
     windows: _Key
     max_id: int
@@ -252,8 +273,7 @@ class SessionRanker:
         """Sessions read in full so far (for tests and benchmarks)."""
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
-        self._token: tuple[int, int] | None = None
-        self._seen_id = 0
+        self._watch = LogWatch(store)
 
     def serves(self, key: str, kinds: Iterable[str] | None) -> bool:
         """Whether :meth:`search` can answer this (turn or window key, turn kinds)."""
@@ -325,26 +345,64 @@ class SessionRanker:
                 else:
                     docs = index.docs
                     pairs = ((i, docs[i].hits(phrase, weights, usual)) for i in ids)
+                if not scores:  # nothing to add to: one comprehension (0.0 + gain is gain)
+                    scores = {
+                        i: idf * f * k1_1 / (f + (base + lean * lengths[i])) for i, f in pairs if f
+                    }
+                    get = scores.get
+                    continue
                 for event_id, freq in pairs:
                     if freq:
                         gain = idf * freq * k1_1 / (freq + (base + lean * lengths[event_id]))
                         scores[event_id] = get(event_id, 0.0) + gain
-        # best first by (score, id), compared as plain tuples (no key function per item)
-        ranked = heapq.nlargest(limit, [(score, i) for i, score in scores.items()])
+        # best first by (score, id), compared as plain tuples (no key function per item);
+        # a full sort in C beats a heap unless few of many are wanted
+        pairs_by_score = zip(scores.values(), scores.keys(), strict=True)
+        if len(scores) <= 8 * limit:
+            ranked = sorted(pairs_by_score, reverse=True)[:limit]
+        else:
+            ranked = heapq.nlargest(limit, pairs_by_score)
         return [(i, score) for score, i in ranked]
 
     # -- keeping in step with the log ---------------------------------------------------
 
+    def appended(self, events: Sequence[Event], now: LogNow | None = None) -> None:
+        """This process just appended ``events`` (one transaction): index them now in the
+        held sessions they belong to, so that the next search finds them current (index
+        upkeep is a cost of the write, as FTS5's is). Sessions not held are left to be
+        read when first searched.
+
+        When nothing else was appended since the ranker last looked
+        (:meth:`pmm.log_watch.LogWatch.follows`) they are indexed as given, without
+        reading them back; otherwise the held sessions read the log as at a search.
+        ``now``: the store's state shared by the readers told about this append."""
+        if not events:
+            return
+        with self._lock:
+            mine = {s for e in events if (s := e.session_id) is not None and s in self._sessions}
+            if not mine:
+                return
+            before = self._watch.token
+            token = self._watch.follows(events, now)
+            if token is None:
+                for session_id in mine:
+                    self._session(session_id)
+                return
+            kinds = (*WINDOW_KINDS, BOUNDARY_KIND)
+            clock = time.monotonic()
+            for session_id, session in self._sessions.items():
+                if session.token != before or clock - session.built > self.max_age_s:
+                    continue  # not current before this append: read at its next search
+                if session_id in mine:
+                    new = [e for e in events if e.session_id == session_id and e.kind in kinds]
+                    self._add(session, new)
+                session.token = token  # the new rows are these events
+            self._watch.advance(events, token)
+
     def _session(self, session_id: str) -> _Session:
-        token = self.store.data_version()
-        if token != self._token:
-            newest = self.store.last_id()
-            if newest > self._seen_id and self.store.event_ids(
-                kinds=CHANGE_KINDS, after_id=self._seen_id
-            ):
-                self._sessions.clear()
-            self._seen_id = max(self._seen_id, newest)
-            self._token = token
+        token, rewritten = self._watch.look()
+        if rewritten:
+            self._sessions.clear()
         session = self._sessions.get(session_id)
         if session is not None and time.monotonic() - session.built > self.max_age_s:
             session = None
@@ -365,7 +423,7 @@ class SessionRanker:
 
     def _build(self, session_id: str, token: tuple[int, int]) -> _Session:
         self.builds += 1
-        session = _Session([], {}, {}, _Key(TURN_WEIGHTS), _Key(WINDOW_WEIGHTS), 0, token)
+        session = _Session([], {}, {}, {}, _Key(TURN_WEIGHTS), _Key(WINDOW_WEIGHTS), 0, token)
         self._add(session, self._read(session_id, 0))
         return session
 
@@ -402,13 +460,24 @@ class SessionRanker:
                     targets.add(session.rows[start].id)
                 seen += 1
         windows = window_members(session.rows[start:], self.radius, targets)
+        held = session.text_tokens
         for event_id in targets:
             members = windows.get(event_id)
             if members is None:
                 session.windows.drop(event_id)
+                session.members.pop(event_id, None)
                 continue
-            held = session.text_tokens
-            body = list(chain.from_iterable(held[row.id] for row in members))
+            ids = tuple(row.id for row in members)
+            before = session.members.get(event_id)
+            session.members[event_id] = ids
+            # a turn's tokens never change while its session is held (redactions and
+            # compactions drop the session): only the turns that joined or left the
+            # window change its counts
+            touched = None
+            if before is not None:
+                moved = set(ids).symmetric_difference(before)
+                touched = set(chain.from_iterable(held[i] for i in moved))
+            body = list(chain.from_iterable(held[i] for i in ids))
             dates = _date_column(session.ts[event_id][:10])
             kind = session.turns.docs[event_id].kind
-            session.windows.put(event_id, kind, (_Column.of(body), dates))
+            session.windows.put(event_id, kind, (_Column.of(body), dates), touched)

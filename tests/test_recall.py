@@ -211,6 +211,32 @@ def test_rrf_fusion_rewards_agreement() -> None:
     assert rrf_fuse({"keyword": []}) == []
 
 
+def test_rrf_fusion_equals_the_formula_on_random_rankings() -> None:
+    """Scores, ranks and order against the definition written out (a ranker listing an
+    id twice counts its first rank), on overlapping random rankings with ties."""
+    import random
+
+    rng = random.Random(3)
+    for _ in range(200):
+        rankings = {
+            name: [rng.randrange(40) for _ in range(rng.randrange(30))]
+            for name in rng.sample(["turn", "window", "dense", "digest"], rng.randint(1, 4))
+        }
+        weights = {name: rng.choice((0.1, 0.25, 1.0, 1.5)) for name in rankings}
+        ranks: dict[int, dict[str, int]] = {}
+        for name, ids in rankings.items():
+            for rank, event_id in enumerate(ids, start=1):
+                ranks.setdefault(event_id, {}).setdefault(name, rank)
+        scores = {
+            i: sum(weights[n] / (RRF_K + r) for n, r in by.items()) for i, by in ranks.items()
+        }
+        expected = sorted(ranks, key=lambda i: (-scores[i], min(ranks[i].values()), -i))
+        fused = rrf_fuse(rankings, weights=weights)
+        assert [i for i, _, _ in fused] == expected
+        assert [r for _, _, r in fused] == [ranks[i] for i in expected]
+        assert [s for _, s, _ in fused] == [scores[i] for i in expected]
+
+
 # -- semantic and hybrid -----------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ stands in for (tokens, top ten, recall of answer turns) and kept in step with th
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from pmm.recall import Recaller
+from pmm.records import NewEvent
 from pmm.session_index import SessionRanker
 from pmm.stemmer import fts_tokens, stem
 from pmm.storage.sqlite import EventStore
@@ -257,3 +259,165 @@ def test_postings_hold_each_documents_weighted_counts(tmp_path: Path) -> None:
             )
         check()
         assert ranker.builds == len(sessions)
+
+
+def reference_bm25(
+    docs: dict[int, list[tuple[float, list[str]]]], query: str, limit: int
+) -> list[tuple[int, float]]:
+    """FTS5's BM25 written out plainly, with nothing of the ranker's bookkeeping: ``docs``
+    maps an id to its ``(weight, tokens)`` columns; the query's words are picked as the
+    ranker picks them (the session's rarest; those in half the documents or more only
+    when no other word is left)."""
+    from pmm.session_index import _phrases
+    from pmm.storage.terms import pick_terms
+
+    def occurrences(tokens: list[str], phrase: tuple[str, ...]) -> int:
+        n = len(phrase)
+        return sum(1 for i in range(len(tokens) - n + 1) if tuple(tokens[i : i + n]) == phrase)
+
+    def freq(doc: int, phrase: tuple[str, ...]) -> float:
+        return sum(weight * occurrences(tokens, phrase) for weight, tokens in docs[doc])
+
+    n = len(docs)
+    phrases = dict(_phrases(query))
+    holding = {w: [d for d in docs if freq(d, p) or any(occurrences(t, p) for _, t in docs[d])]
+               for w, p in phrases.items()}  # fmt: skip
+    df = {w: len(ids) for w, ids in holding.items()}
+    present = sorted(holding, key=lambda w: (df[w] == 0, df[w]))
+    terms = pick_terms(present, n, df.__getitem__)
+    used = [w for w in terms.words if df[w]]
+    if not used or n == 0:
+        return []
+    if terms.common:
+        return [(i, 0.0) for i in sorted(holding[used[0]], reverse=True)[:limit]]
+    avgdl = sum(1 + sum(len(t) for _, t in cols) for cols in docs.values()) / n
+    scores: dict[int, float] = defaultdict(float)
+    for word in [w for w in used if 2 * df[w] < n] or used:
+        idf = max(math.log((n - df[word] + 0.5) / (df[word] + 0.5)), 1e-6)
+        for doc in holding[word]:
+            f = freq(doc, phrases[word])
+            length = 1 + sum(len(t) for _, t in docs[doc])
+            if f:
+                scores[doc] += idf * f * 2.2 / (f + 1.2 * (1 - 0.75 + 0.75 * length / avgdl))
+    ranked = sorted(scores.items(), key=lambda p: (p[1], p[0]), reverse=True)
+    return ranked[:limit]
+
+
+def test_scores_equal_an_independent_bm25(tmp_path: Path) -> None:
+    """Both keys, ids and scores, against the formula written out over documents built
+    from the log's text (window texts by pmm.window_keys, tokens by fts_tokens), on chats
+    appended turn by turn with clear markers, searched as they grow (the incremental path)
+    and once more by a fresh ranker (a full build); plain words and words FTS5 splits."""
+    import random
+
+    from pmm.window_keys import WindowRow, date_words, window_texts
+
+    rng = random.Random(11)
+    data = chat(2)
+    sessions = [s for c in data["conversations"] for s in c["sessions"]][:12]
+    with EventStore(tmp_path / "ref.db") as store:
+        live = SessionRanker(store)
+        checked = 0
+
+        def check(ranker: SessionRanker, session_id: str, query: str, weight: float) -> None:
+            nonlocal checked
+            rows = store.events(session_id=session_id, kinds=(*TURNS, "clear"))
+            turns = [e for e in rows if e.kind in TURNS]
+            texts = window_texts(
+                [WindowRow(e.id, e.kind, e.content) for e in rows], 2, {e.id for e in turns}
+            )
+            turn_docs = {e.id: [(1.0, fts_tokens(e.content or ""))] for e in turns}
+            window_docs = {
+                e.id: [(1.0, fts_tokens(texts[e.id])), (weight, fts_tokens(date_words(e.ts[:10])))]
+                for e in turns
+            }
+            for key, docs in (("turn", turn_docs), ("window", window_docs)):
+                mine = ranker.search(
+                    query, session_id=session_id, key=key, limit=15, date_weight=weight
+                )
+                theirs = reference_bm25(docs, query, 15)
+                assert [i for i, _ in mine] == [i for i, _ in theirs], (key, query)
+                assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], rel=1e-12)
+                checked += len(mine)
+
+        for session in sessions:
+            words = " ".join(t["text"] for t in session["turns"]).split()
+            for n, turn in enumerate(session["turns"]):
+                role = "user" if turn["role"] == "user" else "assistant"
+                store.append(
+                    "prompt" if role == "user" else "response",
+                    turn["text"],
+                    session_id=session["id"],
+                    role=role,
+                    ts=turn.get("date") or session.get("date"),
+                )
+                if rng.random() < 0.05:
+                    store.append("clear", "history cleared", session_id=session["id"])
+                if n % 4 == 3:
+                    query = " ".join(rng.sample(words, min(5, len(words)))) + " don't e-mail"
+                    check(live, session["id"], query, rng.choice((1.0, 3.0)))
+        fresh = SessionRanker(store)
+        for question in data["questions"][:40]:
+            check(fresh, rng.choice(sessions)["id"], question["question"], 1.0)
+        assert checked > 500
+
+
+def test_writes_bring_the_index_up_to_date_and_other_processes_are_seen(tmp_path: Path) -> None:
+    """A Mind's own appends reach its session ranker at the write (a read then finds
+    nothing new to index); turns another process appends are read at the next search."""
+    import subprocess
+    import sys
+
+    from pmm import Mind
+
+    path = tmp_path / "mind.db"
+    with Mind(str(path), max_tokens=60) as mind:
+        for n in range(20):
+            mind.remember_turn(f"filler talk number {n} about weather", "ok", session_id="s")
+        first = mind.remember("the kayak trip is in June", role="user", session_id="s")
+        mind.context("s", "kayak")  # builds the recaller and reads the session
+        ranker = mind._get_recaller().session_ranker
+        assert ranker is not None and ranker.builds == 1
+        user, _ = mind.remember_turn("my kayak is red", "noted", session_id="s")
+        held = ranker._sessions["s"]
+        assert held.max_id == user.id + 1  # indexed by the write, before any search
+        assert ranker.search("kayak", session_id="s", key="turn") == ranker.search(
+            "kayak", session_id="s", key="turn"
+        )
+        assert {i for i, _ in ranker.search("kayak", session_id="s", key="turn")} == {
+            first.id,
+            user.id,
+        }
+        script = (
+            "import sys; from pmm.storage.sqlite import EventStore\n"
+            "with EventStore(sys.argv[1]) as s:\n"
+            "    print(s.append('prompt', 'another kayak, a blue one', session_id='s',"
+            " role='user').id)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
+        )
+        other = int(done.stdout)
+        assert held.max_id < other
+        # the next write does not follow the last id seen: the session reads the log
+        mind.remember_turn("and a green paddle", "ok", session_id="s")
+        assert ranker._sessions["s"].max_id == other + 2
+        found = {i for i, _ in ranker.search("kayak", session_id="s", key="turn")}
+        assert found == {first.id, user.id, other}
+        for n in range(5):  # taken as given, as a fresh build reads them
+            mind.remember_turn(f"kayak lesson {n}", "fun", session_id="s")
+        fresh = SessionRanker(store := mind.store)
+        fresh.search("kayak", session_id="s")
+        mine, theirs = ranker._sessions["s"], fresh._sessions["s"]
+        assert mine.max_id == theirs.max_id == store.last_id()
+        for key in ("turns", "windows"):
+            assert getattr(mine, key).postings == getattr(theirs, key).postings
+            assert getattr(mine, key).lengths == getattr(theirs, key).lengths
+        # another connection appends between this process's append and its upkeep call
+        ours = mind.store.append_many([NewEvent("prompt", "kayak club", "s", "user")])
+        with EventStore(path) as elsewhere:
+            theirs_id = elsewhere.append("prompt", "kayak race", session_id="s").id
+        ranker.appended(ours)
+        found = {i for i, _ in ranker.search("kayak", session_id="s", key="turn")}
+        assert {ours[0].id, theirs_id} <= found
+        assert ranker.builds == 1
