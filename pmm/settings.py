@@ -108,7 +108,7 @@ class Settings:
     busy_timeout_ms: int = 30000
     """How long a write waits for another process's lock on the database, in milliseconds."""
     compress_after: str = ""
-    """Compress older turns' text (when idle, on close, dream, pmm compress): newest N kept plain, or an age (30d)."""
+    """Compress old turns' text in upkeep or pmm compress: newest N kept plain, or an age (30d)."""
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

@@ -370,4 +370,5 @@ def test_a_turn_waiting_for_its_digest_is_not_embedded_raw(tmp_path: Path) -> No
         report = mind.dream()
         assert report.digested == 2 and mind.pending_count() == 0
         assert mind.store.count_unembedded(embedder.model_name, kinds=("prompt", "response")) == 0
-        assert all(t.startswith("S(") for t in embedder.texts), embedder.texts  # only summaries were embedded
+        # only summaries were embedded
+        assert all(t.startswith("S(") for t in embedder.texts), embedder.texts
