@@ -16,13 +16,38 @@ import re
 import unicodedata
 from functools import lru_cache
 
-_TOKEN = re.compile(r"[^\W_]+")
+# Letters and digits, less the 21 that Python calls letters and FTS5's unicode61 splits on
+# (New Tai Lue vowel signs, two Vedic signs): tests/test_lean_fts.py checks every one.
+_TOKEN = re.compile(r"[^\W_\u19b0-\u19c0\u19c8\u19c9\u1cf2\u1cf3]+")
 _VOWELS = frozenset("aeiou")
 
 
 def fts_tokens(text: str) -> list[str]:
     """The stemmed tokens of ``text``, in order."""
     return [stem(t) for t in _TOKEN.findall(_fold(text))]
+
+
+def distinct_tokens(text: str) -> str:
+    """``text`` as its distinct terms: the first (folded) token of each stem, in order, so
+    that FTS5 indexes each term of it once (the window index, migrations/0011).
+
+    >>> distinct_tokens("Running, runs and the runner ran; the END")
+    'running and the runner ran end'
+    """
+    seen: set[str] = set()
+    kept: list[str] = []
+    for token in _TOKEN.findall(_fold(text)):
+        term = stem(token)
+        if term not in seen:
+            seen.add(term)
+            kept.append(token)
+    return " ".join(kept)
+
+
+def query_tokens(word: str) -> list[str]:
+    """The tokens FTS5 splits a query word into, unstemmed (FTS5 stems them itself):
+    ``"don't" -> ["don", "t"]``."""
+    return _TOKEN.findall(word)
 
 
 def _fold(text: str) -> str:

@@ -2,13 +2,14 @@
 
     sync_windows(conn, radius=2)   # inside the store's write transaction
 
-Keeps ``events_window_fts`` (migrations/0007, contentless since 0010) in step with the
-log: new turns get a row, and the turns before them whose windows now reach the new turns
-get theirs rewritten. The index stores no text: a row is removed with FTS5's ``delete``
-command and the exact text it was indexed with, recomputed here from the log as it was
-(the events up to ``indexed_upto``). A turn whose text changed (redaction, compaction;
-listed by the ``window_dirty`` trigger) or a new radius rebuilds the whole index, since the
-old text is gone. The pure window logic is in :mod:`pmm.window_keys`.
+Keeps ``events_window_fts`` (migrations/0007, contentless since 0010, each window's
+distinct terms since 0011) in step with the log: new turns get a row, and the turns
+before them whose windows now reach the new turns get theirs rewritten. The index stores
+no text: a row is removed with FTS5's ``delete`` command and the exact text it was indexed
+with, recomputed here from the log as it was (the events up to ``indexed_upto``). A turn
+whose text changed (redaction, compaction; listed by the ``window_dirty`` trigger) or a new
+radius rebuilds the whole index, since the old text is gone. The pure window logic is in
+:mod:`pmm.window_keys`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 
+from ...stemmer import distinct_tokens
 from ...window_keys import BOUNDARY_KIND, WINDOW_KINDS, WindowRow, date_words, window_texts
 from .text import TEXT_SQL
 
@@ -60,6 +62,10 @@ def sync_windows(conn: sqlite3.Connection, radius: int, *, rebuild: bool = False
     return written
 
 
+def _bodies(texts: dict[int, str]) -> dict[int, str]:
+    return {i: distinct_tokens(t) for i, t in texts.items()}
+
+
 def _sync_session(
     conn: sqlite3.Connection, session: str | None, marked: set[int], radius: int, upto: int
 ) -> int:
@@ -83,8 +89,10 @@ def _sync_session(
     targets: set[int] = set()
     for pos in positions:
         targets.update(r.id for r in turns[max(0, pos - radius) : pos + radius + 1])
-    texts = window_texts(rows, radius, targets)
-    before = window_texts([r for r in rows if r.id <= upto], radius, targets)
+    # indexed as their distinct terms (migrations/0011); compared as such too, so that a
+    # window that only gained words it already held is not rewritten
+    texts = _bodies(window_texts(rows, radius, targets))
+    before = _bodies(window_texts([r for r in rows if r.id <= upto], radius, targets))
     tag = session_tag(session)
     changed = sorted(i for i in targets if texts.get(i) != before.get(i))
     conn.executemany(  # contentless: a row goes with the very text it was indexed with
