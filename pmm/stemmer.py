@@ -2,7 +2,7 @@
 pure Python, so that a ranker outside SQLite (:mod:`pmm.session_index`) sees the same terms.
 
     >>> fts_tokens("The puppies were running in Łódź!")
-    ['the', 'puppi', 'were', 'run', 'in', 'lodz']
+    ['the', 'puppi', 'were', 'run', 'in', 'łodz']
 
 unicode61 splits on every character that is not a letter or a digit, lower-cases, and
 (``remove_diacritics 2``) strips accents; the porter tokenizer then stems each token of 3
@@ -27,19 +27,21 @@ def fts_tokens(text: str) -> list[str]:
     return [stem(t) for t in _TOKEN.findall(_fold(text))]
 
 
-def distinct_tokens(text: str) -> str:
-    """``text`` as its distinct terms: the first (folded) token of each stem, in order, so
-    that FTS5 indexes each term of it once (the window index, migrations/0011).
+def capped_tokens(text: str, cap: int, skip: frozenset[str] = frozenset()) -> str:
+    """``text`` as FTS5 would index it with each term kept at most ``cap`` times and the
+    terms in ``skip`` (stems) dropped: the first (folded) tokens of each stem, in order.
+    FTS5 stems them again to the same terms (the window index, migrations/0011).
 
-    >>> distinct_tokens("Running, runs and the runner ran; the END")
-    'running and the runner ran end'
+    >>> capped_tokens("Running, runs and the runner ran; the END", 1, frozenset({"the"}))
+    'running and runner ran end'
     """
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     kept: list[str] = []
     for token in _TOKEN.findall(_fold(text)):
         term = stem(token)
-        if term not in seen:
-            seen.add(term)
+        count = seen.get(term, 0)
+        if count < cap and term not in skip:
+            seen[term] = count + 1
             kept.append(token)
     return " ".join(kept)
 

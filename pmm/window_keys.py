@@ -22,6 +22,8 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from .errors import InvalidInputError
+from .stemmer import capped_tokens, stem
+from .text import STOPWORDS
 
 WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
 """The kinds that get a window key and appear in one another's windows."""
@@ -40,6 +42,25 @@ TEMPORAL_WORDS = frozenset(
      "winter"}
 )  # fmt: skip
 """Query words that make a question temporal: the date/window key weighs more for it."""
+
+
+WINDOW_TERM_CAP = 2
+"""Occurrences of a term a window is indexed with at most (migrations/0011): a window is
+five turns, and counting a term up to twice ranks as well as counting all of them (bench/
+recall.py), in under half the index; once only cost 1.4 points of keyword recall@10."""
+WINDOW_SKIP = frozenset(stem(w) for w in STOPWORDS if "'" not in w)
+"""Terms the window index leaves out: one-word stopwords. A query uses them only when it
+holds nothing else (:func:`pmm.text.search_terms`); the turn index still has them."""
+
+
+def window_body(text: str) -> str:
+    """A window's text as the window index holds it: each term at most
+    :data:`WINDOW_TERM_CAP` times, without :data:`WINDOW_SKIP`.
+
+    >>> window_body("The tomato, the tomatoes and one more tomato")
+    'tomato tomatoes'
+    """
+    return capped_tokens(text, WINDOW_TERM_CAP, WINDOW_SKIP)
 
 
 class WindowRow(NamedTuple):

@@ -5,23 +5,26 @@ phrases; files written before migrate and search as before."""
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from pmm.stemmer import distinct_tokens, fts_tokens, query_tokens
+from pmm.stemmer import fts_tokens, query_tokens
 from pmm.storage.sqlite import schema
 from pmm.store import EventStore
+from pmm.window_keys import WINDOW_TERM_CAP, window_body
 
 TURNS = [
     ("prompt", "I don't like e-mail; call O'Brien about the 3.5 GHz router"),
     ("response", "Noted: O'Brien, not e-mail. The router runs at 3.5 GHz."),
     ("prompt", "Мы поедем в Łódź и в 東京 в мае, नमस्ते"),
     ("response", "Łódź in May, then 東京. Have a good trip!"),
-    ("prompt", "the tomato tomato tomato garden"),
+    ("prompt", "the tomato tomato tomato garden, y'all"),
     ("response", "a garden with one tomato"),
 ]
-QUERIES = ["don't", "O'Brien", "e-mail", "3.5", "Łódź", "лодзь Мы", "東京", "नमस्ते", "tomatoes"]
+QUERIES = ["y'all", "don't", "O'Brien", "e-mail", "3.5", "Łódź", "лодзь Мы", "東京", "नमस्ते"]
+QUERIES += ["tomatoes"]
 
 
 def fill(store: EventStore) -> None:
@@ -88,10 +91,11 @@ def test_bm25_counts_occurrences_on_external_content_not_on_contentless_detail_c
     assert scores["contentless_column"] == [0.0, 0.0]
 
 
-def test_distinct_tokens_index_each_term_once() -> None:
-    body = distinct_tokens("The tomatoes, the Tomato and TOMATO-sauce; Łódź")
-    assert fts_tokens(body) == list(dict.fromkeys(fts_tokens(body)))
-    assert set(fts_tokens(body)) == {"the", "tomato", "and", "sauc", "łodz"}
+def test_window_bodies_hold_each_term_at_most_twice_and_no_stopwords() -> None:
+    body = window_body("The tomatoes, the Tomato and TOMATO-sauce; Łódź, what about it? Łódź")
+    counts = Counter(fts_tokens(body))
+    assert counts == {"tomato": WINDOW_TERM_CAP, "sauc": 1, "łodz": 2}
+    assert window_body("e-mail") == "e mail" and window_body("don't") == "don t"
 
 
 def test_words_fts5_splits_are_found_in_every_key(tmp_path: Path) -> None:
@@ -109,6 +113,8 @@ def test_words_fts5_splits_are_found_in_every_key(tmp_path: Path) -> None:
     assert found["turn", "नमस्ते", None] == [3] and found["turn", "лодзь Мы", None] == [3]
     assert found["turn", "tomatoes", None][0] == 5  # three occurrences outrank one
     assert set(found["window", "tomatoes", "b"]) == {5, 6} and found["window", "3.5", "b"] == []
+    # "all" is a stopword the window index leaves out: "y'all" is searched there as "y"
+    assert found["turn", "y'all", None] == [5] and set(found["window", "y'all", None]) == {5, 6}
 
 
 def test_a_file_of_the_previous_schema_migrates_and_searches_alike(

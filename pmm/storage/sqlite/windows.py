@@ -2,8 +2,8 @@
 
     sync_windows(conn, radius=2)   # inside the store's write transaction
 
-Keeps ``events_window_fts`` (migrations/0007, contentless since 0010, each window's
-distinct terms since 0011) in step with the log: new turns get a row, and the turns
+Keeps ``events_window_fts`` (migrations/0007, contentless since 0010, each term at most
+twice since 0011) in step with the log: new turns get a row, and the turns
 before them whose windows now reach the new turns get theirs rewritten. The index stores
 no text: a row is removed with FTS5's ``delete`` command and the exact text it was indexed
 with, recomputed here from the log as it was (the events up to ``indexed_upto``). A turn
@@ -17,8 +17,14 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 
-from ...stemmer import distinct_tokens
-from ...window_keys import BOUNDARY_KIND, WINDOW_KINDS, WindowRow, date_words, window_texts
+from ...window_keys import (
+    BOUNDARY_KIND,
+    WINDOW_KINDS,
+    WindowRow,
+    date_words,
+    window_body,
+    window_texts,
+)
 from .text import TEXT_SQL
 
 _KINDS = (*WINDOW_KINDS, BOUNDARY_KIND)
@@ -63,7 +69,7 @@ def sync_windows(conn: sqlite3.Connection, radius: int, *, rebuild: bool = False
 
 
 def _bodies(texts: dict[int, str]) -> dict[int, str]:
-    return {i: distinct_tokens(t) for i, t in texts.items()}
+    return {i: window_body(t) for i, t in texts.items()}
 
 
 def _sync_session(
@@ -89,7 +95,7 @@ def _sync_session(
     targets: set[int] = set()
     for pos in positions:
         targets.update(r.id for r in turns[max(0, pos - radius) : pos + radius + 1])
-    # indexed as their distinct terms (migrations/0011); compared as such too, so that a
+    # indexed as window_body holds them (migrations/0011); compared as such too, so that a
     # window that only gained words it already held is not rewritten
     texts = _bodies(window_texts(rows, radius, targets))
     before = _bodies(window_texts([r for r in rows if r.id <= upto], radius, targets))
