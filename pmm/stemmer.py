@@ -27,23 +27,19 @@ def fts_tokens(text: str) -> list[str]:
     return [stem(t) for t in _TOKEN.findall(_fold(text))]
 
 
-def capped_tokens(text: str, cap: int, skip: frozenset[str] = frozenset()) -> str:
-    """``text`` as FTS5 would index it with each term kept at most ``cap`` times and the
-    terms in ``skip`` (stems) dropped: the first (folded) tokens of each stem, in order.
-    FTS5 stems them again to the same terms (the window index, migrations/0011).
+def term_counts(text: str) -> dict[str, tuple[str, int]]:
+    """Each term (stem) of ``text``, in order of first appearance, with its first (folded)
+    token, which FTS5 stems to the same term, and how often it occurs.
 
-    >>> capped_tokens("Running, runs and the runner ran; the END", 1, frozenset({"the"}))
-    'running and runner ran end'
+    >>> term_counts("Running, runs and the RUN")
+    {'run': ('running', 3), 'and': ('and', 1), 'the': ('the', 1)}
     """
-    seen: dict[str, int] = {}
-    kept: list[str] = []
+    found: dict[str, tuple[str, int]] = {}
     for token in _TOKEN.findall(_fold(text)):
         term = stem(token)
-        count = seen.get(term, 0)
-        if count < cap and term not in skip:
-            seen[term] = count + 1
-            kept.append(token)
-    return " ".join(kept)
+        seen = found.get(term)
+        found[term] = (token, 1) if seen is None else (seen[0], seen[1] + 1)
+    return found
 
 
 def query_tokens(word: str) -> list[str]:

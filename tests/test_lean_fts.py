@@ -13,7 +13,7 @@ import pytest
 from pmm.stemmer import fts_tokens, query_tokens
 from pmm.storage.sqlite import schema
 from pmm.store import EventStore
-from pmm.window_keys import WINDOW_TERM_CAP, window_body
+from pmm.window_keys import WINDOW_TERM_CAP, WindowRow, window_bodies, window_body, window_texts
 
 TURNS = [
     ("prompt", "I don't like e-mail; call O'Brien about the 3.5 GHz router"),
@@ -96,6 +96,21 @@ def test_window_bodies_hold_each_term_at_most_twice_and_no_stopwords() -> None:
     counts = Counter(fts_tokens(body))
     assert counts == {"tomato": WINDOW_TERM_CAP, "sauc": 1, "łodz": 2}
     assert window_body("e-mail") == "e mail" and window_body("don't") == "don t"
+
+
+def test_window_bodies_read_each_row_once_and_equal_window_body() -> None:
+    texts = ["the tomato", "Tomatoes again; tomato!", "", "a garden", "tomato garden tomato"]
+    rows = [WindowRow(i, "prompt" if i % 2 else "response", t) for i, t in enumerate(texts, 1)]
+    rows.insert(3, WindowRow(9, "clear", None))
+    targets = {1, 2, 3, 4, 5}
+    counted: dict[int, dict[str, tuple[str, int]]] = {}
+    bodies = window_bodies(rows, 1, targets, counted)
+    expected = {i: window_body(t) for i, t in window_texts(rows, 1, targets).items()}
+    assert bodies == expected and set(bodies) == targets
+    # "again" is a stopword; the window of the empty turn 3 is turn 2 (the clear marker
+    # ends the segment); each row with text was read once
+    assert bodies[2] == "tomato tomato" and bodies[3] == "tomatoes tomatoes"
+    assert bodies[4] == "garden garden tomato tomato" and set(counted) == {1, 2, 4, 5}
 
 
 def test_words_fts5_splits_are_found_in_every_key(tmp_path: Path) -> None:

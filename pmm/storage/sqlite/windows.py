@@ -22,8 +22,7 @@ from ...window_keys import (
     WINDOW_KINDS,
     WindowRow,
     date_words,
-    window_body,
-    window_texts,
+    window_bodies,
 )
 from .text import TEXT_SQL
 
@@ -68,10 +67,6 @@ def sync_windows(conn: sqlite3.Connection, radius: int, *, rebuild: bool = False
     return written
 
 
-def _bodies(texts: dict[int, str]) -> dict[int, str]:
-    return {i: window_body(t) for i, t in texts.items()}
-
-
 def _sync_session(
     conn: sqlite3.Connection, session: str | None, marked: set[int], radius: int, upto: int
 ) -> int:
@@ -97,8 +92,9 @@ def _sync_session(
         targets.update(r.id for r in turns[max(0, pos - radius) : pos + radius + 1])
     # indexed as window_body holds them (migrations/0011); compared as such too, so that a
     # window that only gained words it already held is not rewritten
-    texts = _bodies(window_texts(rows, radius, targets))
-    before = _bodies(window_texts([r for r in rows if r.id <= upto], radius, targets))
+    counted: dict[int, dict[str, tuple[str, int]]] = {}
+    texts = window_bodies(rows, radius, targets, counted)
+    before = window_bodies([r for r in rows if r.id <= upto], radius, targets, counted)
     tag = session_tag(session)
     changed = sorted(i for i in targets if texts.get(i) != before.get(i))
     conn.executemany(  # contentless: a row goes with the very text it was indexed with
