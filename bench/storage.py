@@ -11,7 +11,9 @@ generated from a fixed seed. Each configuration writes the same turns to a fresh
 is then checkpointed and vacuumed (as is the baseline), so the figures are the bytes the data
 needs, not free pages:
 
-- ``pmm raw only``: summaries off (the default): events + hash chain + full-text index;
+- ``pmm raw only``: summaries off (the default): events + hash chain + the full-text
+  indexes (since migrations/0011 the turn index keeps no token positions and the window
+  index holds each term of a window at most twice, without stopwords);
 - ``pmm compressed``: the raw-only file after ``pmm compress --after 0`` (every text kept
   zstd-compressed with a dictionary trained on the file's own text; lossless);
 - ``pmm + digests``: heuristic summaries and keywords on every turn (``pmm dream``);

@@ -2,7 +2,7 @@
 pure Python, so that a ranker outside SQLite (:mod:`pmm.session_index`) sees the same terms.
 
     >>> fts_tokens("The puppies were running in Łódź!")
-    ['the', 'puppi', 'were', 'run', 'in', 'lodz']
+    ['the', 'puppi', 'were', 'run', 'in', 'łodz']
 
 unicode61 splits on every character that is not a letter or a digit, lower-cases, and
 (``remove_diacritics 2``) strips accents; the porter tokenizer then stems each token of 3
@@ -16,13 +16,36 @@ import re
 import unicodedata
 from functools import lru_cache
 
-_TOKEN = re.compile(r"[^\W_]+")
+# Letters and digits, less the 21 that Python calls letters and FTS5's unicode61 splits on
+# (New Tai Lue vowel signs, two Vedic signs): tests/test_lean_fts.py checks every one.
+_TOKEN = re.compile(r"[^\W_\u19b0-\u19c0\u19c8\u19c9\u1cf2\u1cf3]+")
 _VOWELS = frozenset("aeiou")
 
 
 def fts_tokens(text: str) -> list[str]:
     """The stemmed tokens of ``text``, in order."""
     return [stem(t) for t in _TOKEN.findall(_fold(text))]
+
+
+def term_counts(text: str) -> dict[str, tuple[str, int]]:
+    """Each term (stem) of ``text``, in order of first appearance, with its first (folded)
+    token, which FTS5 stems to the same term, and how often it occurs.
+
+    >>> term_counts("Running, runs and the RUN")
+    {'run': ('running', 3), 'and': ('and', 1), 'the': ('the', 1)}
+    """
+    found: dict[str, tuple[str, int]] = {}
+    for token in _TOKEN.findall(_fold(text)):
+        term = stem(token)
+        seen = found.get(term)
+        found[term] = (token, 1) if seen is None else (seen[0], seen[1] + 1)
+    return found
+
+
+def query_tokens(word: str) -> list[str]:
+    """The tokens FTS5 splits a query word into, unstemmed (FTS5 stems them itself):
+    ``"don't" -> ["don", "t"]``."""
+    return _TOKEN.findall(word)
 
 
 def _fold(text: str) -> str:

@@ -16,12 +16,14 @@ answers, and "When did ...?" / "in March" questions reach the turn through its d
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, date, datetime
 from functools import lru_cache
 from typing import NamedTuple
 
 from .errors import InvalidInputError
+from .stemmer import stem, term_counts
+from .text import STOPWORDS
 
 WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
 """The kinds that get a window key and appear in one another's windows."""
@@ -40,6 +42,40 @@ TEMPORAL_WORDS = frozenset(
      "winter"}
 )  # fmt: skip
 """Query words that make a question temporal: the date/window key weighs more for it."""
+
+
+WINDOW_TERM_CAP = 2
+"""Occurrences of a term a window is indexed with at most (migrations/0011): a window is
+five turns, and counting a term up to twice ranks as well as counting all of them (bench/
+recall.py), in under half the index; once only cost 1.4 points of keyword recall@10."""
+WINDOW_SKIP = frozenset(stem(w) for w in STOPWORDS if "'" not in w)
+"""Terms the window index leaves out: one-word stopwords. A query uses them only when it
+holds nothing else (:func:`pmm.text.search_terms`); the turn index still has them."""
+
+
+def window_body(text: str) -> str:
+    """A window's text as the window index holds it: each term at most
+    :data:`WINDOW_TERM_CAP` times (as its first token), without :data:`WINDOW_SKIP`; the
+    order of the terms is kept (the index keeps no order that any query reads).
+
+    >>> window_body("The tomato, the tomatoes and one more tomato")
+    'tomato tomato'
+    """
+    return _capped([term_counts(text)])
+
+
+def _capped(parts: Iterable[dict[str, tuple[str, int]]]) -> str:
+    kept: dict[str, tuple[str, int]] = {}
+    for counts in parts:
+        for term, (token, count) in counts.items():
+            if term in WINDOW_SKIP:
+                continue
+            held = kept.get(term)
+            if held is None:
+                kept[term] = (token, min(count, WINDOW_TERM_CAP))
+            elif held[1] < WINDOW_TERM_CAP:
+                kept[term] = (held[0], min(held[1] + count, WINDOW_TERM_CAP))
+    return " ".join(" ".join([token] * count) for token, count in kept.values())
 
 
 class WindowRow(NamedTuple):
@@ -147,6 +183,28 @@ def window_texts(
     """The window text of each turn in ``targets`` (see :func:`window_members`)."""
     return {
         event_id: " ".join(r.text for r in near if r.text)
+        for event_id, near in window_members(rows, radius, targets).items()
+    }
+
+
+def window_bodies(
+    rows: Sequence[WindowRow],
+    radius: int,
+    targets: Collection[int],
+    counted: dict[int, dict[str, tuple[str, int]]] | None = None,
+) -> dict[int, str]:
+    """:func:`window_body` of each target's window text (:func:`window_texts`), reading
+    each row's terms once (``counted``: row id -> its terms, shared between calls)."""
+    counted = {} if counted is None else counted
+
+    def terms(row: WindowRow) -> dict[str, tuple[str, int]]:
+        found = counted.get(row.id)
+        if found is None:
+            found = counted[row.id] = term_counts(row.text or "")
+        return found
+
+    return {
+        event_id: _capped(terms(r) for r in near)
         for event_id, near in window_members(rows, radius, targets).items()
     }
 

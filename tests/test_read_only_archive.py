@@ -156,3 +156,45 @@ def test_archive_before_binary_digests_is_read_without_migrating(archive: Path) 
         "in the oak drawer",
     ]
     assert old.read_bytes() == before
+
+
+def test_archive_before_lean_fts_indexes_is_searched_without_migrating(
+    archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0011 is read-compatible: a file whose full-text indexes keep positions
+    (written at schema 0010) is searched read-only, a word FTS5 splits included."""
+    from pmm.storage.sqlite import schema
+
+    every = schema.load_migrations()
+    monkeypatch.setattr(schema, "load_migrations", lambda: [m for m in every if m.version <= 10])
+    old = archive.parent / "old10.db"
+    with Mind(str(old)) as mind:
+        mind.remember_turn("where is O'Brien's passport?", "in the oak drawer", session_id="s")
+        mind.store.sync_search_index()
+    monkeypatch.undo()
+    with sqlite3.connect(old) as conn:
+        assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (10,)
+        assert (
+            "detail"
+            not in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE name = 'events_fts'"
+            ).fetchone()[0]
+        )
+    conn.close()
+    for suffix in ("-wal", "-shm"):
+        Path(str(old) + suffix).unlink(missing_ok=True)
+    old.chmod(0o644)
+    before = old.read_bytes()
+    verify, search, split = _as_nobody(
+        ["--db", str(old), "verify"],
+        ["--db", str(old), "search", "drawer", "--mode", "keyword", "--json"],
+        ["--db", str(old), "search", "o'brien", "--mode", "keyword", "--json"],
+    )
+    assert verify["rc"] == 0 and "OK: 2 rows" in verify["out"], verify
+    assert [h["event"]["content"] for h in json.loads(search["out"])][:1] == [
+        "in the oak drawer"
+    ], search
+    assert [h["event"]["content"] for h in json.loads(split["out"])][:1] == [
+        "where is O'Brien's passport?"
+    ], split
+    assert old.read_bytes() == before

@@ -113,8 +113,9 @@ def test_an_existing_file_gets_window_keys_for_its_old_turns(
         ).fetchone()
     monkeypatch.undo()
     with EventStore(path) as new:
-        # meta-key indexes, window keys, binary digests, compression, contentless windows
-        assert [m.version for m in new.applied_migrations] == [6, 7, 8, 9, 10]
+        # meta-key indexes, window keys, binary digests, compression, contentless
+        # windows, lean full-text indexes
+        assert [m.version for m in new.applied_migrations] == [6, 7, 8, 9, 10, 11]
         assert window_hits(new, "tomatoes") == ids
         assert new.verify().ok
 

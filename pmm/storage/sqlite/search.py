@@ -13,7 +13,9 @@ import sqlite3
 from collections.abc import Iterable
 
 from ...errors import InvalidInputError
+from ...stemmer import fts_tokens, query_tokens
 from ...text import search_terms
+from ...window_keys import WINDOW_SKIP
 from ..terms import QueryTerms, pick_terms
 from .connection import SqliteBase, translate
 from .rows import filters
@@ -33,6 +35,20 @@ _SEARCH_KEYS = {
 def _fts_phrase(text: str) -> str:
     """``text`` as an FTS5 string: searched as plain words, never as query syntax."""
     return '"' + text.replace('"', '""') + '"'
+
+
+def _fts_word(word: str, skip: frozenset[str] = frozenset()) -> str:
+    """A query word as FTS5 query text: one token as a string, a word FTS5 splits into
+    several (``don't``, ``o'brien``) as the AND of them, less those whose terms are in
+    ``skip`` (terms the index leaves out) unless that is all of them. Never a phrase of
+    two or more tokens: the turn index keeps no positions (detail=column,
+    migrations/0011), and FTS5 refuses phrase queries on it."""
+    tokens = query_tokens(word)
+    if skip and len(tokens) > 1:
+        tokens = [t for t in tokens if fts_tokens(t)[0] not in skip] or tokens
+    if len(tokens) <= 1:  # no token at all: an empty string, which matches nothing
+        return _fts_phrase(tokens[0] if tokens else "")
+    return "(" + " AND ".join(_fts_phrase(t) for t in tokens) + ")"
 
 
 def _session_tag(session_id: str) -> str:
@@ -150,7 +166,8 @@ class SearchIndex(SqliteBase):
         table, columns, rank = _SEARCH_KEYS[key]
         if key == "window":
             rank = f"bm25(events_window_fts, 1.0, {float(date_weight)!r}, 0.0)"
-        match = columns + " : (" + " OR ".join(_fts_phrase(t) for t in terms.words) + ")"
+        skip = WINDOW_SKIP if key == "window" else frozenset()
+        match = columns + " : (" + " OR ".join(_fts_word(t, skip) for t in terms.words) + ")"
         # The session tag lets FTS read only this session's postings. Kinds are filtered
         # in SQL: as a tag they would match most rows, and BM25 would read them all.
         if session_id is not None:
@@ -196,7 +213,7 @@ class SearchIndex(SqliteBase):
         docs = int(
             self._read(
                 "SELECT count(*) FROM events_fts WHERE events_fts MATCH ?",
-                ("{summary keywords content} : " + _fts_phrase(word),),
+                ("{summary keywords content} : " + _fts_word(word),),
             )[0][0]
         )
         if len(self._doc_freq) > 50_000:

@@ -2,13 +2,14 @@
 
     sync_windows(conn, radius=2)   # inside the store's write transaction
 
-Keeps ``events_window_fts`` (migrations/0007, contentless since 0010) in step with the
-log: new turns get a row, and the turns before them whose windows now reach the new turns
-get theirs rewritten. The index stores no text: a row is removed with FTS5's ``delete``
-command and the exact text it was indexed with, recomputed here from the log as it was
-(the events up to ``indexed_upto``). A turn whose text changed (redaction, compaction;
-listed by the ``window_dirty`` trigger) or a new radius rebuilds the whole index, since the
-old text is gone. The pure window logic is in :mod:`pmm.window_keys`.
+Keeps ``events_window_fts`` (migrations/0007, contentless since 0010, each term at most
+twice since 0011) in step with the log: new turns get a row, and the turns
+before them whose windows now reach the new turns get theirs rewritten. The index stores
+no text: a row is removed with FTS5's ``delete`` command and the exact text it was indexed
+with, recomputed here from the log as it was (the events up to ``indexed_upto``). A turn
+whose text changed (redaction, compaction; listed by the ``window_dirty`` trigger) or a new
+radius rebuilds the whole index, since the old text is gone. The pure window logic is in
+:mod:`pmm.window_keys`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ...window_keys import (
     WindowRow,
     date_words,
     reached_turns,
-    window_texts,
+    window_bodies,
 )
 from .text import TEXT_SQL
 
@@ -86,8 +87,11 @@ def _sync_session(
     rows = [WindowRow(r[0], r[1], r[3]) for r in found]
     ts_of = {r[0]: r[2] for r in found}
     targets = reached_turns(rows, radius, marked)
-    texts = window_texts(rows, radius, targets)
-    before = window_texts([r for r in rows if r.id <= upto], radius, targets)
+    # indexed as window_body holds them (migrations/0011); compared as such too, so that a
+    # window that only gained words it already held is not rewritten
+    counted: dict[int, dict[str, tuple[str, int]]] = {}
+    texts = window_bodies(rows, radius, targets, counted)
+    before = window_bodies([r for r in rows if r.id <= upto], radius, targets, counted)
     tag = session_tag(session)
     changed = sorted(i for i in targets if texts.get(i) != before.get(i))
     conn.executemany(  # contentless: a row goes with the very text it was indexed with
