@@ -214,8 +214,12 @@ def _temporal(query: str) -> bool:
 
 
 def engine_weights(recaller: Recaller, query: str) -> dict[str, float]:
-    """The weights the engine's hybrid mode fuses with for ``query`` (today: all 1),
-    with its boost of the window ranker for temporal questions when it has one."""
+    """The weights the engine's hybrid mode fuses with for ``query``: its adaptive
+    policy's choice where the engine can say it (``Recaller.fusion_weights``), else its
+    fixed weights with the old temporal window boost."""
+    chosen = getattr(recaller, "fusion_weights", None)
+    if callable(chosen):
+        return {r: w for r, w in chosen(query).items() if w > 0}
     weights = dict(getattr(recaller, "weights", None) or {})
     boost = getattr(engine, "TEMPORAL_WINDOW_BOOST", None)
     if boost is not None and "window" in weights and _temporal(query):

@@ -341,14 +341,9 @@ class Recaller:
         maybe = [policy.weights, *filter(None, (policy.temporal, policy.low_evidence))]
         vector = self._query_vector(query) if any(w.get("dense", 0) > 0 for w in maybe) else None
         rankings: dict[str, list[int]] = {}
-        coverage = None
         if policy.needs_coverage:
             rankings["turn"] = keyword("turn")
-            top = self.store.get_many(rankings["turn"][:EVIDENCE_HITS]).values()
-            # no hit: coverage is 0 with or without idf, so the frequencies are not read
-            idf = self._idf(query) if policy.idf and top else None
-            coverage = lexical_coverage(query, (_searchable(e) for e in top), idf)
-        weights = policy.weights_for(temporal=temporal, coverage=coverage)
+        weights = self._weights(policy, query, temporal, rankings.get("turn", []))
         rankings = {r: ids for r, ids in rankings.items() if weights.get(r, 0) > 0}
         for ranker in KEYWORD_RANKERS:
             if weights.get(ranker, 0) > 0 and ranker not in rankings:
@@ -377,6 +372,36 @@ class Recaller:
             children=self.summary_children if self.summaries else 0,
             prior=self.summary_prior,
         )
+
+    def fusion_weights(self, query: str, mode: str = "hybrid") -> dict[str, float]:
+        """The weights :meth:`recall` fuses its rankers with for ``query`` across all
+        sessions (the adaptive policy's choice; benchmarks check their offline fusion
+        against it).
+
+        >>> recaller.fusion_weights("when did we move?")  # doctest: +SKIP
+        {'turn': 1.0, 'window': 0.5, 'dense': 0.1, 'digest': 0.0}
+        """
+        policy = {"semantic": _SEMANTIC, "keyword": self.keyword_policy}.get(mode, self.policy)
+        temporal = is_temporal(words(query.lower()))
+        turn: list[int] = []
+        if policy.needs_coverage:
+            found = self.store.search_text(
+                query, limit=EVIDENCE_HITS, kinds=self.default_kinds, key="turn",
+                date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
+            )  # fmt: skip
+            turn = [i for i, _ in found]
+        return self._weights(policy, query, temporal, turn)
+
+    def _weights(
+        self, policy: FusionPolicy, query: str, temporal: bool, turn_hits: list[int]
+    ) -> dict[str, float]:
+        coverage = None
+        if policy.needs_coverage:
+            top = self.store.get_many(turn_hits[:EVIDENCE_HITS]).values()
+            # no hit: coverage is 0 with or without idf, so the frequencies are not read
+            idf = self._idf(query) if policy.idf and top else None
+            coverage = lexical_coverage(query, (_searchable(e) for e in top), idf)
+        return policy.weights_for(temporal=temporal, coverage=coverage)
 
     def _idf(self, query: str) -> dict[str, float]:
         """The inverse document frequency of the query's words in the store."""

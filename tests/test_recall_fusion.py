@@ -296,10 +296,13 @@ def test_common_words_found_by_chance_are_little_evidence(tmp_path: Path) -> Non
             temporal=is_temporal(words(question)), coverage=coverage
         )
         assert weights["dense"] > 0.8 > weights["window"]
-        # the hit was fused with exactly those weights
+        # the hit was fused with exactly those weights, which the recaller also reports
         expected = sum(weights[r] / (RRF_K + rank) for r, rank in hit.rankers.items())
         assert hit.score == pytest.approx(expected)
         assert hit.rankers["dense"] <= 3
+        assert Recaller(store, embedder).fusion_weights(question) == weights
+        keyword = DEFAULT_KEYWORD_POLICY.weights_for(temporal=True, coverage=None)
+        assert Recaller(store, embedder).fusion_weights(question, mode="keyword") == keyword
 
 
 class CountingEmbedder:
