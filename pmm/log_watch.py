@@ -9,9 +9,11 @@
         watch.advance(events, token)
 
 The log only grows, except that a redaction or a compaction rewrites stored rows, and each
-appends a marker event (:data:`CHANGE_KINDS`). ``data_version`` changes on any write, by
-this connection or another process, and costs a few microseconds; only when it moved are
-the newest id and the markers since the last look read. Not thread-safe: its owner's lock
+appends a marker event (:data:`CHANGE_KINDS`), and that ``pmm restore`` replaces the whole
+file (seen as another event, or none, at the newest id seen). ``data_version`` changes on
+any write, by this connection or another process, and costs a few microseconds; only when
+it moved are the newest id, the event at the newest id seen and the markers since the last
+look read. Not thread-safe: its owner's lock
 guards it.
 """
 
@@ -37,6 +39,9 @@ class LogWatch:
         """The store's ``data_version`` at the last look (None: never looked)."""
         self.seen_id = 0
         """Every change marker up to this id has been seen."""
+        self.seen_hash: str | None = None
+        """The hash of the event at ``seen_id``: another one there means the log was
+        replaced (``pmm restore``), and every kept row is dropped."""
 
     def look(self) -> tuple[tuple[int, int], bool]:
         """``(data_version now, whether a change marker was appended since the last look)``."""
@@ -44,11 +49,18 @@ class LogWatch:
         rewritten = False
         if token != self.token:
             newest = self.store.last_id()
-            if newest > self.seen_id:
+            if self.seen_id and self._hash_of(self.seen_id) != self.seen_hash:
+                rewritten = True  # the log was replaced (pmm restore)
+            elif newest > self.seen_id:
                 rewritten = bool(self.store.event_ids(kinds=CHANGE_KINDS, after_id=self.seen_id))
-            self.seen_id = max(self.seen_id, newest)
+            self.seen_id = newest
+            self.seen_hash = self._hash_of(newest)
             self.token = token
         return token, rewritten
+
+    def _hash_of(self, event_id: int) -> str | None:
+        event = self.store.get_many([event_id]).get(event_id)
+        return None if event is None else event.hash
 
     def follows(self, events: Sequence[Event], now: LogNow | None = None) -> tuple[int, int] | None:
         """The store's ``data_version`` now, when ``events`` (this process's append, one
@@ -70,6 +82,7 @@ class LogWatch:
     def advance(self, events: Sequence[Event], token: tuple[int, int]) -> None:
         """The reader took ``events`` as given (``token`` from :meth:`follows`)."""
         self.seen_id, self.token = events[-1].id, token
+        self.seen_hash = events[-1].hash
 
 
 class LogNow:

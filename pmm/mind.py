@@ -192,9 +192,11 @@ class Mind:
             if entry.role is not None:
                 kind_for_role(entry.role)  # validates the role
         events = self.store.append_many(entries)
-        self._contexts.appended(events)
+        inline = self._derived_enabled and self.settings.summary_mode == "inline"
+        if not inline:  # inline digests rewrite these rows now: readers read them back
+            self._contexts.appended(events)
         if self._derived_enabled:
-            self._processor.appended(events, inline=self.settings.summary_mode == "inline")
+            self._processor.appended(events, inline=inline)
         return events
 
     def clear(self, session_id: str | None = None) -> Event:

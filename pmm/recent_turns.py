@@ -118,7 +118,9 @@ class RecentTurns:
                 if any(e.kind == CLEAR_KIND for e in theirs):
                     del self._kept[session]
                     continue
-                turns = [e for e in theirs if e.kind in TURN_KINDS]
+                # a window() between the commit and this call may have read them already
+                newest = kept.turns[0][0].event_id if kept.turns else kept.clear_after
+                turns = [e for e in theirs if e.kind in TURN_KINDS and e.id > newest]
                 kept.turns[:0] = [self._shown(e, counted=False) for e in reversed(turns)]
                 kept.token = token
             self._watch.advance(events, token)

@@ -372,3 +372,24 @@ def test_a_turn_waiting_for_its_digest_is_not_embedded_raw(tmp_path: Path) -> No
         assert mind.store.count_unembedded(embedder.model_name, kinds=("prompt", "response")) == 0
         # only summaries were embedded
         assert all(t.startswith("S(") for t in embedder.texts), embedder.texts
+
+
+def test_inline_digests_reach_the_session_ranker(tmp_path: Path) -> None:
+    """In inline mode the digest is written right after the append: the session's
+    in-memory ranker scores the turn with its summary and keywords, as FTS5 does."""
+    with Mind(
+        db(tmp_path), enable_summary=True, summary_mode="inline", summarizer="heuristic"
+    ) as mind:
+        mind.remember("we talked about the weather", role="user", session_id="s")
+        mind.recall("weather", 3, session_id="s", mode="keyword")  # the session is held
+        event = mind.remember(
+            "I adopted a beagle puppy named Biscuit yesterday", role="user", session_id="s"
+        )
+        assert mind.store.get(event.id).summary
+        ranker = mind._contexts.recaller().session_ranker
+        assert ranker is not None
+        query = "beagle Biscuit puppy"
+        ours = ranker.search(query, session_id="s", key="turn")
+        fts5 = mind.store.search_text(query, session_id="s", key="turn")
+        assert [i for i, _ in ours] == [i for i, _ in fts5]
+        assert ours[0][1] == pytest.approx(fts5[0][1])

@@ -74,3 +74,56 @@ def test_own_appends_are_taken_as_given_and_others_are_read(tmp_path: Path) -> N
         other.append("prompt", "third, from elsewhere", session_id="s", role="user")
         assert mind.context("s").history[-1].text == "third, from elsewhere"
         assert reads == [1]
+
+
+def test_a_restored_log_drops_what_was_kept_and_erasure_reaches_it(tmp_path: Path) -> None:
+    """Another process restores an older backup, then writes and erases a turn: this
+    process shows the restored log, never the rows it kept from the replaced one, and
+    never the erased text (the redaction marker's id is below the newest id it saw)."""
+    from pmm.backup import backup, restore
+
+    path, saved = tmp_path / "a.db", tmp_path / "b.db"
+    with Mind(str(path)) as mind:
+        for i in range(3):
+            mind.remember(f"turn {i}", role="user", session_id="s")
+        backup(str(path), str(saved))
+        for i in range(3):
+            mind.remember(f"SECRET {i}", role="user", session_id="s")
+        assert len(mind.context("s").history) == 6
+        restore(str(saved), str(path))
+        assert [t.text for t in mind.context("s").history] == ["turn 0", "turn 1", "turn 2"]
+        with Mind(str(path)) as other:
+            other.remember("my card number is 4111-1111", role="user", session_id="t")
+            assert [t.text for t in mind.context("t").history] == ["my card number is 4111-1111"]
+            other.forget(match="4111", reason="user asked")
+        assert mind.context("t").history == []
+        assert mind.recall("4111 card", 3, session_id="t") == []
+        mind.remember("after restore", role="user", session_id="s")
+        assert mind.context("s").history[-1].text == "after restore"
+
+
+def test_an_append_read_before_its_notice_is_kept_once(tmp_path: Path) -> None:
+    """Thread B commits between thread A's look at the log and A's read of the new rows;
+    B's notice (``appended``) arrives after A read the row: it is kept once."""
+    from pmm.records import NewEvent
+
+    with Mind(str(tmp_path / "a.db")) as mind:
+        for i in range(3):
+            mind.remember(f"turn {i}", role="user", session_id="s")
+        assert len(mind.context("s").history) == 3
+        store, late = mind.store, []
+        turn_rows = store.turn_rows
+
+        def interleaved(**kwargs: Any) -> Any:
+            if not late:  # thread B's commit lands here
+                late.extend(store.append_many([NewEvent("prompt", "B's turn", "s", "user")]))
+            return turn_rows(**kwargs)
+
+        store.append("response", "A reply", session_id="s", role="assistant")
+        store.turn_rows = interleaved  # type: ignore[method-assign]
+        assert [t.text for t in mind.context("s").history][-2:] == ["A reply", "B's turn"]
+        store.turn_rows = turn_rows  # type: ignore[method-assign]
+        mind._contexts.appended(late)  # B's notice, after A read its row
+        assert [t.text for t in mind.context("s").history][-3:] == [
+            "turn 2", "A reply", "B's turn"
+        ]  # fmt: skip
