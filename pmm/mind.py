@@ -32,7 +32,7 @@ from .settings import Settings
 from .storage import EventLog, open_store
 from .tokens import TokenCounter, get_token_counter
 from .turns import CLEAR_KIND, TURN_KINDS, kind_for_role
-from .upkeep import IDLE_COMPRESS_SECONDS, Upkeep
+from .upkeep import Upkeep
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -288,11 +288,13 @@ class Mind:
 
     def process_pending(self) -> int:
         """One batch of pending work (used by the background worker); returns items done.
-        Idle, a short ``PMM_COMPRESS_AFTER`` pass: the texts compressed count as done."""
+        Idle, one short ``PMM_COMPRESS_AFTER`` pass, which is not counted: the worker does
+        not loop on it, so a flush never waits for a compression backlog."""
         done, _, vectors = self._processor.batch(self.settings.summary_batch_size)
         if done or vectors:
             return done + vectors
-        return self._upkeep.compress_in_passing(seconds=IDLE_COMPRESS_SECONDS, idle=True)
+        self._upkeep.compress_idle()
+        return 0
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for the background worker to finish what is pending now."""

@@ -74,6 +74,7 @@ class Upkeep:
         self._warned_compress = False
         self._next_idle_compress = 0.0
         self._noted_no_compress = False
+        self._compress_errors: set[str] = set()
 
     def dream(
         self, limit: int | None = None, progress: Callable[[int, int], None] | None = None
@@ -136,24 +137,43 @@ class Upkeep:
         started = time.monotonic()
         if idle and started < self._next_idle_compress:
             return 0
-        with self._processor.lock:
+        # never wait for a digest in flight (an LLM call may hold the lock for seconds)
+        if not self._processor.lock.acquire(blocking=False):
+            return 0
+        try:
             report: CompressionReport = compress(after, batch=PASSING_BATCH, seconds=seconds)
+        finally:
+            self._processor.lock.release()
         ran_out = time.monotonic() - started >= seconds
         self._next_idle_compress = started + (0.0 if ran_out else IDLE_COMPRESS_INTERVAL)
         return report.compressed
 
+    def compress_idle(self) -> int:
+        """The background worker's idle compression pass (:meth:`compress_in_passing`): a
+        failure is logged once per kind of error, and the texts stay plain until a later
+        pass; it never counts as a failed digest."""
+        return self._compress_logged(IDLE_COMPRESS_SECONDS, idle=True, when="in the background")
+
     def compress_on_close(self) -> None:
         """``Mind.close()``'s bounded compression pass (:meth:`compress_in_passing`); a
         failure is logged, and the texts stay plain until a later pass."""
+        self._compress_logged(CLOSE_COMPRESS_SECONDS, idle=False, when="on close")
+
+    def _compress_logged(self, seconds: float, *, idle: bool, when: str) -> int:
         try:
-            self.compress_in_passing(seconds=CLOSE_COMPRESS_SECONDS, idle=False)
+            return self.compress_in_passing(seconds=seconds, idle=idle)
         except Exception as exc:
-            log.warning(
-                "compressing old texts on close failed (%s: %s); they stay plain until the "
-                "next pass or `pmm compress`",
-                type(exc).__name__,
-                exc,
-            )
+            key = f"{type(exc).__name__}: {exc}"
+            if key not in self._compress_errors:
+                self._compress_errors.add(key)
+                log.warning(
+                    "compressing old texts %s failed (%s); they stay plain until the next "
+                    "pass or `pmm compress`",
+                    when,
+                    key,
+                )
+                log.debug("traceback of the compression failure", exc_info=exc)
+            return 0
 
     def should_dream(self) -> bool:
         """Whether the turns waiting for a digest, summary or vector pass the thresholds."""

@@ -4,6 +4,7 @@ setting is unset. Every check reads the real SQLite file."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -69,7 +70,10 @@ def test_idle_pass_compresses_then_waits_and_close_catches_up(tmp_path: Path) ->
     db = tmp_path / "pmm.db"
     with Mind(db, compress_after="0") as mind:  # "0": every text is old
         remember_old_and_new(mind, old=30)
-        assert mind.process_pending() == 31  # the worker's work function, idle: compresses
+        # the worker's work function, idle: compresses, but does not count it as work done
+        # (the worker would loop on it, and a flush would wait for the whole backlog)
+        assert mind.process_pending() == 0
+        assert set(shapes(db).values()) == {"blob"}
         later = mind.remember(reply(500), role="user", session_id="s").id
         assert mind.process_pending() == 0  # the next idle pass waits its interval
         assert shapes(db)[later] == "text"
@@ -94,3 +98,39 @@ def test_a_pass_stops_after_its_time_and_the_next_goes_on(tmp_path: Path) -> Non
         assert store.compress("0", batch=16, seconds=0).compressed == 16  # one batch, no more
         assert store.compress("0", batch=16).compressed == 34
         assert store.verify().ok and store.get(20).content == reply(19)
+
+
+def test_passing_compression_never_waits_for_a_digest_in_flight(tmp_path: Path) -> None:
+    """A digest in flight (an LLM call) holds the processing lock: close and the idle pass
+    skip compressing rather than wait for it."""
+    db = tmp_path / "pmm.db"
+    with Mind(db, compress_after="0") as mind:
+        remember_old_and_new(mind, old=30)
+        with mind._processor.lock:  # as a digest in flight holds it
+            assert mind._upkeep.compress_in_passing(seconds=1.0, idle=False) == 0
+        assert set(shapes(db).values()) == {"text"}
+    assert set(shapes(db).values()) == {"blob"}  # close compresses once the lock is free
+
+
+def test_a_failing_idle_compression_is_reported_once_as_what_it_is(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "pmm.db"
+    with Mind(db, compress_after="0") as mind:
+        remember_old_and_new(mind, old=30)
+
+        def broken(*args: object, **kwargs: object) -> object:
+            raise OSError("disk I/O error")
+
+        mind.store.compress = broken  # type: ignore[method-assign]
+        with caplog.at_level(logging.WARNING, logger="pmm"):
+            for _ in range(3):
+                assert mind.process_pending() == 0
+                mind._upkeep._next_idle_compress = 0.0
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1
+        assert (
+            "compressing old texts in the background failed (OSError: disk I/O error)"
+            in (warnings[0])
+        )
+        assert "digest" not in warnings[0]
