@@ -44,8 +44,13 @@ def term_counts(text: str) -> dict[str, tuple[str, int]]:
 
 def query_tokens(word: str) -> list[str]:
     """The tokens FTS5 splits a query word into, unstemmed (FTS5 stems them itself):
-    ``"don't" -> ["don", "t"]``."""
-    return _TOKEN.findall(word)
+    ``"don't" -> ["don", "t"]``. A token that folds to nothing (U+037A, the half-width
+    sound marks) is no term, and is left out.
+
+    >>> query_tokens("don't"), query_tokens("x'\u037a")
+    (['don', 't'], ['x'])
+    """
+    return [t for t in _TOKEN.findall(word) if _TOKEN.search(_fold(t))]
 
 
 def _fold(text: str) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pmm import Mind
 from pmm.stemmer import fts_tokens, query_tokens
 from pmm.storage.sqlite import schema
 from pmm.store import EventStore
@@ -130,6 +131,19 @@ def test_words_fts5_splits_are_found_in_every_key(tmp_path: Path) -> None:
     assert set(found["window", "tomatoes", "b"]) == {5, 6} and found["window", "3.5", "b"] == []
     # "all" is a stopword the window index leaves out: "y'all" is searched there as "y"
     assert found["turn", "y'all", None] == [5] and set(found["window", "y'all", None]) == {5, 6}
+
+
+def test_a_query_token_that_folds_to_nothing_is_left_out(tmp_path: Path) -> None:
+    """U+037A and the half-width sound marks are word characters that fold to no term:
+    a query holding one finds what its other words find, never an internal error."""
+    with Mind(str(tmp_path / "pmm.db")) as mind:
+        mind.remember("the cat sat on the mat", role="user", session_id="s")
+        for query in ("x'\u037a cat", "\uff9e cat", "\u037a"):
+            for session in ("s", None):
+                hits = mind.recall(query, 3, session_id=session, mode="keyword")
+                assert [h.event.text for h in hits] == (
+                    ["the cat sat on the mat"] * ("cat" in query)
+                )
 
 
 def test_a_file_of_the_previous_schema_migrates_and_searches_alike(
