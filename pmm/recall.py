@@ -381,12 +381,15 @@ class Recaller:
         >>> recaller.fusion_weights("when did we move?")  # doctest: +SKIP
         {'turn': 1.0, 'window': 0.5, 'dense': 0.1, 'digest': 0.0}
         """
+        if mode == "hybrid" and self.embedder is None:
+            mode = "keyword"  # as recall falls back
         policy = {"semantic": _SEMANTIC, "keyword": self.keyword_policy}.get(mode, self.policy)
         temporal = is_temporal(words(query.lower()))
         turn: list[int] = []
         if policy.needs_coverage:
+            kinds = self.default_kinds + (("summary",) if self.summaries else ())
             found = self.store.search_text(
-                query, limit=EVIDENCE_HITS, kinds=self.default_kinds, key="turn",
+                query, limit=EVIDENCE_HITS, kinds=kinds, key="turn",
                 date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
             )  # fmt: skip
             turn = [i for i, _ in found]
