@@ -16,13 +16,14 @@ answers, and "When did ...?" / "in March" questions reach the turn through its d
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, date, datetime
 from functools import lru_cache
 from typing import NamedTuple
 
 from .errors import InvalidInputError
-from .stemmer import stem, term_counts
+from .stemmer import fts_tokens, stem, term_counts
 from .text import STOPWORDS
 
 WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
@@ -51,6 +52,20 @@ recall.py), in under half the index; once only cost 1.4 points of keyword recall
 WINDOW_SKIP = frozenset(stem(w) for w in STOPWORDS if "'" not in w)
 """Terms the window index leaves out: one-word stopwords. A query uses them only when it
 holds nothing else (:func:`pmm.text.search_terms`); the turn index still has them."""
+WINDOW_BODY_RULES = 1
+"""Bump when :func:`window_body` changes in a way :data:`WINDOW_BODY_FORMAT` cannot see."""
+
+
+def _body_format() -> str:
+    probe = "Running runs RUN caresses ponies agreed happily Łódź don't e-mail 3.5 東京 naïve"
+    parts = (WINDOW_BODY_RULES, WINDOW_TERM_CAP, sorted(WINDOW_SKIP), fts_tokens(probe))
+    return hashlib.sha256(repr(parts).encode("utf-8")).hexdigest()[:16]
+
+
+WINDOW_BODY_FORMAT = _body_format()
+"""How this code makes window bodies (rules, cap, stopwords, tokens and stems): a file's
+window index records the format it was built with and is rebuilt under another one
+(migrations/0012), since a contentless index deletes a row by the body it was indexed with."""
 
 
 def window_body(text: str) -> str:

@@ -150,7 +150,9 @@ def test_a_file_of_the_previous_schema_migrates_and_searches_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     every = schema.load_migrations()
-    monkeypatch.setattr(schema, "load_migrations", lambda: [m for m in every if m.version <= 10])
+    # 0012 (window_state.body_format) too: today's window code needs its column
+    older = [m for m in every if m.version <= 10 or m.version == 12]
+    monkeypatch.setattr(schema, "load_migrations", lambda: older)
     old_path = tmp_path / "old.db"
     with EventStore(old_path) as old:
         fill(old)
@@ -175,3 +177,30 @@ def test_a_file_of_the_previous_schema_migrates_and_searches_alike(
             assert set(after[key, query, session]) == set(ids), (key, query, session)
         else:  # bm25 as before
             assert after[key, query, session] == ids, (key, query, session)
+
+
+def test_another_window_body_format_rebuilds_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release that makes window bodies another way (here: keeping stopwords) must not
+    delete contentless rows by bodies they were not indexed with (which corrupts FTS5 or
+    leaves stale terms): the file records the format, and another one rebuilds the index."""
+    import pmm.window_keys as window_keys
+    from pmm.storage.sqlite import windows
+
+    path = tmp_path / "pmm.db"
+    with Mind(str(path)) as mind:
+        for i in range(3):
+            mind.remember(f"my cat and the tuna {i}", role="user", session_id="s")
+        assert mind.store.search_text("cat", key="window")
+        assert mind.store.search_text("the", key="window") == []  # a stopword: left out
+    monkeypatch.setattr(window_keys, "WINDOW_SKIP", frozenset())
+    monkeypatch.setattr(windows, "WINDOW_BODY_FORMAT", "stopwords-kept", raising=False)
+    with Mind(str(path)) as mind:
+        mind.remember("dogs are fine too", role="user", session_id="s")  # rewrites windows
+        assert len(mind.store.search_text("the", key="window")) == 4  # 4: through 2 and 3
+        assert len(mind.store.search_text("cat", key="window")) == 4
+        conn = mind.store._conn
+        conn.execute("INSERT INTO events_window_fts(events_window_fts) VALUES ('integrity-check')")
+        fmt = conn.execute("SELECT body_format FROM window_state").fetchone()[0]
+        assert fmt == "stopwords-kept"

@@ -85,10 +85,11 @@ class SearchIndex(SqliteBase):
         upto, newest = self._read(
             "SELECT (SELECT indexed_upto FROM fts_state), (SELECT max(id) FROM events)"
         )[0]
-        if (not newest or newest <= upto) and not self._windows_pending():
+        if self.read_only_reason is not None:  # searched as it was built
+            if newest and newest > upto:
+                self._warn_unindexed(newest - upto)
             return 0
-        if self.read_only_reason is not None:
-            self._warn_unindexed(newest - upto)
+        if (not newest or newest <= upto) and not self._windows_pending():
             return 0
         with self._lock, self._write() as conn:
             upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]

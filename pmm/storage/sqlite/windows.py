@@ -19,6 +19,7 @@ from collections import defaultdict
 
 from ...window_keys import (
     BOUNDARY_KIND,
+    WINDOW_BODY_FORMAT,
     WINDOW_KINDS,
     WindowRow,
     date_words,
@@ -39,19 +40,24 @@ def session_tag(session_id: str | None) -> str:
 
 def windows_pending(conn: sqlite3.Connection, radius: int) -> bool:
     """Whether :func:`sync_windows` has anything to do (cheap: three indexed reads)."""
-    upto, built, newest, dirty = conn.execute(
-        "SELECT indexed_upto, radius, (SELECT max(id) FROM events),"
+    upto, built, body_format, newest, dirty = conn.execute(
+        "SELECT indexed_upto, radius, body_format, (SELECT max(id) FROM events),"
         " EXISTS(SELECT 1 FROM window_dirty) FROM window_state"
     ).fetchone()
-    return bool(dirty) or built != radius or (newest or 0) > upto
+    stale = built != radius or body_format != WINDOW_BODY_FORMAT
+    return bool(dirty) or stale or (newest or 0) > upto
 
 
 def sync_windows(conn: sqlite3.Connection, radius: int, *, rebuild: bool = False) -> int:
     """Write the window rows that new or changed events call for (every row with
     ``rebuild``); returns how many."""
-    upto, built = conn.execute("SELECT indexed_upto, radius FROM window_state").fetchone()
+    upto, built, body_format = conn.execute(
+        "SELECT indexed_upto, radius, body_format FROM window_state"
+    ).fetchone()
     dirty = conn.execute("SELECT EXISTS(SELECT 1 FROM window_dirty)").fetchone()[0]
-    if built != radius or dirty or rebuild:
+    # another body format (migrations/0012): the bodies this code makes are not the ones
+    # indexed, so no row can be deleted by its body; 'delete-all' needs none
+    if built != radius or body_format != WINDOW_BODY_FORMAT or dirty or rebuild:
         conn.execute("INSERT INTO events_window_fts(events_window_fts) VALUES ('delete-all')")
         conn.execute("DELETE FROM window_dirty")
         upto = 0
@@ -64,7 +70,10 @@ def sync_windows(conn: sqlite3.Connection, radius: int, *, rebuild: bool = False
     written = 0
     for session, ids in marked.items():
         written += _sync_session(conn, session, ids, radius, upto)
-    conn.execute("UPDATE window_state SET indexed_upto = ?, radius = ?", (newest, radius))
+    conn.execute(
+        "UPDATE window_state SET indexed_upto = ?, radius = ?, body_format = ?",
+        (newest, radius, WINDOW_BODY_FORMAT),
+    )
     return written
 
 
