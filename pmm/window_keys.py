@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from .errors import InvalidInputError
-from .stemmer import fts_tokens, stem, term_counts
+from .stemmer import fts_tokens, query_tokens, stem, term_counts
 from .text import STOPWORDS
 
 WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
@@ -79,7 +79,14 @@ def window_body(text: str) -> str:
     return _capped([term_counts(text)])
 
 
-def _capped(parts: Iterable[dict[str, tuple[str, int]]]) -> str:
+def window_terms(parts: Iterable[dict[str, tuple[str, int]]]) -> dict[str, tuple[str, int]]:
+    """The terms a window is indexed with, from its turns' :func:`~pmm.stemmer.term_counts`
+    in order: term -> (its first token, occurrences up to :data:`WINDOW_TERM_CAP`), without
+    :data:`WINDOW_SKIP` (:func:`window_body` is these tokens as text).
+
+    >>> window_terms([term_counts("the tomato"), term_counts("tomatoes, tomato")])
+    {'tomato': ('tomato', 2)}
+    """
     kept: dict[str, tuple[str, int]] = {}
     for counts in parts:
         for term, (token, count) in counts.items():
@@ -90,7 +97,26 @@ def _capped(parts: Iterable[dict[str, tuple[str, int]]]) -> str:
                 kept[term] = (token, min(count, WINDOW_TERM_CAP))
             elif held[1] < WINDOW_TERM_CAP:
                 kept[term] = (held[0], min(held[1] + count, WINDOW_TERM_CAP))
-    return " ".join(" ".join([token] * count) for token, count in kept.values())
+    return kept
+
+
+def _capped(parts: Iterable[dict[str, tuple[str, int]]]) -> str:
+    return " ".join(" ".join([token] * count) for token, count in window_terms(parts).values())
+
+
+def window_query_terms(word: str) -> list[str]:
+    """The terms a query word is searched for on the window key: a word FTS5 splits into
+    several tokens (``e-mail``) is the AND of them, less those in :data:`WINDOW_SKIP` (the
+    index has none) unless that is all of them. :mod:`pmm.storage.sqlite.search` applies
+    the same rule to its FTS5 query text (its ``_fts_word``).
+
+    >>> window_query_terms("e-mails"), window_query_terms("the-end"), window_query_terms("the")
+    (['e', 'mail'], ['end'], ['the'])
+    """
+    terms = [term for token in query_tokens(word) for term in fts_tokens(token)]
+    if len(terms) > 1:
+        terms = [t for t in terms if t not in WINDOW_SKIP] or terms
+    return terms
 
 
 class WindowRow(NamedTuple):
