@@ -17,6 +17,7 @@ from pmm.records import NewEvent
 from pmm.session_index import SessionRanker
 from pmm.stemmer import fts_tokens, stem
 from pmm.storage.sqlite import EventStore
+from pmm.text import search_terms
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "data"
 TURNS = ("prompt", "response")
@@ -121,9 +122,69 @@ def test_top_ten_agree_with_fts5_and_recall_does_not_drop(
     recall = {k: sum(v) / len(v) for k, v in found.items()}
     print("top-10 overlap", mean, "R@10", recall)
     assert len(data["questions"]) > 300
-    assert mean["turn"] >= 0.85 and mean["window"] >= 0.85
+    assert mean["turn"] >= 0.95 and mean["window"] >= 0.975
     for key in ("turn", "window"):
         assert recall[key, "mine"] >= recall[key, "fts"] - 0.01
+
+
+def test_window_key_scores_as_fts5_does_over_one_session(tmp_path: Path) -> None:
+    """With the whole log in one session (so that the session's document frequencies are
+    the index's), the window key's documents are the ones FTS5 holds (term by term, read
+    back with fts5vocab) and its scores are bm25()'s: the same ids, scores within 1e-5
+    (FTS5 also scores words in half the windows or more, at an idf of 1e-6)."""
+    import random
+
+    rng = random.Random(5)
+    data = chat(1)
+    path = tmp_path / "one.db"
+    with EventStore(path) as store:
+        for session in [s for c in data["conversations"] for s in c["sessions"]][:8]:
+            for turn in session["turns"]:
+                kind = "prompt" if turn["role"] == "user" else "response"
+                store.append(kind, turn["text"], session_id="s", ts=session.get("date"))
+                if rng.random() < 0.1:
+                    store.append("response", rng.choice(SPLIT_WORDS), session_id="s")
+            store.append("clear", "history cleared", session_id="s")
+        store.sync_search_index()
+        ranker = SessionRanker(store)
+        ranker.search("warm up", session_id="s")
+        windows = ranker._sessions["s"].windows
+        conn = sqlite3.connect(path)
+        conn.execute(
+            "CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, events_window_fts, instance)"
+        )
+        held: dict[int, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+        for term, doc, column in conn.execute("SELECT term, doc, col FROM temp.v"):
+            if column != "tags":
+                held[doc][term, column] += 1
+        conn.close()
+        assert windows.docs.keys() == held.keys()
+        for event_id, doc in windows.docs.items():
+            mine = {
+                (t, name): n
+                for name, c in zip(("body", "dates"), doc.columns, strict=True)
+                for t, n in c.counts.items()
+            }
+            assert mine == held[event_id]
+        queries = [q["question"] for q in data["questions"]]
+        queries += ["o'clock ma'am", "five o'clock e-mail", "what is it", "don't"]
+        compared = 0
+        for query in queries:
+            if len(search_terms(query)) > 6:
+                continue  # the index picks its six words in query order, the ranker its rarest
+            weight = rng.choice((1.0, 3.0))
+            fts = store.search_text(
+                query, session_id="s", key="window", limit=1000, date_weight=weight
+            )
+            mine = ranker.search(
+                query, session_id="s", key="window", limit=1000, date_weight=weight
+            )
+            scores = dict(mine)
+            assert scores.keys() <= dict(fts).keys(), query
+            for event_id, score in fts:
+                assert abs(scores.get(event_id, 0.0) - score) < 1e-5, (query, event_id)
+            compared += len(mine)
+        assert compared > 1000
 
 
 def ids(ranker: SessionRanker, query: str, key: str = "window", session: str = "s") -> list[int]:
@@ -315,6 +376,14 @@ def reference_bm25(
     return ranked[:limit]
 
 
+SPLIT_WORDS = (
+    "Ma'am, the e-mail comes at five o'clock",
+    "The clock in the hall is slow, I am sure",
+    "O is my favourite letter, ma'am",
+    "Five o'clock it is",
+)
+
+
 def test_scores_equal_an_independent_bm25(tmp_path: Path) -> None:
     """Both keys, ids and scores, against the formula written out over documents built
     from the log's text (window bodies as the full-text index holds them, by
@@ -345,7 +414,7 @@ def test_scores_equal_an_independent_bm25(tmp_path: Path) -> None:
                 for e in turns
             }
             searches = [("turn", turn_docs, query), ("window", window_docs, query)]
-            searches.append(("window", window_docs, "don't e-mail the-end"))  # AND of terms
+            searches.append(("window", window_docs, "o'clock ma'am"))  # ANDs of terms
             for key, docs, words in searches:
                 mine = ranker.search(
                     words, session_id=session_id, key=key, limit=15, date_weight=weight
@@ -354,7 +423,7 @@ def test_scores_equal_an_independent_bm25(tmp_path: Path) -> None:
                 assert [i for i, _ in mine] == [i for i, _ in theirs], (key, words)
                 assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], rel=1e-12)
                 checked += len(mine)
-                split += words.startswith("don't") and bool(mine)
+                split += words.startswith("o'clock") and bool(mine)
 
         for session in sessions:
             words = " ".join(t["text"] for t in session["turns"]).split()
@@ -369,12 +438,12 @@ def test_scores_equal_an_independent_bm25(tmp_path: Path) -> None:
                 )
                 if rng.random() < 0.05:
                     store.append("clear", "history cleared", session_id=session["id"])
-                if rng.random() < 0.1:
-                    text = "Don't wait for my e-mail, it comes at the end of the day"
+                if rng.random() < 0.2:  # words FTS5 splits; their terms apart, too
+                    text = rng.choice(SPLIT_WORDS)
                     store.append("response", text, session_id=session["id"])
                 if n % 4 == 3:
                     query = " ".join(rng.sample(words, min(4, len(words))))
-                    query += " don't e-mail the-end"
+                    query += " o'clock ma'am e-mail"
                     check(live, session["id"], query, rng.choice((1.0, 3.0)))
         fresh = SessionRanker(store)
         for question in data["questions"][:40]:
