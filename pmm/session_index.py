@@ -86,8 +86,8 @@ class _Session:
     rows: list[WindowRow]
     ts: dict[int, str]
     terms: dict[int, dict[str, tuple[str, int]]]
-    """a turn's terms, :func:`~pmm.stemmer.term_counts`' shape: its content's (its summary's
-    when erased), what its neighbours' windows hold of it"""
+    """a turn's terms as a window holds them (:func:`~pmm.window_keys.window_terms` of its
+    content's, its summary's when erased)"""
     members: dict[int, tuple[int, ...]]  # the ids of the turns each window holds
     turns: Key
     windows: Key
@@ -233,7 +233,11 @@ class SessionRanker:
                 columns = (Column.of(summary), Column.of(keywords), Column.of(content))
                 session.turns.put(event.id, event.kind, columns)
                 held = columns[2] if event.content is not None else columns[0]
-                session.terms[event.id] = {t: (t, c) for t, c in held.counts.items()}
+                # what its neighbours' windows hold of it, worked out once: stopwords out,
+                # capped (capping again in a window sums to the same: the cap saturates)
+                session.terms[event.id] = window_terms(
+                    [{t: (t, c) for t, c in held.counts.items()}]
+                )
         # the windows the new turns reach (up to `radius` turns either side); each of those
         # reaches `radius` turns further back: read from 2 * radius turns before the new
         # rows, not the whole session

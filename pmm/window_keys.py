@@ -87,16 +87,20 @@ def window_terms(parts: Iterable[dict[str, tuple[str, int]]]) -> dict[str, tuple
     >>> window_terms([term_counts("the tomato"), term_counts("tomatoes, tomato")])
     {'tomato': ('tomato', 2)}
     """
+    cap = WINDOW_TERM_CAP
     kept: dict[str, tuple[str, int]] = {}
+    get = kept.get
+    # run at every window rewrite of both rankers: no min() calls, and a term's pair is
+    # kept as it is when under the cap (a skipped term is never held: checked when new)
     for counts in parts:
-        for term, (token, count) in counts.items():
-            if term in WINDOW_SKIP:
-                continue
-            held = kept.get(term)
+        for term, pair in counts.items():
+            held = get(term)
             if held is None:
-                kept[term] = (token, min(count, WINDOW_TERM_CAP))
-            elif held[1] < WINDOW_TERM_CAP:
-                kept[term] = (held[0], min(held[1] + count, WINDOW_TERM_CAP))
+                if term not in WINDOW_SKIP:
+                    kept[term] = pair if pair[1] <= cap else (pair[0], cap)
+            elif held[1] < cap:
+                total = held[1] + pair[1]
+                kept[term] = (held[0], total if total < cap else cap)
     return kept
 
 
