@@ -2,18 +2,22 @@
 FTS5's BM25 over them (k1 1.2, b 0.75, per-column weights). :mod:`pmm.session_index`
 keeps one :class:`Key` per key and session up to date; this module only indexes and ranks.
 
-    key = Key(TURN_WEIGHTS)
-    key.put(7, "prompt", (Column.of([]), Column.of([]), Column.of(fts_tokens("red kayak"))))
+    key = Key(TURN_WEIGHTS)  # summary, keywords, content
+    for event_id, text in ((7, "red kayak"), (8, "a boat"), (9, "a bike")):
+        key.put(event_id, "prompt", (EMPTY, EMPTY, Column.of(fts_tokens(text))))
     key.rank(turn_query("kayak"), {"prompt", "response"}, TURN_WEIGHTS, limit=10)
-    # -> [(7, score)]: (id, BM25 score) best first
+    # -> [(7, 0.5108...)]: (id, BM25 score), best first
 
-The two keys read their query words as the FTS5 path does (:mod:`pmm.storage.sqlite.search`):
+How each key reads a query word:
 
-- the turn key (:func:`turn_query`): a word's tokens are a phrase (consecutive tokens);
-- the window key (:func:`window_query`): a word is the AND of its terms
-  (:func:`pmm.window_keys.window_query_terms`, the index holds no stopwords and no order),
-  each term scored as its own phrase with its own document frequency, as FTS5's bm25()
-  does for ``("e" AND "mail")``.
+- the turn key (:func:`turn_query`): its tokens as a phrase (consecutive tokens), as the
+  turn index was searched before migration 0011 (it is now searched for the AND of them;
+  a word FTS5 splits, like ``o'brien``, is rare, and this key's scores are left as
+  they were);
+- the window key (:func:`window_query`): the AND of its terms as the window index is
+  queried (:func:`pmm.window_keys.window_query_terms`: stopwords out, since the index
+  holds none), each term scored as its own phrase with its own document frequency, as
+  FTS5's bm25() does for ``("o" AND "clock")``.
 """
 
 from __future__ import annotations
