@@ -62,7 +62,7 @@ def turn_query(query: str) -> Query:
 def window_query(query: str) -> Query:
     """The window key's reading of ``query``: each search word that has terms, as the AND
     of :func:`~pmm.window_keys.window_query_terms`."""
-    pairs = ((word, tuple(window_query_terms(word))) for word in search_terms(query))
+    pairs = ((word, window_query_terms(word)) for word in search_terms(query))
     return Query(tuple((word, terms) for word, terms in pairs if terms), all_of=True)
 
 
@@ -268,16 +268,17 @@ class Key:
         lengths = self.lengths
         k1_1 = K1 + 1
         get = scores.get
+        all_of = query.all_of
         for word in informative or used:
             ids = found[word]
             phrase = tokens[word]
             # a phrase is scored once with the word's document frequency; an AND of terms
             # term by term, each with its own (FTS5's bm25() scores each phrase of a query)
-            parts = (
-                [(df[word], phrase)]
-                if not query.all_of or len(phrase) == 1
-                else [(self._frequency(t, wanted, other_kinds), (t,)) for t in phrase]
-            )
+            parts: list[tuple[int, tuple[str, ...]]]
+            if all_of and len(phrase) > 1:
+                parts = [(self._frequency(t, wanted, other_kinds), (t,)) for t in phrase]
+            else:
+                parts = [(df[word], phrase)]
             for count, part in parts:
                 value = math.log((n - count + 0.5) / (count + 0.5))
                 idf = value if value > 0 else 1e-6

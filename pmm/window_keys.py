@@ -108,19 +108,21 @@ def _capped(parts: Iterable[dict[str, tuple[str, int]]]) -> str:
     return " ".join(" ".join([token] * count) for token, count in window_terms(parts).values())
 
 
-def window_query_terms(word: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def window_query_terms(word: str) -> tuple[str, ...]:
     """The terms a query word is searched for on the window key: a word FTS5 splits into
-    several tokens (``e-mail``) is the AND of them, less those in :data:`WINDOW_SKIP` (the
-    index has none) unless that is all of them. :mod:`pmm.storage.sqlite.search` applies
-    the same rule to its FTS5 query text (its ``_fts_word``).
+    several tokens (``o'clock``, ``e-mail``) is the AND of them, less those in
+    :data:`WINDOW_SKIP` (the index has none) unless that is all of them.
+    :mod:`pmm.storage.sqlite.search` applies the same rule to its FTS5 query text (its
+    ``_fts_word``). Cached: every recall reads its query's words once per key.
 
-    >>> window_query_terms("e-mails"), window_query_terms("the-end"), window_query_terms("the")
-    (['e', 'mail'], ['end'], ['the'])
+    >>> window_query_terms("e-mails"), window_query_terms("ma'am"), window_query_terms("the")
+    (('e', 'mail'), ('ma',), ('the',))
     """
     terms = [term for token in query_tokens(word) for term in fts_tokens(token)]
     if len(terms) > 1:
         terms = [t for t in terms if t not in WINDOW_SKIP] or terms
-    return terms
+    return tuple(terms)
 
 
 class WindowRow(NamedTuple):
