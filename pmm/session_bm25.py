@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -78,7 +79,7 @@ class Column:
     @classmethod
     def of(cls, tokens: list[str]) -> Column:
         """The column of ``tokens`` (columns are never modified: empty ones are shared)."""
-        return cls(_counted(tokens), len(tokens), tokens) if tokens else EMPTY
+        return cls(Counter(tokens), len(tokens), tokens) if tokens else EMPTY
 
     @classmethod
     def counted(cls, counts: Mapping[str, int]) -> Column:
@@ -94,13 +95,6 @@ class Column:
         n = len(phrase)
         toks = list(self.tokens)
         return sum(1 for i in range(len(toks) - n + 1) if toks[i : i + n] == list(phrase))
-
-
-def _counted(tokens: Iterable[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for token in tokens:
-        counts[token] = counts.get(token, 0) + 1
-    return counts
 
 
 EMPTY = Column({}, 0)
