@@ -11,11 +11,14 @@ Why: a session holds hundreds of turns, not 100,000, yet an FTS5 search restrict
 session still reads the whole log's postings of every query word (about 2-3 ms each for
 the turn and the window key at 100,000 events). Here each session's turns are tokenized
 once (the same tokens FTS5 indexes, :mod:`pmm.stemmer`) and ranked with FTS5's BM25
-formula (k1 1.2, b 0.75, the same column weights), over the same two keys:
+formula (k1 1.2, b 0.75, the same column weights; :mod:`pmm.session_bm25`), over the same
+two keys, as the full-text index holds them:
 
 - ``turn``: summary (weight 2), keywords (3) and content (1) of the turn;
-- ``window``: the turn with its neighbours (:func:`pmm.window_keys.window_texts`) and its
-  date in words (weight ``date_weight``).
+- ``window``: the terms of the turn with its neighbours as the window index holds them
+  (:func:`pmm.window_keys.window_terms`: each at most twice, no one-word stopwords;
+  queries as :func:`pmm.window_keys.window_query_terms` reads them) and its date in words
+  (weight ``date_weight``).
 
 One difference, by design: document frequencies and lengths are the session's, not the
 whole log's (an FTS5 search within a session uses the whole table's), and the query words
@@ -37,12 +40,10 @@ searched out first).
 
 from __future__ import annotations
 
-import heapq
-import math
 import threading
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
@@ -50,203 +51,46 @@ from typing import TYPE_CHECKING
 
 from .log_watch import LogNow, LogWatch
 from .records import Event
+from .session_bm25 import (
+    TURN_WEIGHTS,
+    WINDOW_WEIGHTS,
+    Column,
+    Key,
+    turn_query,
+    window_query,
+)
 from .stemmer import fts_tokens
-from .storage.terms import pick_terms
-from .text import search_terms
 from .window_keys import (
     BOUNDARY_KIND,
     DEFAULT_WINDOW_RADIUS,
     WINDOW_KINDS,
     WindowRow,
     date_words,
+    reached_turns,
     window_members,
+    window_terms,
 )
 
 if TYPE_CHECKING:
     from .storage.base import EventLog
 
-K1 = 1.2
-B = 0.75
-TURN_WEIGHTS = (2.0, 3.0, 1.0)
-"""summary, keywords, content: the turn key's BM25 column weights (as in FTS5)."""
-WINDOW_WEIGHTS = (1.0, 1.0)
-"""body, dates: the window key's weights (the dates' is ``date_weight`` when given)."""
-
-
-@lru_cache(maxsize=256)
-def _phrases(query: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """``(word, its tokens)`` for the query's search words that have tokens (a query is
-    searched once per key: analysed once)."""
-    pairs = ((word, tuple(fts_tokens(word))) for word in search_terms(query))
-    return tuple((word, phrase) for word, phrase in pairs if phrase)
-
-
-@dataclass
-class _Column:
-    tokens: list[str]
-    counts: Counter[str]
-
-    @classmethod
-    def of(cls, tokens: list[str]) -> _Column:
-        """The column of ``tokens`` (columns are never modified: empty ones are shared)."""
-        return cls(tokens, Counter(tokens)) if tokens else _EMPTY
-
-    def hits(self, phrase: Sequence[str]) -> int:
-        """How often ``phrase`` (consecutive tokens) occurs."""
-        if len(phrase) == 1:
-            return self.counts.get(phrase[0], 0)
-        if any(t not in self.counts for t in phrase):
-            return 0
-        n = len(phrase)
-        toks = self.tokens
-        return sum(1 for i in range(len(toks) - n + 1) if toks[i : i + n] == list(phrase))
-
-
-_EMPTY = _Column([], Counter())
-
 
 @lru_cache(maxsize=4096)
-def _date_column(day: str) -> _Column:
+def _date_column(day: str) -> Column:
     """The date column of a day's windows (shared by them, never modified)."""
-    return _Column.of(fts_tokens(date_words(day)))
-
-
-@dataclass
-class _Doc:
-    id: int
-    kind: str
-    columns: tuple[_Column, ...]
-    length: int  # tokens in every column, plus the one session-tag token FTS5 counts
-    weighted: dict[str, float]  # token -> occurrences weighted by the key's usual weights
-
-    def hits(self, phrase: Sequence[str], weights: Sequence[float], usual: bool) -> float:
-        """The phrase's occurrences, each weighted by its column's weight (``usual``: the
-        weights are the key's usual ones; callers score that single-word case from the
-        postings themselves)."""
-        total = 0.0
-        if len(phrase) == 1:
-            token = phrase[0]
-            for weight, column in zip(weights, self.columns, strict=True):
-                total += weight * column.counts.get(token, 0)
-            return total
-        for weight, column in zip(weights, self.columns, strict=True):
-            total += weight * column.hits(phrase)
-        return total
-
-
-class _Key:
-    """One key's documents in a session, with postings (token -> ids) and per-kind totals."""
-
-    def __init__(self, weights: tuple[float, ...]) -> None:
-        self.weights = weights
-        self.docs: dict[int, _Doc] = {}
-        self.postings: dict[str, dict[int, float]] = {}
-        """token -> {event id: the token's occurrences weighted by the usual weights}"""
-        self.lengths: dict[int, int] = {}
-        self.count: Counter[str] = Counter()
-        self.length: Counter[str] = Counter()
-
-    def put(
-        self,
-        event_id: int,
-        kind: str,
-        columns: tuple[_Column, ...],
-        touched: Collection[str] | None = None,
-    ) -> None:
-        """Index (or re-index) a document; ``touched``: when it is re-indexed, the only
-        tokens whose counts may have changed (None: any of them)."""
-        weighted: dict[str, float] = {}
-        for weight, column in zip(self.weights, columns, strict=True):
-            if weight == 1.0 and not weighted:
-                # the counts as they are (whole numbers: the same sums in any order)
-                weighted = dict(column.counts)
-                continue
-            for token, count in column.counts.items():
-                weighted[token] = weighted.get(token, 0.0) + weight * count
-        length = 1 + sum(len(c.tokens) for c in columns)
-        doc = _Doc(event_id, kind, columns, length, weighted)
-        old = self.docs.get(event_id)
-        # a rewritten window shares most of its words with the old one: touch only the
-        # postings of the words that came, went or changed count
-        postings = self.postings
-        changed: Iterable[tuple[str, float]] = weighted.items()
-        if old is not None:
-            before = old.weighted
-            if touched is None:
-                gone: Iterable[str] = before.keys() - weighted.keys()
-                changed = [(t, v) for t, v in weighted.items() if before.get(t) != v]
-            else:
-                gone = [t for t in touched if t in before and t not in weighted]
-                changed = [
-                    (t, weighted[t])
-                    for t in touched
-                    if t in weighted and before.get(t) != weighted[t]
-                ]
-            for token in gone:
-                ids = postings[token]
-                del ids[event_id]
-                if not ids:
-                    del postings[token]
-        for token, value in changed:
-            posting = postings.get(token)
-            if posting is None:
-                postings[token] = {event_id: value}
-            else:
-                posting[event_id] = value
-        self.lengths[event_id] = length
-        if old is not None:
-            self.count[old.kind] -= 1
-            self.length[old.kind] -= old.length
-        self.docs[event_id] = doc
-        self.count[kind] += 1
-        self.length[kind] += doc.length
-
-    def drop(self, event_id: int) -> None:
-        doc = self.docs.pop(event_id, None)
-        if doc is None:
-            return
-        del self.lengths[event_id]
-        for token in doc.weighted:
-            ids = self.postings.get(token)
-            if ids is not None:
-                ids.pop(event_id, None)
-                if not ids:
-                    del self.postings[token]
-        self.count[doc.kind] -= 1
-        self.length[doc.kind] -= doc.length
-
-    def holds_other_kinds(self, kinds: set[str]) -> bool:
-        """Whether any document is of a kind outside ``kinds``."""
-        return any(self.count[k] for k in self.count if k not in kinds)
-
-    def matching(
-        self, phrase: Sequence[str], kinds: set[str], other_kinds: bool
-    ) -> Collection[int]:
-        """Ids of the documents of ``kinds`` that hold ``phrase`` (do not modify);
-        ``other_kinds``: :meth:`holds_other_kinds` (the caller works it out once)."""
-        found = self.postings.get(phrase[0])
-        if not found:
-            return ()
-        ids: Collection[int] = found
-        if len(phrase) > 1:
-            for token in phrase[1:]:
-                ids = set(ids) & self.postings.get(token, {}).keys()
-            docs = self.docs
-            ids = [i for i in ids if any(c.hits(phrase) for c in docs[i].columns)]
-        if other_kinds:
-            docs = self.docs
-            ids = [i for i in ids if docs[i].kind in kinds]
-        return ids
+    return Column.of(fts_tokens(date_words(day)))
 
 
 @dataclass
 class _Session:
     rows: list[WindowRow]
     ts: dict[int, str]
-    text_tokens: dict[int, list[str]]  # a turn's content (or summary when erased) as tokens
+    terms: dict[int, dict[str, tuple[str, int]]]
+    """a turn's terms as a window holds them (:func:`~pmm.window_keys.window_terms` of its
+    content's, its summary's when erased)"""
     members: dict[int, tuple[int, ...]]  # the ids of the turns each window holds
-    turns: _Key
-    windows: _Key
+    turns: Key
+    windows: Key
     max_id: int
     token: tuple[int, int]
     built: float = field(default_factory=time.monotonic)
@@ -293,76 +137,17 @@ class SessionRanker:
     ) -> list[tuple[int, float]]:
         """``(event_id, score)`` by BM25 within one session, best first (the shape of
         :meth:`EventLog.search_text`)."""
-        if limit <= 0 or not _phrases(query):
+        weights: tuple[float, ...]
+        if key == "turn":
+            parsed, weights = turn_query(query), TURN_WEIGHTS
+        else:
+            parsed, weights = window_query(query), (1.0, float(date_weight))
+        if limit <= 0 or not parsed.words:
             return []
-        wanted = set(kinds)
-        weights = TURN_WEIGHTS if key == "turn" else (1.0, float(date_weight))
-        usual = weights == (TURN_WEIGHTS if key == "turn" else WINDOW_WEIGHTS)
         with self._lock:
             session = self._session(session_id)
             index = session.turns if key == "turn" else session.windows
-            n = sum(index.count[k] for k in wanted)
-            if not n:
-                return []
-            avgdl = sum(index.length[k] for k in wanted) / n
-            found: dict[str, Collection[int]] = {}
-            phrases = dict(_phrases(query))
-            postings = index.postings
-            other_kinds = index.holds_other_kinds(wanted)
-            for word, phrase in phrases.items():
-                if len(phrase) == 1 and not other_kinds:  # the usual case, inline
-                    found[word] = postings.get(phrase[0], ())
-                else:
-                    found[word] = index.matching(phrase, wanted, other_kinds)
-            df = {w: len(ids) for w, ids in found.items()}
-            present = sorted(found, key=lambda w: (df[w] == 0, df[w]))
-            terms = pick_terms(present, n, df.__getitem__)
-            used = [w for w in terms.words if df[w]]
-            if not used:
-                return []
-            if terms.common:
-                return [(i, 0.0) for i in sorted(found[used[0]], reverse=True)[:limit]]
-            # A word in half the session or more has an idf FTS5 clamps to 1e-6: it could
-            # only break ties, and scoring it would read most of the session.
-            informative = [w for w in used if 2 * df[w] < n]
-            scores: dict[int, float] = {}
-            lean = K1 * B / avgdl
-            base = K1 * (1 - B)
-            lengths = index.lengths
-            k1_1 = K1 + 1
-            get = scores.get
-            for word in informative or used:
-                value = math.log((n - df[word] + 0.5) / (df[word] + 0.5))
-                idf = value if value > 0 else 1e-6
-                phrase = phrases[word]
-                ids = found[word]
-                if usual and len(phrase) == 1:
-                    # the word's postings hold its weighted counts: one pass, no _Doc
-                    posting = index.postings[phrase[0]]
-                    pairs: Iterable[tuple[int, float]] = (
-                        posting.items() if ids is posting else ((i, posting[i]) for i in ids)
-                    )
-                else:
-                    docs = index.docs
-                    pairs = ((i, docs[i].hits(phrase, weights, usual)) for i in ids)
-                if not scores:  # nothing to add to: one comprehension (0.0 + gain is gain)
-                    scores = {
-                        i: idf * f * k1_1 / (f + (base + lean * lengths[i])) for i, f in pairs if f
-                    }
-                    get = scores.get
-                    continue
-                for event_id, freq in pairs:
-                    if freq:
-                        gain = idf * freq * k1_1 / (freq + (base + lean * lengths[event_id]))
-                        scores[event_id] = get(event_id, 0.0) + gain
-        # best first by (score, id), compared as plain tuples (no key function per item);
-        # a full sort in C beats a heap unless few of many are wanted
-        pairs_by_score = zip(scores.values(), scores.keys(), strict=True)
-        if len(scores) <= 8 * limit:
-            ranked = sorted(pairs_by_score, reverse=True)[:limit]
-        else:
-            ranked = heapq.nlargest(limit, pairs_by_score)
-        return [(i, score) for score, i in ranked]
+            return index.rank(parsed, kinds, weights, limit)
 
     # -- keeping in step with the log ---------------------------------------------------
 
@@ -423,7 +208,7 @@ class SessionRanker:
 
     def _build(self, session_id: str, token: tuple[int, int]) -> _Session:
         self.builds += 1
-        session = _Session([], {}, {}, {}, _Key(TURN_WEIGHTS), _Key(WINDOW_WEIGHTS), 0, token)
+        session = _Session([], {}, {}, {}, Key(TURN_WEIGHTS), Key(WINDOW_WEIGHTS), 0, token)
         self._add(session, self._read(session_id, 0))
         return session
 
@@ -445,22 +230,25 @@ class SessionRanker:
                 summary = fts_tokens(event.summary) if event.summary else []
                 content = fts_tokens(event.content) if event.content else []
                 keywords = fts_tokens(" ".join(event.keywords)) if event.keywords else []
-                session.text_tokens[event.id] = content if event.content is not None else summary
-                columns = (_Column.of(summary), _Column.of(keywords), _Column.of(content))
+                columns = (Column.of(summary), Column.of(keywords), Column.of(content))
                 session.turns.put(event.id, event.kind, columns)
-        # windows of the new turns and of the `radius` turns before them
-        # (each of those reaches `radius` turns further back: read from 2 * radius turns
-        # before the new rows, not the whole session)
-        targets = {r.id for r in session.rows[first:] if r.kind in WINDOW_KINDS}
+                held = columns[2] if event.content is not None else columns[0]
+                # what its neighbours' windows hold of it, worked out once: stopwords out,
+                # capped (capping again in a window sums to the same: the cap saturates)
+                session.terms[event.id] = window_terms(
+                    [{t: (t, c) for t, c in held.counts.items()}]
+                )
+        # the windows the new turns reach (up to `radius` turns either side); each of those
+        # reaches `radius` turns further back: read from 2 * radius turns before the new
+        # rows, not the whole session
         start, seen = first, 0
         while start > 0 and seen < 2 * self.radius:
             start -= 1
-            if session.rows[start].kind in WINDOW_KINDS:
-                if seen < self.radius:
-                    targets.add(session.rows[start].id)
-                seen += 1
-        windows = window_members(session.rows[start:], self.radius, targets)
-        held = session.text_tokens
+            seen += session.rows[start].kind in WINDOW_KINDS
+        rows = session.rows[start:]
+        targets = reached_turns(rows, self.radius, {r.id for r in session.rows[first:]})
+        windows = window_members(rows, self.radius, targets)
+        terms = session.terms
         for event_id in targets:
             members = windows.get(event_id)
             if members is None:
@@ -470,14 +258,15 @@ class SessionRanker:
             ids = tuple(row.id for row in members)
             before = session.members.get(event_id)
             session.members[event_id] = ids
-            # a turn's tokens never change while its session is held (redactions and
+            # a turn's terms never change while its session is held (redactions and
             # compactions drop the session): only the turns that joined or left the
             # window change its counts
             touched = None
             if before is not None:
                 moved = set(ids).symmetric_difference(before)
-                touched = set(chain.from_iterable(held[i] for i in moved))
-            body = list(chain.from_iterable(held[i] for i in ids))
+                touched = set(chain.from_iterable(terms[i] for i in moved))
+            # what the full-text index holds of the window (migrations/0011)
+            body = {t: c for t, (_, c) in window_terms(terms[i] for i in ids).items()}
             dates = _date_column(session.ts[event_id][:10])
             kind = session.turns.docs[event_id].kind
-            session.windows.put(event_id, kind, (_Column.of(body), dates), touched)
+            session.windows.put(event_id, kind, (Column.counted(body), dates), touched)

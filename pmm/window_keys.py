@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from .errors import InvalidInputError
-from .stemmer import fts_tokens, stem, term_counts
+from .stemmer import fts_tokens, query_tokens, stem, term_counts
 from .text import STOPWORDS
 
 WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
@@ -79,18 +79,50 @@ def window_body(text: str) -> str:
     return _capped([term_counts(text)])
 
 
-def _capped(parts: Iterable[dict[str, tuple[str, int]]]) -> str:
+def window_terms(parts: Iterable[dict[str, tuple[str, int]]]) -> dict[str, tuple[str, int]]:
+    """The terms a window is indexed with, from its turns' :func:`~pmm.stemmer.term_counts`
+    in order: term -> (its first token, occurrences up to :data:`WINDOW_TERM_CAP`), without
+    :data:`WINDOW_SKIP` (:func:`window_body` is these tokens as text).
+
+    >>> window_terms([term_counts("the tomato"), term_counts("tomatoes, tomato")])
+    {'tomato': ('tomato', 2)}
+    """
+    cap = WINDOW_TERM_CAP
     kept: dict[str, tuple[str, int]] = {}
+    get = kept.get
+    # run at every window rewrite of both rankers: no min() calls, and a term's pair is
+    # kept as it is when under the cap (a skipped term is never held: checked when new)
     for counts in parts:
-        for term, (token, count) in counts.items():
-            if term in WINDOW_SKIP:
-                continue
-            held = kept.get(term)
+        for term, pair in counts.items():
+            held = get(term)
             if held is None:
-                kept[term] = (token, min(count, WINDOW_TERM_CAP))
-            elif held[1] < WINDOW_TERM_CAP:
-                kept[term] = (held[0], min(held[1] + count, WINDOW_TERM_CAP))
-    return " ".join(" ".join([token] * count) for token, count in kept.values())
+                if term not in WINDOW_SKIP:
+                    kept[term] = pair if pair[1] <= cap else (pair[0], cap)
+            elif held[1] < cap:
+                total = held[1] + pair[1]
+                kept[term] = (held[0], total if total < cap else cap)
+    return kept
+
+
+def _capped(parts: Iterable[dict[str, tuple[str, int]]]) -> str:
+    return " ".join(" ".join([token] * count) for token, count in window_terms(parts).values())
+
+
+@lru_cache(maxsize=8192)
+def window_query_terms(word: str) -> tuple[str, ...]:
+    """The terms a query word is searched for on the window key: a word FTS5 splits into
+    several tokens (``o'clock``, ``e-mail``) is the AND of them, less those in
+    :data:`WINDOW_SKIP` (the index has none) unless that is all of them.
+    :mod:`pmm.storage.sqlite.search` applies the same rule to its FTS5 query text (its
+    ``_fts_word``). Cached: every recall reads its query's words once per key.
+
+    >>> window_query_terms("e-mails"), window_query_terms("ma'am"), window_query_terms("the")
+    (('e', 'mail'), ('ma',), ('the',))
+    """
+    terms = [term for token in query_tokens(word) for term in fts_tokens(token)]
+    if len(terms) > 1:
+        terms = [t for t in terms if t not in WINDOW_SKIP] or terms
+    return tuple(terms)
 
 
 class WindowRow(NamedTuple):
