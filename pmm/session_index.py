@@ -179,7 +179,12 @@ class SessionRanker:
                 if session.token != before or clock - session.built > self.max_age_s:
                     continue  # not current before this append: read at its next search
                 if session_id in mine:
-                    new = [e for e in events if e.session_id == session_id and e.kind in kinds]
+                    # a search between the commit and this notice may have read them already
+                    new = [
+                        e
+                        for e in events
+                        if e.session_id == session_id and e.kind in kinds and e.id > session.max_id
+                    ]
                     self._add(session, new)
                 session.token = token  # the new rows are these events
             self._watch.advance(events, token)

@@ -127,3 +127,36 @@ def test_an_append_read_before_its_notice_is_kept_once(tmp_path: Path) -> None:
         assert [t.text for t in mind.context("s").history][-3:] == [
             "turn 2", "A reply", "B's turn"
         ]  # fmt: skip
+
+
+def test_the_session_ranker_keeps_an_append_read_before_its_notice_once(
+    tmp_path: Path,
+) -> None:
+    """As above, for the session ranker: a search reads thread B's row between its commit
+    and its notice; the notice adds nothing twice."""
+    from pmm.records import NewEvent
+
+    with Mind(str(tmp_path / "a.db")) as mind:
+        for i in range(3):
+            mind.remember(f"turn {i} about llamas", role="user", session_id="s")
+        ranker = mind._contexts.recaller().session_ranker
+        assert ranker is not None
+        ranker.search("llamas", session_id="s", key="window")
+        store, late = mind.store, []
+        events = store.events
+
+        def interleaved(**kwargs: Any) -> Any:
+            if not late:  # thread B's commit lands here
+                late.extend(store.append_many([NewEvent("prompt", "B llamas llamas", "s", "user")]))
+            return events(**kwargs)
+
+        store.append("response", "A reply", session_id="s", role="assistant")
+        store.events = interleaved  # type: ignore[method-assign]
+        ranker.search("llamas", session_id="s", key="window")
+        store.events = events  # type: ignore[method-assign]
+        mind._contexts.appended(late)  # B's notice, after the search read its row
+        ours = ranker.search("llamas", session_id="s", key="window")
+        with Mind(str(tmp_path / "a.db")) as fresh:  # a ranker built from the log alone
+            again = fresh._contexts.recaller().session_ranker
+            assert again is not None
+            assert ours == again.search("llamas", session_id="s", key="window")
