@@ -59,11 +59,12 @@ from .session_bm25 import (
     turn_query,
     window_query,
 )
-from .stemmer import fts_tokens
+from .stemmer import fts_tokens, term_counts
 from .window_keys import (
     BOUNDARY_KIND,
     DEFAULT_WINDOW_RADIUS,
     WINDOW_KINDS,
+    WINDOW_SKIP,
     WindowRow,
     date_words,
     reached_turns,
@@ -237,11 +238,11 @@ class SessionRanker:
                 keywords = fts_tokens(" ".join(event.keywords)) if event.keywords else []
                 columns = (Column.of(summary), Column.of(keywords), Column.of(content))
                 session.turns.put(event.id, event.kind, columns)
-                held = columns[2] if event.content is not None else columns[0]
-                # what its neighbours' windows hold of it, worked out once: stopwords out,
-                # capped (capping again in a window sums to the same: the cap saturates)
+                # what its neighbours' windows hold of it, worked out once: stopwords out
+                # (by word, before stemming), capped (capping again in a window sums to the
+                # same: the cap saturates)
                 session.terms[event.id] = window_terms(
-                    [{t: (t, c) for t, c in held.counts.items()}]
+                    [{t: (t, c) for t, (_, c) in term_counts(text or "", WINDOW_SKIP).items()}]
                 )
         # the windows the new turns reach (up to `radius` turns either side); each of those
         # reaches `radius` turns further back: read from 2 * radius turns before the new

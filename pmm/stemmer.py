@@ -27,15 +27,20 @@ def fts_tokens(text: str) -> list[str]:
     return [stem(t) for t in _TOKEN.findall(_fold(text))]
 
 
-def term_counts(text: str) -> dict[str, tuple[str, int]]:
+def term_counts(text: str, skip: frozenset[str] = frozenset()) -> dict[str, tuple[str, int]]:
     """Each term (stem) of ``text``, in order of first appearance, with its first (folded)
-    token, which FTS5 stems to the same term, and how often it occurs.
+    token, which FTS5 stems to the same term, and how often it occurs; tokens in ``skip``
+    (folded words, not stems: "please" may be skipped and "pleased" kept) left out.
 
     >>> term_counts("Running, runs and the RUN")
     {'run': ('running', 3), 'and': ('and', 1), 'the': ('the', 1)}
+    >>> term_counts("Please, I was pleased", skip=frozenset({"please", "i", "was"}))
+    {'pleas': ('pleased', 1)}
     """
     found: dict[str, tuple[str, int]] = {}
     for token in _TOKEN.findall(_fold(text)):
+        if token in skip:
+            continue
         term = stem(token)
         seen = found.get(term)
         found[term] = (token, 1) if seen is None else (seen[0], seen[1] + 1)
@@ -51,6 +56,15 @@ def query_tokens(word: str) -> list[str]:
     (['don', 't'], ['x'])
     """
     return [t for t in _TOKEN.findall(word) if _TOKEN.search(_fold(t))]
+
+
+def folded(token: str) -> str:
+    """A token as FTS5 folds it before stemming: lower case, no diacritics.
+
+    >>> folded("Łódź")
+    'łodz'
+    """
+    return _fold(token)
 
 
 def _fold(text: str) -> str:

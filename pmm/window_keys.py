@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from .errors import InvalidInputError
-from .stemmer import fts_tokens, query_tokens, stem, term_counts
+from .stemmer import folded, fts_tokens, query_tokens, term_counts
 from .text import STOPWORDS
 
 WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
@@ -49,10 +49,11 @@ WINDOW_TERM_CAP = 2
 """Occurrences of a term a window is indexed with at most (migrations/0011): a window is
 five turns, and counting a term up to twice ranks as well as counting all of them (bench/
 recall.py), in under half the index; once only cost 1.4 points of keyword recall@10."""
-WINDOW_SKIP = frozenset(stem(w) for w in STOPWORDS if "'" not in w)
-"""Terms the window index leaves out: one-word stopwords. A query uses them only when it
-holds nothing else (:func:`pmm.text.search_terms`); the turn index still has them."""
-WINDOW_BODY_RULES = 1
+WINDOW_SKIP = frozenset(w for w in STOPWORDS if "'" not in w)
+"""Tokens the window index leaves out: one-word stopwords, as words, not stems (a stopword's
+stem may be a content word's: "please" / "pleased", "says" / "saying"). A query uses them
+only when it holds nothing else (:func:`pmm.text.search_terms`); the turn index has them."""
+WINDOW_BODY_RULES = 2
 """Bump when :func:`window_body` changes in a way :data:`WINDOW_BODY_FORMAT` cannot see."""
 
 
@@ -76,28 +77,27 @@ def window_body(text: str) -> str:
     >>> window_body("The tomato, the tomatoes and one more tomato")
     'tomato tomato'
     """
-    return _capped([term_counts(text)])
+    return _capped([term_counts(text, WINDOW_SKIP)])
 
 
 def window_terms(parts: Iterable[dict[str, tuple[str, int]]]) -> dict[str, tuple[str, int]]:
     """The terms a window is indexed with, from its turns' :func:`~pmm.stemmer.term_counts`
-    in order: term -> (its first token, occurrences up to :data:`WINDOW_TERM_CAP`), without
-    :data:`WINDOW_SKIP` (:func:`window_body` is these tokens as text).
+    without :data:`WINDOW_SKIP`, in order: term -> (its first token, occurrences up to
+    :data:`WINDOW_TERM_CAP`) (:func:`window_body` is these tokens as text).
 
-    >>> window_terms([term_counts("the tomato"), term_counts("tomatoes, tomato")])
+    >>> window_terms([term_counts("the tomato", WINDOW_SKIP), term_counts("tomatoes, tomato")])
     {'tomato': ('tomato', 2)}
     """
     cap = WINDOW_TERM_CAP
     kept: dict[str, tuple[str, int]] = {}
     get = kept.get
     # run at every window rewrite of both rankers: no min() calls, and a term's pair is
-    # kept as it is when under the cap (a skipped term is never held: checked when new)
+    # kept as it is when under the cap
     for counts in parts:
         for term, pair in counts.items():
             held = get(term)
             if held is None:
-                if term not in WINDOW_SKIP:
-                    kept[term] = pair if pair[1] <= cap else (pair[0], cap)
+                kept[term] = pair if pair[1] <= cap else (pair[0], cap)
             elif held[1] < cap:
                 total = held[1] + pair[1]
                 kept[term] = (held[0], total if total < cap else cap)
@@ -119,10 +119,10 @@ def window_query_terms(word: str) -> tuple[str, ...]:
     >>> window_query_terms("e-mails"), window_query_terms("ma'am"), window_query_terms("the")
     (('e', 'mail'), ('ma',), ('the',))
     """
-    terms = [term for token in query_tokens(word) for term in fts_tokens(token)]
-    if len(terms) > 1:
-        terms = [t for t in terms if t not in WINDOW_SKIP] or terms
-    return tuple(terms)
+    tokens = query_tokens(word)
+    if len(tokens) > 1:
+        tokens = [t for t in tokens if folded(t) not in WINDOW_SKIP] or tokens
+    return tuple(term for token in tokens for term in fts_tokens(token))
 
 
 class WindowRow(NamedTuple):
@@ -247,7 +247,7 @@ def window_bodies(
     def terms(row: WindowRow) -> dict[str, tuple[str, int]]:
         found = counted.get(row.id)
         if found is None:
-            found = counted[row.id] = term_counts(row.text or "")
+            found = counted[row.id] = term_counts(row.text or "", WINDOW_SKIP)
         return found
 
     return {

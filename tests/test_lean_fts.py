@@ -204,3 +204,21 @@ def test_another_window_body_format_rebuilds_the_index(
         conn.execute("INSERT INTO events_window_fts(events_window_fts) VALUES ('integrity-check')")
         fmt = conn.execute("SELECT body_format FROM window_state").fetchone()[0]
         assert fmt == "stopwords-kept"
+
+
+def test_stopwords_leave_the_window_key_as_words_not_as_stems(tmp_path: Path) -> None:
+    """ "please", "says", "does" are stopwords, "pleased", "saying", "doe" are not, though
+    they stem alike: the window index and the session ranker keep the content words."""
+    text = "I was so pleased with the AR demo, John Doe was saying hi"
+    assert window_body(text).split() == ["pleased", "ar", "demo", "john", "doe", "saying", "hi"]
+    with Mind(str(tmp_path / "pmm.db")) as mind:
+        mind.remember(text, role="user", session_id="s")
+        mind.remember("ok", role="assistant", session_id="s")
+        for word in ("pleased", "saying", "doe", "ar"):
+            everywhere = mind.store.search_text(word, key="window")
+            assert len(everywhere) == 2, word  # the turn and its neighbour
+            ranker = mind._contexts.recaller().session_ranker
+            assert ranker is not None
+            assert {i for i, _ in ranker.search(word, session_id="s", key="window")} == {
+                i for i, _ in everywhere
+            }, word

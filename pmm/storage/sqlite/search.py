@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from ...errors import InvalidInputError
-from ...stemmer import fts_tokens, query_tokens
+from ...stemmer import folded, query_tokens
 from ...text import search_terms
 from ...window_keys import WINDOW_SKIP
 from ..terms import QueryTerms, pick_terms
@@ -45,7 +45,7 @@ def _fts_word(word: str, skip: frozenset[str] = frozenset()) -> str:
     migrations/0011), and FTS5 refuses phrase queries on it."""
     tokens = query_tokens(word)
     if skip and len(tokens) > 1:
-        tokens = [t for t in tokens if fts_tokens(t)[0] not in skip] or tokens
+        tokens = [t for t in tokens if folded(t) not in skip] or tokens
     if len(tokens) <= 1:  # no token at all: an empty string, which matches nothing
         return _fts_phrase(tokens[0] if tokens else "")
     return "(" + " AND ".join(_fts_phrase(t) for t in tokens) + ")"
