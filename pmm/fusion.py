@@ -1,7 +1,8 @@
-"""Fusion policy: which weights one query's rankers are fused with, from two things the
-query shows - temporal words, and how much lexical evidence the keyword rankers found.
+"""Fusion: weighted reciprocal rank fusion of the rankers' lists (:func:`rrf_fuse`), and
+the policy that picks one query's weights from two things the query shows - temporal
+words, and how much lexical evidence the keyword rankers found.
 
-    from pmm.fusion import FusionPolicy, lexical_coverage
+    from pmm.fusion import FusionPolicy, lexical_coverage, rrf_fuse
 
     policy = FusionPolicy({"turn": 0.25, "window": 1.5, "dense": 0.1},
                           temporal=TEMPORAL_KEYWORD_WEIGHTS,
@@ -11,6 +12,7 @@ query shows - temporal words, and how much lexical evidence the keyword rankers 
                                        store.search_index_upto())
     coverage = lexical_coverage(query, texts_of_the_top_turn_hits, idf)
     weights = policy.weights_for(temporal=True, coverage=coverage)
+    fused = rrf_fuse({"turn": [7, 3], "dense": [3]}, weights=weights)
 
 Why: a question worded like the memory ("What did Yuki call her new pet?" / "Yuki named
 her pet Nugget") is best found by the keyword keys; one worded differently ("Which doctor
@@ -31,9 +33,11 @@ questions than they win, and the 4-fold picks disagree between folds.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import neg
 
+from .errors import ConfigurationError
 from .text import search_terms
 
 TEMPORAL_KEYWORD_WEIGHTS: dict[str, float] = {"turn": 1.0, "window": 0.5}
@@ -149,3 +153,99 @@ class FusionPolicy:
             r: low.get(r, 0.0) * (1 - share) + base.get(r, 0.0) * share
             for r in dict.fromkeys([*base, *low])
         }
+
+
+RRF_K = 60
+"""The reciprocal-rank-fusion constant: a rank ``r`` scores ``weight / (RRF_K + r)``."""
+RANKERS: tuple[str, ...] = ("turn", "window", "dense", "digest")
+KEYWORD_RANKERS: tuple[str, ...] = ("turn", "window", "digest")
+DEFAULT_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "dense": 0.1, "digest": 0.0}
+"""Hybrid weights when the keyword rankers have lexical evidence (see
+:class:`FusionPolicy`): the window key leads, the turn's own BM25 and the dense ranker
+add to it at low weight."""
+DEFAULT_KEYWORD_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "digest": 0.0}
+"""Keyword-mode weights (no dense ranker): the same keyword weights."""
+DEFAULT_POLICY = FusionPolicy(
+    DEFAULT_WEIGHTS,
+    TEMPORAL_KEYWORD_WEIGHTS,
+    LOW_EVIDENCE_WEIGHTS,
+    EVIDENCE_THRESHOLD,
+    idf=True,
+    blend=EVIDENCE_BLEND,
+)
+"""Hybrid mode's default: chosen by cross-validation (``python bench/fusion.py``)."""
+DEFAULT_KEYWORD_POLICY = FusionPolicy(DEFAULT_KEYWORD_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS)
+"""Keyword mode's default (no dense ranker, so no low-evidence switch)."""
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """``PMM_RECALL_WEIGHTS`` as the ranker weights it sets (rankers it leaves out keep
+    their default; an empty text sets none).
+
+    >>> parse_weights("turn=1, window=0.5")
+    {'turn': 1.0, 'window': 0.5}
+    """
+    if not isinstance(text, str):
+        raise ConfigurationError(f"PMM_RECALL_WEIGHTS must be a str, got {type(text).__name__}")
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = (x.strip() for x in part.partition("="))
+        if not sep or name not in RANKERS:
+            raise ConfigurationError(
+                f"PMM_RECALL_WEIGHTS={text!r} is not valid: expected ranker=weight pairs "
+                f"separated by commas, rankers {', '.join(RANKERS)} "
+                "(e.g. 'turn=1,window=1,dense=0.3')"
+            )
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = -1.0
+        if not weight >= 0 or weight == float("inf"):
+            raise ConfigurationError(
+                f"PMM_RECALL_WEIGHTS={text!r} is not valid: the weight of {name} must be a "
+                f"number >= 0, got {value!r}"
+            )
+        weights[name] = weight
+    keyword = {**DEFAULT_KEYWORD_WEIGHTS, **weights}
+    if not any(keyword.get(r, 0.0) > 0 for r in KEYWORD_RANKERS):
+        raise ConfigurationError(
+            f"PMM_RECALL_WEIGHTS={text!r} is not valid: at least one of "
+            f"{', '.join(KEYWORD_RANKERS)} needs a weight > 0"
+        )
+    return weights
+
+
+def rrf_fuse(
+    rankings: Mapping[str, Sequence[int]],
+    *,
+    k_constant: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
+) -> list[tuple[int, float, dict[str, int]]]:
+    """Fuse ranked id lists: ``[(event_id, score, {ranker: rank}), ...]`` best first;
+    ``weights`` (default 1 each) scale each ranker's ``1 / (k_constant + rank)``.
+
+    Ties are broken by the best single rank, then by the newer event.
+
+    >>> rrf_fuse({"turn": [7, 3], "dense": [3]})[0][:2]
+    (3, 0.03252247488101534)
+    """
+    scores: dict[int, float] = {}
+    ranks: dict[int, dict[str, int]] = {}
+    best: dict[int, int] = {}  # the best rank of each event (keys in the order of scores')
+    for ranker, ids in rankings.items():
+        weight = 1.0 if weights is None else weights.get(ranker, 1.0)
+        for rank, event_id in enumerate(ids, start=1):
+            seen = ranks.get(event_id)
+            if seen is None:
+                ranks[event_id] = {ranker: rank}
+                scores[event_id] = 0.0 + weight / (k_constant + rank)
+                best[event_id] = rank
+            elif ranker not in seen:
+                seen[ranker] = rank
+                scores[event_id] += weight / (k_constant + rank)
+                if rank < best[event_id]:
+                    best[event_id] = rank
+    # sorted as plain tuples built in C (no key function or tuple display per event)
+    keys = list(scores)
+    order = sorted(zip(map(neg, scores.values()), best.values(), map(neg, keys), keys, strict=True))
+    return [(i, scores[i], ranks[i]) for _, _, _, i in order]

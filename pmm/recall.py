@@ -16,20 +16,14 @@ Rankers:
 - ``digest``: BM25 over the summary and keywords alone (weight 0 by default: measured not
   to help on top of ``turn``, which already holds them).
 
-Weighted reciprocal rank fusion: an event's score is the sum, over the rankers that list
-it, of ``weight / (60 + rank)``. It needs no calibration between BM25 and cosine scores.
-Modes: ``keyword`` fuses the BM25 rankers, ``semantic`` is ``dense`` alone, ``hybrid``
-fuses all of them. The default weights (:class:`FusionPolicy`, chosen by 4-fold
-cross-validation by conversation on the chat and paraphrase datasets, ``python
-bench/fusion.py``) are ``turn=0.25, window=1.5, dense=0.1`` and adapt to the query:
-
-- a temporal question ("when", "last year", month names) weighs the turn key more than
-  the window (``turn=1, window=0.5``) and the window key's date column more;
-- when the top three turn-BM25 hits hold little of the query's words, weighted by
-  inverse document frequency (under 0.4 of the idf mass; a common word found by chance
-  counts little), the question is probably worded differently from the memory, and the
-  dense ranker leads (``turn=0.1, window=0.1, dense=1``; the weights move linearly
-  between 0.25 and 0.55; hybrid mode only).
+Weighted reciprocal rank fusion (:mod:`pmm.fusion`): an event's score is the sum, over the
+rankers that list it, of ``weight / (60 + rank)``; no calibration between BM25 and cosine
+scores is needed. Modes: ``keyword`` fuses the BM25 rankers, ``semantic`` is ``dense``
+alone, ``hybrid`` fuses all of them. The default weights (``turn=0.25, window=1.5,
+dense=0.1``, chosen by cross-validation: ``python bench/fusion.py``) adapt to the query
+(:class:`~pmm.fusion.FusionPolicy`): a temporal question weighs the turn key over the
+window, and when the best turn hits hold little of the query's words (by inverse document
+frequency) the dense ranker leads.
 
 Weights set by ``PMM_RECALL_WEIGHTS`` (e.g. ``turn=1,window=1,dense=0.3``) are used as
 given for every query. Query embeddings are cached (an LRU keyed by text);
@@ -46,7 +40,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from operator import neg
 from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
@@ -55,14 +48,19 @@ import numpy.typing as npt
 from .embed.backfill import DEFAULT_KINDS
 from .errors import ConfigurationError, InvalidInputError
 from .fusion import (
-    EVIDENCE_BLEND,
+    DEFAULT_KEYWORD_POLICY,
+    DEFAULT_KEYWORD_WEIGHTS,
+    DEFAULT_POLICY,
+    DEFAULT_WEIGHTS,
     EVIDENCE_HITS,
-    EVIDENCE_THRESHOLD,
-    LOW_EVIDENCE_WEIGHTS,
-    TEMPORAL_KEYWORD_WEIGHTS,
+    KEYWORD_RANKERS,
+    RANKERS,
+    RRF_K,
     FusionPolicy,
     inverse_document_frequencies,
     lexical_coverage,
+    parse_weights,
+    rrf_fuse,
 )
 from .records import Event, Hit
 from .text import search_terms, words
@@ -74,113 +72,35 @@ if TYPE_CHECKING:
     from .session_index import SessionRanker
     from .storage.base import EventLog
 
+__all__ = [
+    "DEFAULT_DEPTH",
+    "DEFAULT_KEYWORD_POLICY",
+    "DEFAULT_KEYWORD_WEIGHTS",
+    "DEFAULT_POLICY",
+    "DEFAULT_WEIGHTS",
+    "KEYWORD_RANKERS",
+    "RANKERS",
+    "RECALL_MODES",
+    "RRF_K",
+    "TEMPORAL_DATE_WEIGHT",
+    "RecallMode",
+    "Recaller",
+    "parse_weights",
+    "rrf_fuse",
+]
+"""Fusion's weights and :func:`rrf_fuse` live in :mod:`pmm.fusion`, and are here too."""
+
 log = logging.getLogger(__name__)
 
 RecallMode = Literal["hybrid", "keyword", "semantic"]
 RECALL_MODES: tuple[str, ...] = get_args(RecallMode)
-RRF_K = 60
-"""The reciprocal-rank-fusion constant: a rank ``r`` scores ``weight / (RRF_K + r)``."""
-RANKERS: tuple[str, ...] = ("turn", "window", "dense", "digest")
-KEYWORD_RANKERS: tuple[str, ...] = ("turn", "window", "digest")
-DEFAULT_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "dense": 0.1, "digest": 0.0}
-"""Hybrid weights when the keyword rankers have lexical evidence (see
-:class:`FusionPolicy`): the window key leads, the turn's own BM25 and the dense ranker
-add to it at low weight."""
-DEFAULT_KEYWORD_WEIGHTS: dict[str, float] = {"turn": 0.25, "window": 1.5, "digest": 0.0}
-"""Keyword-mode weights (no dense ranker): the same keyword weights."""
 TEMPORAL_DATE_WEIGHT = 3.0
 """For a temporal question the date column of the window key weighs this much against
 its text (measured neutral on the chat dataset: its "when" questions name no date)."""
 
 
-DEFAULT_POLICY = FusionPolicy(
-    DEFAULT_WEIGHTS,
-    TEMPORAL_KEYWORD_WEIGHTS,
-    LOW_EVIDENCE_WEIGHTS,
-    EVIDENCE_THRESHOLD,
-    idf=True,
-    blend=EVIDENCE_BLEND,
-)
-"""Hybrid mode's default: chosen by cross-validation (``python bench/fusion.py``)."""
-DEFAULT_KEYWORD_POLICY = FusionPolicy(DEFAULT_KEYWORD_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS)
-"""Keyword mode's default (no dense ranker, so no low-evidence switch)."""
-
-
-def parse_weights(text: str) -> dict[str, float]:
-    """``PMM_RECALL_WEIGHTS`` as the ranker weights it sets (rankers it leaves out keep
-    their default; an empty text sets none).
-
-    >>> parse_weights("turn=1, window=0.5")
-    {'turn': 1.0, 'window': 0.5}
-    """
-    if not isinstance(text, str):
-        raise ConfigurationError(f"PMM_RECALL_WEIGHTS must be a str, got {type(text).__name__}")
-    weights: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = (x.strip() for x in part.partition("="))
-        if not sep or name not in RANKERS:
-            raise ConfigurationError(
-                f"PMM_RECALL_WEIGHTS={text!r} is not valid: expected ranker=weight pairs "
-                f"separated by commas, rankers {', '.join(RANKERS)} "
-                "(e.g. 'turn=1,window=1,dense=0.3')"
-            )
-        try:
-            weight = float(value)
-        except ValueError:
-            weight = -1.0
-        if not weight >= 0 or weight == float("inf"):
-            raise ConfigurationError(
-                f"PMM_RECALL_WEIGHTS={text!r} is not valid: the weight of {name} must be a "
-                f"number >= 0, got {value!r}"
-            )
-        weights[name] = weight
-    keyword = {**DEFAULT_KEYWORD_WEIGHTS, **weights}
-    if not any(keyword.get(r, 0.0) > 0 for r in KEYWORD_RANKERS):
-        raise ConfigurationError(
-            f"PMM_RECALL_WEIGHTS={text!r} is not valid: at least one of "
-            f"{', '.join(KEYWORD_RANKERS)} needs a weight > 0"
-        )
-    return weights
-
-
 DEFAULT_DEPTH = 50
 """How many candidates each ranker contributes at least (more when ``k`` is larger)."""
-
-
-def rrf_fuse(
-    rankings: Mapping[str, Sequence[int]],
-    *,
-    k_constant: int = RRF_K,
-    weights: Mapping[str, float] | None = None,
-) -> list[tuple[int, float, dict[str, int]]]:
-    """Fuse ranked id lists: ``[(event_id, score, {ranker: rank}), ...]`` best first;
-    ``weights`` (default 1 each) scale each ranker's ``1 / (k_constant + rank)``.
-
-    Ties are broken by the best single rank, then by the newer event.
-
-    >>> rrf_fuse({"turn": [7, 3], "dense": [3]})[0][:2]
-    (3, 0.03252247488101534)
-    """
-    scores: dict[int, float] = {}
-    ranks: dict[int, dict[str, int]] = {}
-    best: dict[int, int] = {}  # the best rank of each event (keys in the order of scores')
-    for ranker, ids in rankings.items():
-        weight = 1.0 if weights is None else weights.get(ranker, 1.0)
-        for rank, event_id in enumerate(ids, start=1):
-            seen = ranks.get(event_id)
-            if seen is None:
-                ranks[event_id] = {ranker: rank}
-                scores[event_id] = 0.0 + weight / (k_constant + rank)
-                best[event_id] = rank
-            elif ranker not in seen:
-                seen[ranker] = rank
-                scores[event_id] += weight / (k_constant + rank)
-                if rank < best[event_id]:
-                    best[event_id] = rank
-    # sorted as plain tuples built in C (no key function or tuple display per event)
-    keys = list(scores)
-    order = sorted(zip(map(neg, scores.values()), best.values(), map(neg, keys), keys, strict=True))
-    return [(i, scores[i], ranks[i]) for _, _, _, i in order]
 
 
 class Recaller:

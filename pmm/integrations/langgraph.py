@@ -47,8 +47,8 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from ..errors import InvalidInputError
+from ..fusion import rrf_fuse
 from ..mind import Mind
-from ..recall import rrf_fuse
 from ..records import Event, NewEvent
 
 PUT_KIND = "store_put"
