@@ -10,10 +10,9 @@ keeps one :class:`Key` per key and session up to date; this module only indexes 
 
 How each key reads a query word:
 
-- the turn key (:func:`turn_query`): its tokens as a phrase (consecutive tokens), as the
-  turn index was searched before migration 0011 (it is now searched for the AND of them;
-  a word FTS5 splits, like ``o'brien``, is rare, and this key's scores are left as
-  they were);
+- the turn key (:func:`turn_query`): the AND of its terms, each scored as its own phrase
+  with its own document frequency, as the turn index is queried since migration 0011
+  (which keeps no positions: a word FTS5 splits, like ``o'brien``, is no phrase there);
 - the window key (:func:`window_query`): the AND of its terms as the window index is
   queried (:func:`pmm.window_keys.window_query_terms`: stopwords out, since the index
   holds none), each term scored as its own phrase with its own document frequency, as
@@ -44,19 +43,18 @@ WINDOW_WEIGHTS = (1.0, 1.0)
 
 @dataclass(frozen=True)
 class Query:
-    """A query's search words, each with its tokens (``words``), read as phrases
-    (``all_of`` False) or as the AND of terms scored one by one (``all_of`` True)."""
+    """A query's search words, each with its terms (``words``): a word matches a document
+    holding all of its terms, and each term is scored on its own."""
 
     words: tuple[tuple[str, tuple[str, ...]], ...]
-    all_of: bool
 
 
 @lru_cache(maxsize=256)
 def turn_query(query: str) -> Query:
-    """The turn key's reading of ``query``: each search word that has tokens, as a phrase
-    (a query is searched once per key: analysed once)."""
+    """The turn key's reading of ``query``: each search word that has terms, as the AND of
+    them (a query is searched once per key: analysed once)."""
     pairs = ((word, tuple(fts_tokens(word))) for word in search_terms(query))
-    return Query(tuple((word, phrase) for word, phrase in pairs if phrase), all_of=False)
+    return Query(tuple((word, terms) for word, terms in pairs if terms))
 
 
 @lru_cache(maxsize=256)
@@ -64,37 +62,26 @@ def window_query(query: str) -> Query:
     """The window key's reading of ``query``: each search word that has terms, as the AND
     of :func:`~pmm.window_keys.window_query_terms`."""
     pairs = ((word, window_query_terms(word)) for word in search_terms(query))
-    return Query(tuple((word, terms) for word, terms in pairs if terms), all_of=True)
+    return Query(tuple((word, terms) for word, terms in pairs if terms))
 
 
 @dataclass
 class Column:
-    """One column of a document: its term counts, its length in tokens, and its tokens in
-    order where phrases are searched (the turn key; a window's body keeps no order)."""
+    """One column of a document: its term counts and its length in tokens (no order: no
+    key searches phrases)."""
 
     counts: Mapping[str, int]
     size: int
-    tokens: Sequence[str] = ()
 
     @classmethod
     def of(cls, tokens: list[str]) -> Column:
         """The column of ``tokens`` (columns are never modified: empty ones are shared)."""
-        return cls(Counter(tokens), len(tokens), tokens) if tokens else EMPTY
+        return cls(Counter(tokens), len(tokens)) if tokens else EMPTY
 
     @classmethod
     def counted(cls, counts: Mapping[str, int]) -> Column:
-        """A column known by its term counts alone (no phrase is searched in it)."""
+        """A column known by its term counts."""
         return cls(counts, sum(counts.values())) if counts else EMPTY
-
-    def hits(self, phrase: Sequence[str]) -> int:
-        """How often ``phrase`` (consecutive tokens) occurs."""
-        if len(phrase) == 1:
-            return self.counts.get(phrase[0], 0)
-        if any(t not in self.counts for t in phrase):
-            return 0
-        n = len(phrase)
-        toks = list(self.tokens)
-        return sum(1 for i in range(len(toks) - n + 1) if toks[i : i + n] == list(phrase))
 
 
 EMPTY = Column({}, 0)
@@ -108,16 +95,11 @@ class Doc:
     length: int  # tokens in every column, plus the one session-tag token FTS5 counts
     weighted: dict[str, float]  # token -> occurrences weighted by the key's usual weights
 
-    def hits(self, phrase: Sequence[str], weights: Sequence[float]) -> float:
-        """The phrase's occurrences, each weighted by its column's weight."""
+    def hits(self, term: str, weights: Sequence[float]) -> float:
+        """The term's occurrences, each weighted by its column's weight."""
         total = 0.0
-        if len(phrase) == 1:
-            token = phrase[0]
-            for weight, column in zip(weights, self.columns, strict=True):
-                total += weight * column.counts.get(token, 0)
-            return total
         for weight, column in zip(weights, self.columns, strict=True):
-            total += weight * column.hits(phrase)
+            total += weight * column.counts.get(term, 0)
         return total
 
 
@@ -204,21 +186,16 @@ class Key:
         self.length[doc.kind] -= doc.length
 
     def _matching(
-        self, tokens: Sequence[str], all_of: bool, kinds: set[str], other_kinds: bool
+        self, tokens: Sequence[str], kinds: set[str], other_kinds: bool
     ) -> Collection[int]:
-        """Ids of the documents of ``kinds`` that hold ``tokens`` (as a phrase, or each of
-        them when ``all_of``); do not modify. ``other_kinds``: documents of other kinds
-        are held (the caller works it out once)."""
+        """Ids of the documents of ``kinds`` that hold each of ``tokens``; do not modify.
+        ``other_kinds``: documents of other kinds are held (the caller works it out once)."""
         found = self.postings.get(tokens[0])
         if not found:
             return ()
         ids: Collection[int] = found
-        if len(tokens) > 1:
-            for token in tokens[1:]:
-                ids = set(ids) & self.postings.get(token, {}).keys()
-            if not all_of:
-                docs = self.docs
-                ids = [i for i in ids if any(c.hits(tokens) for c in docs[i].columns)]
+        for token in tokens[1:]:
+            ids = set(ids) & self.postings.get(token, {}).keys()
         if other_kinds:
             docs = self.docs
             ids = [i for i in ids if docs[i].kind in kinds]
@@ -244,7 +221,7 @@ class Key:
             if len(phrase) == 1 and not other_kinds:  # the usual case, inline
                 found[word] = postings.get(phrase[0], ())
             else:
-                found[word] = self._matching(phrase, query.all_of, wanted, other_kinds)
+                found[word] = self._matching(phrase, wanted, other_kinds)
         df = {w: len(ids) for w, ids in found.items()}
         present = sorted(found, key=lambda w: (df[w] == 0, df[w]))
         terms = pick_terms(present, n, df.__getitem__)
@@ -262,23 +239,22 @@ class Key:
         lengths = self.lengths
         k1_1 = K1 + 1
         get = scores.get
-        all_of = query.all_of
         for word in informative or used:
             ids = found[word]
             phrase = tokens[word]
-            # a phrase is scored once with the word's document frequency; an AND of terms
-            # term by term, each with its own (FTS5's bm25() scores each phrase of a query)
-            parts: list[tuple[int, tuple[str, ...]]]
-            if all_of and len(phrase) > 1:
-                parts = [(self._frequency(t, wanted, other_kinds), (t,)) for t in phrase]
+            # an AND of terms is scored term by term, each with its own document frequency
+            # (FTS5's bm25() scores each phrase of a query)
+            parts: list[tuple[int, str]]
+            if len(phrase) > 1:
+                parts = [(self._frequency(t, wanted, other_kinds), t) for t in phrase]
             else:
-                parts = [(df[word], phrase)]
+                parts = [(df[word], phrase[0])]
             for count, part in parts:
                 value = math.log((n - count + 0.5) / (count + 0.5))
                 idf = value if value > 0 else 1e-6
-                if usual and len(part) == 1:
+                if usual:
                     # the token's postings hold its weighted counts: one pass, no Doc
-                    posting = postings[part[0]]
+                    posting = postings[part]
                     pairs: Iterable[tuple[int, float]] = (
                         posting.items() if ids is posting else ((i, posting[i]) for i in ids)
                     )

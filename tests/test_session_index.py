@@ -304,7 +304,7 @@ def test_postings_hold_each_documents_weighted_counts(tmp_path: Path) -> None:
                         assert index.lengths[event_id] == doc.length
                         for column in doc.columns:
                             for token in column.counts:
-                                expected[token][event_id] = doc.hits((token,), index.weights)
+                                expected[token][event_id] = doc.hits(token, index.weights)
                     assert index.postings == expected
                     assert index.lengths.keys() == index.docs.keys()
 
@@ -325,9 +325,9 @@ def reference_bm25(
 ) -> list[tuple[int, float]]:
     """FTS5's BM25 written out plainly, with nothing of the ranker's bookkeeping: ``docs``
     maps an id to its ``(weight, tokens)`` columns; the query's words are read as each
-    key's index is queried (turn key: a word's tokens as a phrase; window key: the AND of
-    the word's terms less stopwords, pmm.window_keys.window_query_terms, each term scored
-    with its own document frequency, as FTS5's bm25() does) and picked as the ranker picks
+    key's index is queried (the AND of the word's terms - on the window key less
+    stopwords, pmm.window_keys.window_query_terms - each term scored with its own
+    document frequency, as FTS5's bm25() does) and picked as the ranker picks
     them (the session's rarest; those in half the documents or more only when no other
     word is left)."""
     from pmm.storage.terms import pick_terms
@@ -341,10 +341,8 @@ def reference_bm25(
     def freq(doc: int, phrase: tuple[str, ...]) -> float:
         return sum(weight * occurrences(tokens, phrase) for weight, tokens in docs[doc])
 
-    def holds(doc: int, phrase: tuple[str, ...]) -> bool:
-        if window:  # every term, anywhere
-            return all(any(t in tokens for _, tokens in docs[doc]) for t in phrase)
-        return any(occurrences(tokens, phrase) for _, tokens in docs[doc])
+    def holds(doc: int, phrase: tuple[str, ...]) -> bool:  # every term, anywhere
+        return all(any(t in tokens for _, tokens in docs[doc]) for t in phrase)
 
     n = len(docs)
     read = window_query_terms if window else fts_tokens
@@ -363,7 +361,7 @@ def reference_bm25(
     for word in [w for w in used if 2 * df[w] < n] or used:
         phrase = phrases[word]
         parts = [(df[word], phrase)]
-        if window and len(phrase) > 1:
+        if len(phrase) > 1:
             parts = [(sum(holds(d, (t,)) for d in docs), (t,)) for t in phrase]
         for count, part in parts:
             idf = max(math.log((n - count + 0.5) / (count + 0.5)), 1e-6)
