@@ -59,7 +59,7 @@ from .session_bm25 import (
     turn_query,
     window_query,
 )
-from .stemmer import fts_tokens, term_counts
+from .stemmer import fts_tokens, stems_and_counts
 from .window_keys import (
     BOUNDARY_KIND,
     DEFAULT_WINDOW_RADIUS,
@@ -233,17 +233,22 @@ class SessionRanker:
             session.max_id = max(session.max_id, event.id)
             if event.kind in WINDOW_KINDS:
                 session.ts[event.id] = event.ts
-                summary = fts_tokens(event.summary) if event.summary else []
-                content = fts_tokens(event.content) if event.content else []
+                # the text its window holds (content, or the summary of a compacted turn)
+                # is tokenized once for its column and for the window's counts
+                summary: list[str] = []
+                content: list[str] = []
+                if event.content is not None:
+                    content, counts = stems_and_counts(event.content, WINDOW_SKIP)
+                    summary = fts_tokens(event.summary) if event.summary else []
+                else:
+                    summary, counts = stems_and_counts(event.summary or "", WINDOW_SKIP)
                 keywords = fts_tokens(" ".join(event.keywords)) if event.keywords else []
                 columns = (Column.of(summary), Column.of(keywords), Column.of(content))
                 session.turns.put(event.id, event.kind, columns)
                 # what its neighbours' windows hold of it, worked out once: stopwords out
                 # (by word, before stemming), capped (capping again in a window sums to the
                 # same: the cap saturates)
-                session.terms[event.id] = window_terms(
-                    [{t: (t, c) for t, (_, c) in term_counts(text or "", WINDOW_SKIP).items()}]
-                )
+                session.terms[event.id] = window_terms([{t: (t, c) for t, c in counts.items()}])
         # the windows the new turns reach (up to `radius` turns either side); each of those
         # reaches `radius` turns further back: read from 2 * radius turns before the new
         # rows, not the whole session

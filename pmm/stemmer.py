@@ -47,6 +47,23 @@ def term_counts(text: str, skip: frozenset[str] = frozenset()) -> dict[str, tupl
     return found
 
 
+def stems_and_counts(text: str, skip: frozenset[str]) -> tuple[list[str], dict[str, int]]:
+    """:func:`fts_tokens` of ``text`` and, from the same pass, how often each stem occurs
+    as a token not in ``skip`` (as :func:`term_counts` counts them).
+
+    >>> stems_and_counts("Please, I was pleased", frozenset({"please", "i", "was"}))
+    (['pleas', 'i', 'wa', 'pleas'], {'pleas': 1})
+    """
+    stems: list[str] = []
+    counts: dict[str, int] = {}
+    for token in _TOKEN.findall(_fold(text)):
+        term = stem(token)
+        stems.append(term)
+        if token not in skip:
+            counts[term] = counts.get(term, 0) + 1
+    return stems, counts
+
+
 def query_tokens(word: str) -> list[str]:
     """The tokens FTS5 splits a query word into, unstemmed (FTS5 stems them itself):
     ``"don't" -> ["don", "t"]``. A token that folds to nothing (U+037A, the half-width
