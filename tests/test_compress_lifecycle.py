@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_helpers import raw
 
 from pmm import Mind
+from pmm.records import NewEvent
 from pmm.store import EventStore
 
 OLD = datetime.now(UTC) - timedelta(days=40)
@@ -84,7 +85,14 @@ def test_background_worker_compresses_when_idle(tmp_path: Path) -> None:
     db = tmp_path / "pmm.db"
     settings = {"enable_summary": True, "summary_mode": "background", "summarizer": "heuristic"}
     with Mind(db, compress_after="30d", **settings) as mind:
-        old, recent = remember_old_and_new(mind)
+        # one transaction: the worker's first idle pass sees every old text (an idle pass
+        # that caught up waits a minute before the next, so turns appended one by one
+        # while it runs could wait for that)
+        events = mind.remember_many(
+            [NewEvent("prompt", reply(i), "s", "user", ts=OLD) for i in range(40)]
+            + [NewEvent("prompt", reply(999), "s", "user")]
+        )
+        old, recent = [e.id for e in events[:-1]], events[-1].id
         assert mind.flush(30.0)
         seen = shapes(db)  # before close: the worker did it
         assert [seen[i] for i in old] == ["blob"] * len(old) and seen[recent] == "text"
