@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import PMMError
-from .records import DreamReport, Event, Hit, VerifyReport
+from pmm.errors import PMMError
+from pmm.records import DreamReport, Event, Hit, VerifyReport
 
 __version__ = "0.1.0"
 
@@ -42,11 +42,11 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from .chat_history import PMMChatMessageHistory
-    from .integrations import PMMMiddleware, PMMStore
-    from .memory import PersistentMindMemory
-    from .mind import Mind
-    from .retriever import PMMRetriever
+    from pmm.chat_history import PMMChatMessageHistory
+    from pmm.integrations import PMMMiddleware, PMMStore
+    from pmm.memory import PersistentMindMemory
+    from pmm.mind import Mind
+    from pmm.retriever import PMMRetriever
 
 
 def __getattr__(name: str) -> Any:

@@ -22,11 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import IntegrityError, InvalidInputError
-from .hashing import HASH_VERSION, LEGACY_HASH_VERSION, chain_payload, legacy_hash, sha256_hex
-from .records import VerifyReport
-from .storage.sqlite import EventStore
-from .storage.sqlite.backup import copy_file, page_check, remove_files, salvage, write_salvaged
+from pmm.errors import IntegrityError, InvalidInputError
+from pmm.hashing import HASH_VERSION, LEGACY_HASH_VERSION, chain_payload, legacy_hash, sha256_hex
+from pmm.records import VerifyReport
+from pmm.storage.sqlite import EventStore
+from pmm.storage.sqlite.backup import copy_file, page_check, remove_files, salvage, write_salvaged
 
 
 @dataclass(frozen=True, slots=True)

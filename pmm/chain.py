@@ -21,8 +21,8 @@ import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .errors import InvalidInputError
-from .hashing import (
+from pmm.errors import InvalidInputError
+from pmm.hashing import (
     HASH_VERSION,
     LEGACY_HASH_VERSION,
     canonical_json,
@@ -30,8 +30,8 @@ from .hashing import (
     legacy_hash,
     sha256_hex,
 )
-from .records import Event, NewEvent, VerifyReport
-from .window_keys import normalize_ts
+from pmm.records import Event, NewEvent, VerifyReport
+from pmm.window_keys import normalize_ts
 
 
 class CheckedEvent(NamedTuple):

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .compress_policy import AGE_PATTERN, AGE_UNITS
-from .erasure import file_bytes
-from .errors import InvalidInputError
-from .hashing import sha256_hex
-from .records import Event, NewEvent
+from pmm.compress_policy import AGE_PATTERN, AGE_UNITS
+from pmm.erasure import file_bytes
+from pmm.errors import InvalidInputError
+from pmm.hashing import sha256_hex
+from pmm.records import Event, NewEvent
 
 if TYPE_CHECKING:
-    from .storage.sqlite import EventStore
+    from pmm.storage.sqlite import EventStore
 
 COMPACTION_KIND = "compaction"
 
@@ -106,7 +106,7 @@ def compact(
     docstring); ``dry_run`` only reports what would be dropped."""
     cutoff_ts, label = cutoff(older_than, session_id, now)
     before = file_bytes(store.path)
-    from .storage.sqlite.compaction import compact_rows
+    from pmm.storage.sqlite.compaction import compact_rows
 
     ids, raw, marker = compact_rows(
         store,
@@ -166,6 +166,6 @@ def check_compaction(store: EventStore, marker: Event) -> bool:
 
 def count_compacted(store: EventStore) -> int:
     """Rows whose raw text was compacted away (they keep a summary)."""
-    from .storage.sqlite.compaction import count_compacted as count_rows
+    from pmm.storage.sqlite.compaction import count_compacted as count_rows
 
     return count_rows(store)

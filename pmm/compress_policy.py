@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from .errors import ConfigurationError
+from pmm.errors import ConfigurationError
 
 AGE_PATTERN = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 """An age: a count and a unit (``30d``), shared with :func:`pmm.compaction.parse_age`."""

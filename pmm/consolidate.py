@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import BackendError
-from .records import NewEvent
-from .session_summary import (
+from pmm.errors import BackendError
+from pmm.records import NewEvent
+from pmm.session_summary import (
     COMPRESS_PROMPT_VERSION,
     HEURISTIC_VERSION,
     SUMMARY_PROMPT_VERSION,
@@ -41,12 +41,12 @@ from .session_summary import (
     render,
     word_count,
 )
-from .text import search_terms
+from pmm.text import search_terms
 
 if TYPE_CHECKING:
-    from .records import Event, Hit
-    from .settings import Settings
-    from .storage.base import EventLog
+    from pmm.records import Event, Hit
+    from pmm.settings import Settings
+    from pmm.storage.base import EventLog
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +285,7 @@ def expand_summary_hits(
     """Recall's one hook for summaries: superseded summaries are dropped, each summary hit
     gets ``prior`` added to its score and is followed by its ``children`` best turns (as
     hits just below it, unless already listed); the list is re-sorted and cut to ``k``."""
-    from .records import Hit as HitRecord
+    from pmm.records import Hit as HitRecord
 
     summaries = [h for h in hits if h.event.kind == SUMMARY_KIND]
     if not summaries:
@@ -315,7 +315,7 @@ def expand_summary_hits(
 def demote_superseded(store: EventLog, hits: Sequence[Hit]) -> list[Hit]:
     """Hits of statements a newer one superseded are ranked just below the newer one
     (which is added, at the older one's score, when the rankers did not find it)."""
-    from .records import Hit as HitRecord
+    from pmm.records import Hit as HitRecord
 
     turns = [h.event.id for h in hits if h.event.kind != SUMMARY_KIND]
     replaced = store.edge_sources(turns, (SUPERSEDES, SLOT_SUPERSEDES)) if turns else {}

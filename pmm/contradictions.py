@@ -34,15 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .facts import SINGLE_VALUED, extract_facts
-from .llm_json import json_object
-from .records import NewEvent
-from .text import STOPWORDS, WORD
+from pmm.facts import SINGLE_VALUED, extract_facts
+from pmm.llm_json import json_object
+from pmm.records import NewEvent
+from pmm.text import STOPWORDS, WORD
 
 if TYPE_CHECKING:
-    from .embed.base import Embedder
-    from .records import Event
-    from .storage.base import EventLog
+    from pmm.embed.base import Embedder
+    from pmm.records import Event
+    from pmm.storage.base import EventLog
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ pick_device("auto")   # 'cuda' on a GPU machine, 'cpu' here
 
 from __future__ import annotations
 
-from .errors import ConfigurationError
+from pmm.errors import ConfigurationError
 
 
 def pick_device(preference: str = "auto") -> str:

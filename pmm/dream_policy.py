@@ -17,18 +17,18 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from .consolidate import (
+from pmm.consolidate import (
     Consolidator,
     SummaryReport,
     current_summary,
     redact_derived,
 )
-from .contradictions import ContradictionReport, find_contradictions
+from pmm.contradictions import ContradictionReport, find_contradictions
 
 if TYPE_CHECKING:
-    from .embed.base import Embedder
-    from .settings import Settings
-    from .storage.base import EventLog
+    from pmm.embed.base import Embedder
+    from pmm.settings import Settings
+    from pmm.storage.base import EventLog
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def consolidate(
     if settings.session_summaries:
         summaries = Consolidator(store, settings, chat_model).summarize_sessions()
         if embedder is not None and settings.recall_summaries:
-            from .embed.backfill import embed_pending
+            from pmm.embed.backfill import embed_pending
 
             vectors = embed_pending(store, embedder, kinds=("summary",))
     if settings.detect_contradictions:
@@ -93,6 +93,6 @@ def default_chat_model(settings: Settings) -> Any:
     built (e.g. langchain-openai missing)."""
     if settings.summarizer not in ("llm", "auto") or not os.environ.get("OPENAI_API_KEY"):
         return None
-    from .digest.llm import default_chat_model as chat_openai
+    from pmm.digest.llm import default_chat_model as chat_openai
 
     return chat_openai(settings.llm_model)

@@ -37,11 +37,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import EventNotFoundError, InvalidInputError
-from .records import Event, NewEvent
+from pmm.errors import EventNotFoundError, InvalidInputError
+from pmm.records import Event, NewEvent
 
 if TYPE_CHECKING:
-    from .storage.sqlite import EventStore
+    from pmm.storage.sqlite import EventStore
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def forget(
     """
     ids = checked_request(event_ids, session_id, match, reason)
     before = file_bytes(store.path)
-    from .storage.sqlite.erasure import erase
+    from pmm.storage.sqlite.erasure import erase
 
     targets, derived, skipped, markers, truncated = erase(
         store, ids, session_id, match, reason, require_text
@@ -126,7 +126,7 @@ def forget(
 def scrub(store: EventStore) -> bool:
     """Rewrite the file without free pages and empty its -wal file; returns whether the
     -wal file was emptied (see :func:`pmm.storage.sqlite.erasure.scrub`)."""
-    from .storage.sqlite.erasure import scrub as scrub_file
+    from pmm.storage.sqlite.erasure import scrub as scrub_file
 
     return scrub_file(store)
 

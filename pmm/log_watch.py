@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .records import Event
-    from .storage.base import EventLog
+    from pmm.records import Event
+    from pmm.storage.base import EventLog
 
 CHANGE_KINDS = ("redaction", "compaction")
 """Events that rewrite older rows: readers drop what they keep when one appears."""

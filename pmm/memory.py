@@ -31,10 +31,10 @@ from langchain_classic.base_memory import BaseMemory
 from langchain_classic.memory.utils import get_prompt_input_key
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from .errors import InvalidInputError
-from .messages import message_text
-from .mind import Mind
-from .settings import gather_setting_keywords
+from pmm.errors import InvalidInputError
+from pmm.messages import message_text
+from pmm.mind import Mind
+from pmm.settings import gather_setting_keywords
 
 TS_KEY = "pmm_ts"
 """The input key save_context reads a past conversation's time from (never the user text)."""

@@ -13,7 +13,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from .errors import InvalidInputError
+from pmm.errors import InvalidInputError
 
 _ROLE_OF_CLASS: tuple[tuple[type[BaseMessage], str], ...] = (
     (HumanMessage, "user"),

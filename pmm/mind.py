@@ -20,35 +20,35 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .processing import Processor
-from .records import DreamReport, Event, Hit, NewEvent, VerifyReport
-from .session_context import (
+from pmm.processing import Processor
+from pmm.records import DreamReport, Event, Hit, NewEvent, VerifyReport
+from pmm.session_context import (
     SessionContexts,
     checked_session,
     default_recall_mode,
     recall_weights,
 )
-from .settings import Settings
-from .storage import EventLog, open_store
-from .tokens import TokenCounter, get_token_counter
-from .turns import CLEAR_KIND, TURN_KINDS, kind_for_role
-from .upkeep import Upkeep
+from pmm.settings import Settings
+from pmm.storage import EventLog, open_store
+from pmm.tokens import TokenCounter, get_token_counter
+from pmm.turns import CLEAR_KIND, TURN_KINDS, kind_for_role
+from pmm.upkeep import Upkeep
 
 if TYPE_CHECKING:
     from datetime import timedelta
 
     from langchain_core.language_models import BaseChatModel
 
-    from .compaction import CompactionReport
-    from .consolidate import SummaryReport
-    from .context import Context
-    from .contradictions import ContradictionReport
-    from .digest import Digester
-    from .embed import Embedder
-    from .erasure import ErasureReport
-    from .recall import Recaller
-    from .storage.sqlite.compression import CompressionReport
-    from .worker import BackgroundWorker
+    from pmm.compaction import CompactionReport
+    from pmm.consolidate import SummaryReport
+    from pmm.context import Context
+    from pmm.contradictions import ContradictionReport
+    from pmm.digest import Digester
+    from pmm.embed import Embedder
+    from pmm.erasure import ErasureReport
+    from pmm.recall import Recaller
+    from pmm.storage.sqlite.compression import CompressionReport
+    from pmm.worker import BackgroundWorker
 
 
 class Mind:

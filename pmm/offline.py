@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .text import snippet
+from pmm.text import snippet
 
 if TYPE_CHECKING:
-    from .mind import Mind
-    from .records import Hit
+    from pmm.mind import Mind
+    from pmm.records import Hit
 
 OFFLINE_PREFIX = "I'm offline (no OPENAI_API_KEY)."
 OFFLINE_REPLY_KIND = "offline_reply"

@@ -23,17 +23,17 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .turns import TURN_KINDS, turn_role
+from pmm.turns import TURN_KINDS, turn_role
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from .digest import Digester
-    from .embed import Embedder
-    from .records import Event
-    from .settings import Settings
-    from .storage import EventLog
-    from .worker import BackgroundWorker
+    from pmm.digest import Digester
+    from pmm.embed import Embedder
+    from pmm.records import Event
+    from pmm.settings import Settings
+    from pmm.storage import EventLog
+    from pmm.worker import BackgroundWorker
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class Processor:
     def early_embedder(settings: Settings, embedder: Embedder | None) -> Embedder | None:
         """``embedder``, else with embeddings on the one the settings pick, built now."""
         if settings.enable_embeddings and embedder is None:
-            from .embed import build_embedder
+            from pmm.embed import build_embedder
 
             # Cheap (the model loads on first use), and a missing [embeddings] extra fails
             # here, with one line saying what to install, not later in the worker.
@@ -75,7 +75,7 @@ class Processor:
         """The digest backend chain for the configured summarizer (built on first use)."""
         with self._build_lock:
             if self._digester is None:
-                from .digest.select import build_digester
+                from pmm.digest.select import build_digester
 
                 self._digester = build_digester(self.settings, llm=self._llm)
             return self._digester
@@ -87,7 +87,7 @@ class Processor:
             return None
         with self._build_lock:
             if self._embedder is None:
-                from .embed import build_embedder
+                from pmm.embed import build_embedder
 
                 self._embedder = build_embedder(self.settings)
             return self._embedder
@@ -166,7 +166,7 @@ class Processor:
         derived = settings.enable_summary or settings.enable_embeddings
         if not derived or settings.summary_mode != "background":
             return None
-        from .worker import BackgroundWorker
+        from pmm.worker import BackgroundWorker
 
         self.worker = BackgroundWorker(
             work, name="pmm-digest", flush_timeout=settings.flush_timeout
@@ -199,7 +199,7 @@ class Processor:
         embedder = self.embedder
         if embedder is None or (self.settings.enable_summary and self.pending_count()):
             return 0
-        from .embed.backfill import embed_pending
+        from pmm.embed.backfill import embed_pending
 
         return embed_pending(
             self.store, embedder, kinds=TURN_KINDS, batch_size=max(limit, 1), limit=limit

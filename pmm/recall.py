@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from .embed.backfill import DEFAULT_KINDS
-from .errors import ConfigurationError, InvalidInputError
-from .fusion import (
+from pmm.embed.backfill import DEFAULT_KINDS
+from pmm.errors import ConfigurationError, InvalidInputError
+from pmm.fusion import (
     DEFAULT_KEYWORD_POLICY,
     DEFAULT_KEYWORD_WEIGHTS,
     DEFAULT_POLICY,
@@ -62,15 +62,15 @@ from .fusion import (
     parse_weights,
     rrf_fuse,
 )
-from .records import Event, Hit
-from .text import search_terms, words
-from .window_keys import is_temporal
+from pmm.records import Event, Hit
+from pmm.text import search_terms, words
+from pmm.window_keys import is_temporal
 
 if TYPE_CHECKING:
-    from .embed.base import Embedder
-    from .embed.index import VectorIndex
-    from .session_index import SessionRanker
-    from .storage.base import EventLog
+    from pmm.embed.base import Embedder
+    from pmm.embed.index import VectorIndex
+    from pmm.session_index import SessionRanker
+    from pmm.storage.base import EventLog
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -157,7 +157,7 @@ class Recaller:
         """Ranks one session's turns in memory for session-scoped keyword rankers (see
         :mod:`pmm.session_index`); None: every keyword ranker asks the store."""
         if session_ranker:
-            from .session_index import SessionRanker
+            from pmm.session_index import SessionRanker
 
             self.session_ranker = SessionRanker(store)
         self._lock = threading.Lock()
@@ -179,7 +179,7 @@ class Recaller:
             return None
         with self._lock:
             if self._index is None:
-                from .embed.index import VectorIndex
+                from pmm.embed.index import VectorIndex
 
                 self._index = VectorIndex(self.store, self.embedder.model_name, self.embedder.dim)
             return self._index
@@ -282,7 +282,7 @@ class Recaller:
                 if event is None or (event.content is None and not event.summary):
                     continue  # redacted after the rankers read it
                 hits.append(Hit(event, score, ranks))
-        from .consolidate import consolidated_hits  # the one consolidation hook
+        from pmm.consolidate import consolidated_hits  # the one consolidation hook
 
         return consolidated_hits(
             self.store,

@@ -27,14 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .context import Turn
-from .log_watch import LogNow, LogWatch
-from .turns import CLEAR_KIND, TURN_KINDS, turn_role
+from pmm.context import Turn
+from pmm.log_watch import LogNow, LogWatch
+from pmm.turns import CLEAR_KIND, TURN_KINDS, turn_role
 
 if TYPE_CHECKING:
-    from .records import Event, TurnRow
-    from .storage import EventLog
-    from .tokens import TokenCounter
+    from pmm.records import Event, TurnRow
+    from pmm.storage import EventLog
+    from pmm.tokens import TokenCounter
 
 PAGE = 64
 """Turns read per query when the kept ones do not fill the budget."""

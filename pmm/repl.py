@@ -31,18 +31,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from .errors import MissingDependencyError, PMMError
-from .offline import OfflineResponder
-from .records import NewEvent
-from .settings import Settings
-from .text import found_by, snippet
+from pmm.errors import MissingDependencyError, PMMError
+from pmm.offline import OfflineResponder
+from pmm.records import NewEvent
+from pmm.settings import Settings
+from pmm.text import found_by, snippet
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
 
-    from .mind import Mind
-    from .records import Hit
+    from pmm.mind import Mind
+    from pmm.records import Hit
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with a persistent memory of earlier conversations. "
@@ -127,7 +127,7 @@ class AgentResponder:
 
     def _agent_for(self, mind: Mind) -> Any:
         if self._agent is None or self._mind is not mind:
-            from .integrations.agents import PMMMiddleware
+            from pmm.integrations.agents import PMMMiddleware
 
             self._agent = self._create_agent(
                 self._llm,
@@ -366,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         else:
             responder = OfflineResponder()
-        from .mind import Mind
+        from pmm.mind import Mind
 
         mind = Mind(settings=settings)
     except PMMError as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import InvalidInputError
+from pmm.errors import InvalidInputError
 
 _ALIASES = {
     "user": "user",

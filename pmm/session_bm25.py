@@ -28,10 +28,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .stemmer import fts_tokens
-from .storage.terms import pick_terms
-from .text import search_terms
-from .window_keys import window_query_terms
+from pmm.stemmer import fts_tokens
+from pmm.storage.terms import pick_terms
+from pmm.text import search_terms
+from pmm.window_keys import window_query_terms
 
 K1 = 1.2
 B = 0.75

@@ -24,21 +24,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .context import Context, Turn, assemble
-from .errors import ConfigurationError, InvalidInputError
-from .facts import FactBook
-from .log_watch import LogNow
-from .recent_turns import RecentTurns
-from .roles import without_speaker
-from .turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
+from pmm.context import Context, Turn, assemble
+from pmm.errors import ConfigurationError, InvalidInputError
+from pmm.facts import FactBook
+from pmm.log_watch import LogNow
+from pmm.recent_turns import RecentTurns
+from pmm.roles import without_speaker
+from pmm.turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
 
 if TYPE_CHECKING:
-    from .embed import Embedder
-    from .recall import Recaller
-    from .records import Event
-    from .settings import Settings
-    from .storage import EventLog
-    from .tokens import TokenCounter
+    from pmm.embed import Embedder
+    from pmm.recall import Recaller
+    from pmm.records import Event
+    from pmm.settings import Settings
+    from pmm.storage import EventLog
+    from pmm.tokens import TokenCounter
 
 
 def checked_session(session_id: str | None, default: str) -> str:
@@ -57,7 +57,7 @@ def checked_session(session_id: str | None, default: str) -> str:
 
 def recall_weights(settings: Settings) -> dict[str, float]:
     """The ranker weights of ``PMM_RECALL_WEIGHTS``, once the recall settings are checked."""
-    from .recall import parse_weights
+    from pmm.recall import parse_weights
 
     weights = parse_weights(settings.recall_weights)
     if settings.recall_window > 20:
@@ -201,7 +201,7 @@ class SessionContexts:
         """The recaller of this log, built on first use from the settings of that moment."""
         with self._lock:
             if self._recaller is None:
-                from .recall import Recaller
+                from pmm.recall import Recaller
 
                 self._recaller = Recaller(
                     self.store,
@@ -325,7 +325,7 @@ class SessionContexts:
     def _current_summary(self, session: str, clear_after: int) -> Event | None:
         if not (self.settings.enable_summary and self.settings.session_summaries):
             return None
-        from .consolidate import current_summary
+        from pmm.consolidate import current_summary
 
         summary = current_summary(self.store, session)
         if summary is None or int(summary.meta.get("covers_from", 0)) <= clear_after:
@@ -342,7 +342,7 @@ class SessionContexts:
         summary = self._current_summary(session, clear_after)
         if summary is None:
             return []
-        from .consolidate import summary_bullets
+        from pmm.consolidate import summary_bullets
 
         bullets = [b for b in summary_bullets(summary) if b.turns]
         return [(b.text, -1 if linked else min(b.turns)) for b in bullets]
@@ -352,7 +352,7 @@ class SessionContexts:
         summary = self._current_summary(session, clear_after)
         if summary is None:
             return []
-        from .consolidate import best_children
+        from pmm.consolidate import best_children
 
         out = []
         for event in best_children(self.store, summary, query, k):

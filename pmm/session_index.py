@@ -49,9 +49,9 @@ from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from .log_watch import LogNow, LogWatch
-from .records import Event
-from .session_bm25 import (
+from pmm.log_watch import LogNow, LogWatch
+from pmm.records import Event
+from pmm.session_bm25 import (
     TURN_WEIGHTS,
     WINDOW_WEIGHTS,
     Column,
@@ -59,8 +59,8 @@ from .session_bm25 import (
     turn_query,
     window_query,
 )
-from .stemmer import fts_tokens, stems_and_counts
-from .window_keys import (
+from pmm.stemmer import fts_tokens, stems_and_counts
+from pmm.window_keys import (
     BOUNDARY_KIND,
     DEFAULT_WINDOW_RADIUS,
     WINDOW_KINDS,
@@ -73,7 +73,7 @@ from .window_keys import (
 )
 
 if TYPE_CHECKING:
-    from .storage.base import EventLog
+    from pmm.storage.base import EventLog
 
 
 @lru_cache(maxsize=4096)

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from .digest.heuristic import split_sentences
-from .errors import BackendError
-from .llm_json import json_object
-from .roles import speaker_label, without_speaker
-from .text import STOPWORDS, WORD
+from pmm.digest.heuristic import split_sentences
+from pmm.errors import BackendError
+from pmm.llm_json import json_object
+from pmm.roles import speaker_label, without_speaker
+from pmm.text import STOPWORDS, WORD
 
 if TYPE_CHECKING:
-    from .records import Event
+    from pmm.records import Event
 
 HEURISTIC_VERSION = "heuristic-bullets/1"
 SUMMARY_PROMPT_VERSION = "session-summary/1"

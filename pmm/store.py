@@ -9,6 +9,6 @@ so that ``from pmm.store import EventStore`` keeps working::
         store.append("prompt", "I moved to Lisbon", session_id="alice", role="user")
 """
 
-from .storage.sqlite import DEFAULT_MAX_CONTENT_BYTES, EventStore
+from pmm.storage.sqlite import DEFAULT_MAX_CONTENT_BYTES, EventStore
 
 __all__ = ["DEFAULT_MAX_CONTENT_BYTES", "EventStore"]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import CorruptDatabaseError, MissingDependencyError
+from pmm.errors import CorruptDatabaseError, MissingDependencyError
 
 log = logging.getLogger(__name__)
 

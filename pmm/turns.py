@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import InvalidInputError
+from pmm.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from .records import Event, TurnRow
+    from pmm.records import Event, TurnRow
 
 TURN_KINDS = ("prompt", "response")
 """Kinds that hold conversation turns (and are digested, embedded and recalled). A turn is

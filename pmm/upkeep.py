@@ -23,21 +23,21 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidInputError, PMMError, UnsupportedOperationError
-from .records import DreamReport
-from .turns import TURN_KINDS
+from pmm.errors import InvalidInputError, PMMError, UnsupportedOperationError
+from pmm.records import DreamReport
+from pmm.turns import TURN_KINDS
 
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from .compaction import CompactionReport
-    from .consolidate import SummaryReport
-    from .contradictions import ContradictionReport
-    from .erasure import ErasureReport
-    from .processing import Processor
-    from .settings import Settings
-    from .storage import EventLog
-    from .storage.sqlite.compression import CompressionReport
+    from pmm.compaction import CompactionReport
+    from pmm.consolidate import SummaryReport
+    from pmm.contradictions import ContradictionReport
+    from pmm.erasure import ErasureReport
+    from pmm.processing import Processor
+    from pmm.settings import Settings
+    from pmm.storage import EventLog
+    from pmm.storage.sqlite.compression import CompressionReport
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class Upkeep:
 
     def should_dream(self) -> bool:
         """Whether the turns waiting for a digest, summary or vector pass the thresholds."""
-        from .dream_policy import should_dream
+        from pmm.dream_policy import should_dream
 
         embedder = self._processor.embedder
         vectors = (
@@ -192,7 +192,7 @@ class Upkeep:
 
     def consolidate(self) -> tuple[SummaryReport, ContradictionReport, int]:
         """Dream's consolidation step (pmm/dream_policy.py); a no-op with summaries off."""
-        from .dream_policy import consolidate
+        from pmm.dream_policy import consolidate
 
         with self._processor.lock:
             chat = self.chat_model() if self.settings.enable_summary else None
@@ -208,7 +208,7 @@ class Upkeep:
         summarizer is llm or auto and OPENAI_API_KEY is set; None = heuristics."""
         if self._llm is not None:
             return self._llm
-        from .dream_policy import default_chat_model
+        from pmm.dream_policy import default_chat_model
 
         try:
             self._llm = default_chat_model(self.settings)

@@ -22,9 +22,9 @@ from datetime import UTC, date, datetime
 from functools import lru_cache
 from typing import NamedTuple
 
-from .errors import InvalidInputError
-from .stemmer import folded, fts_tokens, query_tokens, term_counts
-from .text import STOPWORDS
+from pmm.errors import InvalidInputError
+from pmm.stemmer import folded, fts_tokens, query_tokens, term_counts
+from pmm.text import STOPWORDS
 
 WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
 """The kinds that get a window key and appear in one another's windows."""

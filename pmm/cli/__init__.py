@@ -17,10 +17,10 @@ usage or input error: bad arguments, or a --db that is no PMM database (a folder
 folder, another application's SQLite file, a file that is not SQLite), or a missing extra.
 """
 
-from .entry import main
-from .log import _worker_lines
-from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, exit_code_of
-from .parser import EPILOG, build_parser
+from pmm.cli.entry import main
+from pmm.cli.log import _worker_lines
+from pmm.cli.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, exit_code_of
+from pmm.cli.parser import EPILOG, build_parser
 
 __all__ = [
     "EPILOG",

@@ -18,16 +18,25 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import (
+from pmm.cli.output import (
+    _abs,
+    _emit,
+    _existing_db,
+    _mind,
+    _progress,
+    _settings,
+    _shown_text,
+    _table,
+)
+from pmm.errors import (
     DatabaseError,
     InvalidInputError,
     PMMError,
 )
-from ..settings import Settings
-from ..storage import is_postgres_url, open_store
-from ..text import found_by, snippet
-from ..turns import TURN_KINDS
-from .output import _abs, _emit, _existing_db, _mind, _progress, _settings, _shown_text, _table
+from pmm.settings import Settings
+from pmm.storage import is_postgres_url, open_store
+from pmm.text import found_by, snippet
+from pmm.turns import TURN_KINDS
 
 _PACKAGES = (
     "pmm-memory",
@@ -85,7 +94,7 @@ def cmd_dream(args: argparse.Namespace) -> int:
 
 def cmd_embed(args: argparse.Namespace) -> int:
     path = _existing_db(args)
-    from ..embed.backfill import embed_pending, embedding_coverage
+    from pmm.embed.backfill import embed_pending, embedding_coverage
 
     with _mind(path, enable_embeddings=True) as mind:
         embedder = mind.embedder
@@ -145,8 +154,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _has_current_vectors(path: str, settings: Settings) -> bool:
     """Whether the log holds vectors of the configured embedding model and the
     [embeddings] extra is installed (then search defaults to hybrid)."""
-    from ..embed.backfill import embedding_coverage
-    from ..embed.sentence import embedding_model_id, importable
+    from pmm.embed.backfill import embedding_coverage
+    from pmm.embed.sentence import embedding_model_id, importable
 
     if not (importable("sentence_transformers") and importable("torch")):
         return False
@@ -160,8 +169,8 @@ def _has_current_vectors(path: str, settings: Settings) -> bool:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from ..digest.select import backend_status, chain_names
-    from ..tokens import get_token_counter
+    from pmm.digest.select import backend_status, chain_names
+    from pmm.tokens import get_token_counter
 
     settings = _settings(args)
     backends = [asdict(status) for status in backend_status(settings)]
@@ -214,7 +223,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _doctor_database_check(path: str) -> dict[str, Any] | None:
     """``pmm doctor``'s look at the file: SQLite's quick_check (``pmm check --full`` runs
     the full integrity_check)."""
-    from ..backup import check
+    from pmm.backup import check
 
     if path == ":memory:" or not Path(path).is_file():
         return None
@@ -230,7 +239,7 @@ def _vector_search(path: str) -> str:
     index when the server has the extension, else exactly in PMM (as on SQLite)."""
     if not is_postgres_url(path):
         return "exact: float32 vectors searched in memory by PMM"
-    from ..storage.postgres import PostgresEventStore
+    from pmm.storage.postgres import PostgresEventStore
 
     try:
         with PostgresEventStore(path, timeout=5.0) as store:
@@ -266,7 +275,7 @@ def _embeddings_status(settings: Settings) -> dict[str, Any]:
     without importing them or loading it."""
     from importlib.util import find_spec
 
-    from ..embed.sentence import embedding_model_id, resolve_embedding_model
+    from pmm.embed.sentence import embedding_model_id, resolve_embedding_model
 
     missing = [m for m in ("sentence_transformers", "torch") if find_spec(m) is None]
     source = resolve_embedding_model(settings.embedding_model)

@@ -17,9 +17,9 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from ..errors import PMMError
-from .output import EXIT_OK, EXIT_USAGE, _fail, _json_error, _silence_stdout, exit_code_of
-from .parser import _UsageError, build_parser
+from pmm.cli.output import EXIT_OK, EXIT_USAGE, _fail, _json_error, _silence_stdout, exit_code_of
+from pmm.cli.parser import _UsageError, build_parser
+from pmm.errors import PMMError
 
 # -- entry point ---------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
-from ..errors import InvalidInputError
-from ..records import Event
+from pmm.errors import InvalidInputError
+from pmm.records import Event
 
 _EVENT_FIELDS = {
     # name: (required, accepted types)

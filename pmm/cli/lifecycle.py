@@ -15,9 +15,17 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import InvalidInputError
-from ..storage import is_postgres_url, open_store
-from .output import EXIT_FAILED, EXIT_OK, _bytes, _db_path, _emit, _existing_db, _sqlite_store
+from pmm.cli.output import (
+    EXIT_FAILED,
+    EXIT_OK,
+    _bytes,
+    _db_path,
+    _emit,
+    _existing_db,
+    _sqlite_store,
+)
+from pmm.errors import InvalidInputError
+from pmm.storage import is_postgres_url, open_store
 
 
 def cmd_redact(args: argparse.Namespace) -> int:
@@ -33,7 +41,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from ..erasure import file_bytes, scrub
+    from pmm.erasure import file_bytes, scrub
 
     if args.scrub and not (args.event or args.session is not None or args.match is not None):
         path = _existing_db(args)
@@ -76,7 +84,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def _rewrite_postgres(args: argparse.Namespace, path: str) -> int:
     """``pmm forget --scrub`` on PostgreSQL: rewrite PMM's tables (see
     :func:`pmm.storage.postgres.erasure.rewrite`)."""
-    from ..storage.postgres import PostgresEventStore
+    from pmm.storage.postgres import PostgresEventStore
 
     with PostgresEventStore(path) as store:
         before, after = store.rewrite_tables()
@@ -88,7 +96,7 @@ def _rewrite_postgres(args: argparse.Namespace, path: str) -> int:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    from ..backup import backup
+    from pmm.backup import backup
 
     report = backup(_existing_db(args), args.file)
     text = (
@@ -99,7 +107,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from ..backup import restore
+    from pmm.backup import restore
 
     report = restore(args.file, _db_path(args), force=args.force)
     state = "verifies" if report.verify.ok else f"DOES NOT VERIFY ({report.verify.reason})"
@@ -108,7 +116,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    from ..backup import recover
+    from pmm.backup import recover
 
     report = recover(args.broken, args.new)
     lines = [
@@ -130,7 +138,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ..backup import check
+    from pmm.backup import check
 
     report = check(_existing_db(args), full=args.full)
     text = f"PRAGMA {report.pragma}: " + (
@@ -141,7 +149,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate_to(args: argparse.Namespace) -> int:
-    from ..storage.copy import copy_log
+    from pmm.storage.copy import copy_log
 
     source = args.source or _existing_db(args)
     report = copy_log(source, args.target)
@@ -156,7 +164,7 @@ def cmd_migrate_to(args: argparse.Namespace) -> int:
 def _shown(target: str) -> str:
     """A log's place for output: an absolute path, or a URL without its password."""
     if is_postgres_url(target):
-        from ..storage.postgres.connection import Database
+        from pmm.storage.postgres.connection import Database
 
         return Database.redacted(target)
     return str(Path(target).resolve())
@@ -185,8 +193,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_compress(args: argparse.Namespace) -> int:
-    from ..erasure import file_bytes
-    from ..settings import Settings
+    from pmm.erasure import file_bytes
+    from pmm.settings import Settings
 
     after = args.after if args.after is not None else Settings.load().compress_after
     if not after:

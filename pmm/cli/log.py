@@ -17,16 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import (
-    IntegrityError,
-    InvalidInputError,
-)
-from ..records import Event
-from ..storage import EventLog, open_store
-from ..text import snippet
-from ..turns import TURN_KINDS
-from .jsonl import _output, _read_export
-from .output import (
+from pmm.cli.jsonl import _output, _read_export
+from pmm.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
     _abs,
@@ -44,6 +36,14 @@ from .output import (
     _shown_text,
     _table,
 )
+from pmm.errors import (
+    IntegrityError,
+    InvalidInputError,
+)
+from pmm.records import Event
+from pmm.storage import EventLog, open_store
+from pmm.text import snippet
+from pmm.turns import TURN_KINDS
 
 # -- commands ------------------------------------------------------------------------
 
@@ -93,7 +93,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     with _mind(path) as mind:
         stats = mind.stats()
-        from ..embed.backfill import embedding_coverage
+        from pmm.embed.backfill import embedding_coverage
 
         turns = int(stats["turns"])
         pending = int(stats["pending_digests"])  # 0 when summaries are off

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (
+from pmm.errors import (
     BackendError,
     CorruptDatabaseError,
     DatabaseError,
@@ -32,13 +32,13 @@ from ..errors import (
     ReadOnlyDatabaseError,
     UnsupportedOperationError,
 )
-from ..records import Event
-from ..settings import Settings
-from ..storage import is_postgres_url
-from ..storage.sqlite import EventStore
+from pmm.records import Event
+from pmm.settings import Settings
+from pmm.storage import is_postgres_url
+from pmm.storage.sqlite import EventStore
 
 if TYPE_CHECKING:
-    from ..mind import Mind
+    from pmm.mind import Mind
 
 
 log = logging.getLogger("pmm")
@@ -114,7 +114,7 @@ def _existing_db(args: argparse.Namespace) -> str:
 def _sqlite_store(path: str, what: str) -> EventStore:
     """The SQLite log at ``path`` for a command that works on the file itself."""
     if is_postgres_url(path):
-        from ..storage.postgres.connection import Database
+        from pmm.storage.postgres.connection import Database
 
         raise UnsupportedOperationError(
             f"{what} works on SQLite files; {Database.redacted(path)} is a PostgreSQL log "
@@ -154,7 +154,7 @@ def _applied_lines(applied: list[str], backup: str | None) -> list[str]:
 @contextmanager
 def _mind(path: str, **overrides: Any) -> Iterator[Mind]:
     """A Mind on ``path`` that never starts a background worker (admin runs are one-shot)."""
-    from ..mind import Mind
+    from pmm.mind import Mind
 
     mind = Mind(path, summary_mode="deferred", **overrides)
     try:

@@ -15,9 +15,9 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from .. import __version__
-from .derive import cmd_doctor, cmd_dream, cmd_embed, cmd_search
-from .lifecycle import (
+from pmm import __version__
+from pmm.cli.derive import cmd_doctor, cmd_dream, cmd_embed, cmd_search
+from pmm.cli.lifecycle import (
     cmd_backup,
     cmd_check,
     cmd_compact,
@@ -28,7 +28,7 @@ from .lifecycle import (
     cmd_redact,
     cmd_restore,
 )
-from .log import (
+from pmm.cli.log import (
     cmd_export,
     cmd_import,
     cmd_init,
@@ -38,7 +38,7 @@ from .log import (
     cmd_tail,
     cmd_verify,
 )
-from .output import _positive_int
+from pmm.cli.output import _positive_int
 
 EPILOG = """\
 examples:

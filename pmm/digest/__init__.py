@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..roles import speaker_label, with_speaker
-from .base import Digest, Digester
-from .heuristic import HeuristicDigester
-from .keywords import SpacyKeywords, heuristic_keywords
-from .select import (
+from pmm.digest.base import Digest, Digester
+from pmm.digest.heuristic import HeuristicDigester
+from pmm.digest.keywords import SpacyKeywords, heuristic_keywords
+from pmm.digest.select import (
     BackendFactory,
     BackendStatus,
     FallbackDigester,
@@ -31,10 +30,11 @@ from .select import (
     build_digester,
     chain_names,
 )
+from pmm.roles import speaker_label, with_speaker
 
 if TYPE_CHECKING:
-    from .llm import LLMDigester
-    from .local import LocalDigester, load_seq2seq
+    from pmm.digest.llm import LLMDigester
+    from pmm.digest.local import LocalDigester, load_seq2seq
 
 __all__ = [
     "BackendFactory",

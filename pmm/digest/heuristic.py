@@ -22,10 +22,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ..roles import roles_for, with_speaker
-from ..text import STOPWORDS, WORD
-from .base import Digest
-from .keywords import COMMON_WORDS, heuristic_keywords
+from pmm.digest.base import Digest
+from pmm.digest.keywords import COMMON_WORDS, heuristic_keywords
+from pmm.roles import roles_for, with_speaker
+from pmm.text import STOPWORDS, WORD
 
 __all__ = ["HeuristicDigester", "extract_summary", "split_sentences"]
 

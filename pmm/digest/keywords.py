@@ -23,8 +23,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..errors import MissingDependencyError
-from ..text import STOPWORDS
+from pmm.errors import MissingDependencyError
+from pmm.text import STOPWORDS
 
 __all__ = [
     "COMMON_WORDS",

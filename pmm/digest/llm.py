@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import BackendError, MissingDependencyError
-from ..llm_json import json_object
-from ..redact import redact_secrets
-from ..roles import normalize_role, roles_for
-from .base import Digest
+from pmm.digest.base import Digest
+from pmm.errors import BackendError, MissingDependencyError
+from pmm.llm_json import json_object
+from pmm.redact import redact_secrets
+from pmm.roles import normalize_role, roles_for
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..devices import pick_device
-from ..errors import BackendError, MissingDependencyError
-from ..loading import quiet_model_loading
-from ..roles import roles_for, with_speaker
-from .base import Digest
-from .keywords import SpacyKeywords, heuristic_keywords
+from pmm.devices import pick_device
+from pmm.digest.base import Digest
+from pmm.digest.keywords import SpacyKeywords, heuristic_keywords
+from pmm.errors import BackendError, MissingDependencyError
+from pmm.loading import quiet_model_loading
+from pmm.roles import roles_for, with_speaker
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",

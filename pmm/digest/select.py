@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..errors import BackendError
-from ..roles import roles_for, with_speaker
-from ..settings import Settings
-from .base import Digest, Digester
-from .heuristic import HeuristicDigester
-from .keywords import heuristic_keywords, spacy_pipeline_status
+from pmm.digest.base import Digest, Digester
+from pmm.digest.heuristic import HeuristicDigester
+from pmm.digest.keywords import heuristic_keywords, spacy_pipeline_status
+from pmm.errors import BackendError
+from pmm.roles import roles_for, with_speaker
+from pmm.settings import Settings
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -215,7 +215,7 @@ def _llm_configured(llm: BaseChatModel | None) -> bool:
 
 def _llm_factory(settings: Settings, llm: BaseChatModel | None) -> BackendFactory:
     def load() -> Digester:
-        from .llm import LLMDigester
+        from pmm.digest.llm import LLMDigester
 
         return LLMDigester(
             llm, model_name=settings.llm_model, batch_size=settings.summary_batch_size or 8
@@ -226,7 +226,7 @@ def _llm_factory(settings: Settings, llm: BaseChatModel | None) -> BackendFactor
 
 def _local_factory(settings: Settings) -> BackendFactory:
     def load() -> Digester:
-        from .local import LocalDigester
+        from pmm.digest.local import LocalDigester
 
         return LocalDigester(
             settings.local_summary_model,
@@ -258,7 +258,7 @@ def local_probe(model: str) -> tuple[bool, str]:
     missing = [p for p in ("torch", "transformers") if importlib.util.find_spec(p) is None]
     if missing:
         return False, f"{' and '.join(missing)} not installed (pip install 'pmm-memory[local]')"
-    from .local import model_resolves_locally
+    from pmm.digest.local import model_resolves_locally
 
     return model_resolves_locally(model)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import Embedder
+from pmm.embed.base import Embedder
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from pmm.settings import Settings
 
 __all__ = ["Embedder", "build_embedder"]
 
@@ -26,6 +26,6 @@ def build_embedder(settings: Settings) -> Embedder:
     ``enable_embeddings`` is on (the caller decides that); the model itself loads on first
     use. Raises :class:`~pmm.errors.MissingDependencyError` when sentence-transformers is
     not installed."""
-    from .sentence import SentenceEmbedder
+    from pmm.embed.sentence import SentenceEmbedder
 
     return SentenceEmbedder(settings.embedding_model, device=settings.device)

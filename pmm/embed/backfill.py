@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import BackendError, InvalidInputError
-from ..roles import without_speaker
+from pmm.errors import BackendError, InvalidInputError
+from pmm.roles import without_speaker
 
 if TYPE_CHECKING:
-    from ..records import Event
-    from ..storage.base import EventLog
-    from .base import Embedder
+    from pmm.embed.base import Embedder
+    from pmm.records import Event
+    from pmm.storage.base import EventLog
 
 DEFAULT_KINDS = ("prompt", "response")
 """The turn kinds: what is embedded and recalled unless told otherwise."""

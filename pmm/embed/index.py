@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidInputError
+from pmm.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from ..storage.base import EventLog
+    from pmm.storage.base import EventLog
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import BackendError, InvalidInputError, MissingDependencyError
-from ..loading import quiet_model_loading
+from pmm.errors import BackendError, InvalidInputError, MissingDependencyError
+from pmm.loading import quiet_model_loading
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def _load(source: str, device_preference: str) -> _Loaded:
         raise MissingDependencyError(
             _FEATURE, exc.name or "sentence-transformers", "embeddings"
         ) from exc
-    from ..devices import pick_device
+    from pmm.devices import pick_device
 
     device = pick_device(device_preference)
     key = (source, device)

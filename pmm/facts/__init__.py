@@ -12,8 +12,8 @@ rules missed. Without spaCy or its model the rules alone run, after one warning.
 
 from __future__ import annotations
 
-from .book import LABELS, SINGLE_VALUED, FactBook, extract_facts, slot_group
-from .rules import Candidate, Fact
+from pmm.facts.book import LABELS, SINGLE_VALUED, FactBook, extract_facts, slot_group
+from pmm.facts.rules import Candidate, Fact
 
 __all__ = [
     "LABELS",

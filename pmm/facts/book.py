@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .rules import Fact, candidates
-from .words import FAMILY, PET_KIND
+from pmm.facts.rules import Fact, candidates
+from pmm.facts.words import FAMILY, PET_KIND
 
 SINGLE_VALUED = frozenset({"name", "location", "origin", "age", "job", "works_at"})
 LABELS = {
@@ -36,7 +36,7 @@ def extract_facts(text: str, *, nlp: bool = False) -> list[Fact]:
     :mod:`pmm.facts.nlp`); when spaCy or its model is missing, the rules alone answer."""
     found = candidates(text)
     if nlp:
-        from .nlp import refine
+        from pmm.facts.nlp import refine
 
         facts = refine(text, found)
     else:

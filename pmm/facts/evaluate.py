@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InvalidInputError
-from .book import extract_facts, slot_group
-from .rules import Fact
+from pmm.errors import InvalidInputError
+from pmm.facts.book import extract_facts, slot_group
+from pmm.facts.rules import Fact
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,8 @@ import re
 import threading
 from typing import Any
 
-from .rules import Candidate, Fact
-from .spans import guarded, statement_spans
+from pmm.facts.rules import Candidate, Fact
+from pmm.facts.spans import guarded, statement_spans
 
 logger = logging.getLogger("pmm.facts")
 
@@ -51,8 +51,8 @@ def pipeline() -> Any | None:
     with _LOCK:
         if "nlp" in _STATE:
             return _STATE["nlp"]
-        from ..digest.keywords import BLANK_PIPELINE, load_spacy_pipeline
-        from ..errors import MissingDependencyError
+        from pmm.digest.keywords import BLANK_PIPELINE, load_spacy_pipeline
+        from pmm.errors import MissingDependencyError
 
         nlp: Any | None = None
         try:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .spans import (
+from pmm.facts.spans import (
     ends_clause,
     guarded,
     next_word,
@@ -26,7 +26,7 @@ from .spans import (
     statement_spans,
     words_from,
 )
-from .words import (
+from pmm.facts.words import (
     FAMILY,
     JOBS,
     NOT_JOBS,

@@ -13,15 +13,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError
+from pmm.errors import ConfigurationError
 
 __all__ = ["PMMMiddleware", "PMMStore"]
 
 _LAZY = {"PMMMiddleware": "pmm.integrations.agents", "PMMStore": "pmm.integrations.langgraph"}
 
 if TYPE_CHECKING:
-    from .agents import PMMMiddleware
-    from .langgraph import PMMStore
+    from pmm.integrations.agents import PMMMiddleware
+    from pmm.integrations.langgraph import PMMStore
 
 
 def __getattr__(name: str) -> Any:

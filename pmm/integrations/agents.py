@@ -55,9 +55,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from ..errors import InvalidInputError
-from ..mind import Mind
-from ..records import NewEvent
+from pmm.errors import InvalidInputError
+from pmm.mind import Mind
+from pmm.records import NewEvent
 
 log = logging.getLogger(__name__)
 

@@ -46,10 +46,10 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
-from ..errors import InvalidInputError
-from ..fusion import rrf_fuse
-from ..mind import Mind
-from ..records import Event, NewEvent
+from pmm.errors import InvalidInputError
+from pmm.fusion import rrf_fuse
+from pmm.mind import Mind
+from pmm.records import Event, NewEvent
 
 PUT_KIND = "store_put"
 DELETE_KIND = "store_delete"

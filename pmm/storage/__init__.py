@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .base import EventLog
+from pmm.storage.base import EventLog
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -27,10 +27,10 @@ def is_postgres_url(target: str | os.PathLike[str]) -> bool:
 def open_store(target: str | os.PathLike[str], **options: Any) -> EventLog:
     """The event log at ``target``: a PostgreSQL URL, else a SQLite file path."""
     if is_postgres_url(target):
-        from .postgres import PostgresEventStore
+        from pmm.storage.postgres import PostgresEventStore
 
         return PostgresEventStore(str(target), **options)
-    from .sqlite import EventStore
+    from pmm.storage.sqlite import EventStore
 
     return EventStore(target, **options)
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from ..records import Event, NewEvent, TurnRow, VerifyReport
+from pmm.records import Event, NewEvent, TurnRow, VerifyReport
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
-    from ..compaction import CompactionReport
-    from ..erasure import ErasureReport
+    from pmm.compaction import CompactionReport
+    from pmm.erasure import ErasureReport
 
 
 @runtime_checkable

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
-from ..errors import IntegrityError
-from ..records import VerifyReport
-from . import open_store
+from pmm.errors import IntegrityError
+from pmm.records import VerifyReport
+from pmm.storage import open_store
 
 
 def copy_log(

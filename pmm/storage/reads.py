@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..records import Event
+from pmm.records import Event
 
 
 class EventReads:

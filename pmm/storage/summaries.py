@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..records import Event
+from pmm.records import Event
 
 
 def covering_summary(newest: Event | None, covers_upto: int) -> Event | None:

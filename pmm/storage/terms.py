@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from ..errors import InvalidInputError
+from pmm.errors import InvalidInputError
 
 MAX_QUERY_TERMS = 6
 """Most words of a query that a keyword search uses (the rarest ones)."""

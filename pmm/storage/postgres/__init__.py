@@ -4,7 +4,7 @@ from pmm.storage.postgres import PostgresEventStore
 store = PostgresEventStore("postgresql://app@db.internal/pmm")
 """
 
-from . import vectors
-from .store import PostgresEventStore
+from pmm.storage.postgres import vectors
+from pmm.storage.postgres.store import PostgresEventStore
 
 __all__ = ["PostgresEventStore", "vectors"]

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ...errors import DatabaseError, MigrationError, MissingDependencyError
+from pmm.errors import DatabaseError, MigrationError, MissingDependencyError
 
 if TYPE_CHECKING:
     import psycopg

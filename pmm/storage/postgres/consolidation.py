@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...chain import CheckedEvent, check_new_event
-from ...records import Event, NewEvent, event_from_row
-from ..summaries import covering_summary, summary_edges
-from .connection import APPEND_LOCK, Database
-from .rows import COLUMNS
+from pmm.chain import CheckedEvent, check_new_event
+from pmm.records import Event, NewEvent, event_from_row
+from pmm.storage.postgres.connection import APPEND_LOCK, Database
+from pmm.storage.postgres.rows import COLUMNS
+from pmm.storage.summaries import covering_summary, summary_edges
 
 if TYPE_CHECKING:
     import psycopg

@@ -11,14 +11,14 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...errors import InvalidInputError
-from ...records import Event, event_from_row
-from ...text import search_terms
-from ..terms import COMMON_TERM_MIN_DOCS, checked_words, pick_terms
-from .connection import Database
-from .rows import BUMP, COLUMNS, filters
-from .vectors import PGVECTOR, ensure_index, search_candidates, vector_literal
-from .windows import window_weights
+from pmm.errors import InvalidInputError
+from pmm.records import Event, event_from_row
+from pmm.storage.postgres.connection import Database
+from pmm.storage.postgres.rows import BUMP, COLUMNS, filters
+from pmm.storage.postgres.vectors import PGVECTOR, ensure_index, search_candidates, vector_literal
+from pmm.storage.postgres.windows import window_weights
+from pmm.storage.terms import COMMON_TERM_MIN_DOCS, checked_words, pick_terms
+from pmm.text import search_terms
 
 if TYPE_CHECKING:
     import numpy as np

@@ -32,8 +32,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...compaction import CompactionReport, compaction_marker, cutoff
-from ...erasure import (
+from pmm.compaction import CompactionReport, compaction_marker, cutoff
+from pmm.erasure import (
     PROTECTED_KINDS,
     SUMMARIZES,
     ErasureReport,
@@ -44,16 +44,16 @@ from ...erasure import (
     matches,
     redaction_entries,
 )
-from ...hashing import HASH_VERSION, LEGACY_HASH_VERSION
-from ...records import Event
-from .connection import APPEND_LOCK, Database
-from .rows import BUMP
-from .windows import sync_windows
+from pmm.hashing import HASH_VERSION, LEGACY_HASH_VERSION
+from pmm.records import Event
+from pmm.storage.postgres.connection import APPEND_LOCK, Database
+from pmm.storage.postgres.rows import BUMP
+from pmm.storage.postgres.windows import sync_windows
 
 if TYPE_CHECKING:
     import psycopg
 
-    from .store import PostgresEventStore
+    from pmm.storage.postgres.store import PostgresEventStore
 
 log = logging.getLogger(__name__)
 

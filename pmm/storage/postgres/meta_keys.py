@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ...errors import InvalidInputError
-from ...records import Event, event_from_row
-from .connection import Database
-from .rows import COLUMNS
+from pmm.errors import InvalidInputError
+from pmm.records import Event, event_from_row
+from pmm.storage.postgres.connection import Database
+from pmm.storage.postgres.rows import COLUMNS
 
 
 def _meta_field(field: str) -> str:

@@ -26,36 +26,36 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ...chain import ChainWalker, CheckedEvent, check_new_event, seal
-from ...errors import (
+from pmm.chain import ChainWalker, CheckedEvent, check_new_event, seal
+from pmm.errors import (
     EventNotFoundError,
     IntegrityError,
     InvalidInputError,
 )
-from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
-from ...records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
-from ...window_keys import DEFAULT_WINDOW_RADIUS, WINDOW_KINDS
-from ..reads import EventReads
-from .connection import APPEND_LOCK, Database
-from .consolidation import ConsolidationData
-from .derived import DerivedData
-from .meta_keys import MetaKeys
-from .rows import BUMP, COLUMNS, INSERT, filters
-from .vectors import setup_vectors
-from .windows import (
+from pmm.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
+from pmm.records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
+from pmm.storage.postgres.connection import APPEND_LOCK, Database
+from pmm.storage.postgres.consolidation import ConsolidationData
+from pmm.storage.postgres.derived import DerivedData
+from pmm.storage.postgres.meta_keys import MetaKeys
+from pmm.storage.postgres.rows import BUMP, COLUMNS, INSERT, filters
+from pmm.storage.postgres.vectors import setup_vectors
+from pmm.storage.postgres.windows import (
     built_radius,
     prefetch_tails,
     rebuild_windows,
     write_appended,
 )
+from pmm.storage.reads import EventReads
+from pmm.window_keys import DEFAULT_WINDOW_RADIUS, WINDOW_KINDS
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     import psycopg
 
-    from ...compaction import CompactionReport
-    from ...erasure import ErasureReport
+    from pmm.compaction import CompactionReport
+    from pmm.erasure import ErasureReport
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
@@ -173,7 +173,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
         session summaries built from it), recorded as a chained ``redaction`` event that
         is returned; then the tables are rewritten, as :meth:`forget` does (its one-event
         form, like SQLite's). Rows of the earlier PMM cannot be redacted."""
-        from .erasure import forget
+        from pmm.storage.postgres.erasure import forget
 
         return forget(self, event_ids=[event_id], reason=reason, require_text=True).markers[0]
 
@@ -188,7 +188,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
         """Erase events (by id, session and/or a case-insensitive ``match``) so that their
         text leaves the tables' data files, recorded as chained ``redaction`` events; see
         :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps)."""
-        from .erasure import forget
+        from pmm.storage.postgres.erasure import forget
 
         return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
 
@@ -197,7 +197,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
     ) -> CompactionReport:
         """Drop the raw text of digested turns older than ``older_than`` (``"30d"``),
         recorded as a chained ``compaction`` event (see :mod:`pmm.compaction`)."""
-        from .erasure import compact
+        from pmm.storage.postgres.erasure import compact
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
@@ -205,7 +205,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
         """Rewrite PMM's tables so that no dead row version holds erased text (``VACUUM
         FULL``, see :func:`pmm.storage.postgres.erasure.rewrite`); returns the bytes they
         took before and after. :meth:`forget`, :meth:`redact` and :meth:`compact` do it."""
-        from .erasure import rewrite, table_bytes
+        from pmm.storage.postgres.erasure import rewrite, table_bytes
 
         before = table_bytes(self._db)
         rewrite(self._db)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .connection import MIGRATE_LOCK, Database
+from pmm.storage.postgres.connection import MIGRATE_LOCK, Database
 
 if TYPE_CHECKING:
     import psycopg

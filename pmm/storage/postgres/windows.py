@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...window_keys import (
+from pmm.window_keys import (
     BOUNDARY_KIND,
     WINDOW_KINDS,
     WindowRow,

@@ -10,6 +10,6 @@
 Migrations stay in ``migrations/`` at the repository root (see :mod:`pmm.storage.sqlite.schema`).
 """
 
-from .store import DEFAULT_MAX_CONTENT_BYTES, EventStore
+from pmm.storage.sqlite.store import DEFAULT_MAX_CONTENT_BYTES, EventStore
 
 __all__ = ["DEFAULT_MAX_CONTENT_BYTES", "EventStore"]

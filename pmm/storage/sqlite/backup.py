@@ -14,12 +14,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ...errors import DatabaseError, PMMError
-from ...records import VerifyReport
-from ...text_codec import Dictionary, TextCodec
-from .rows import COLUMNS
-from .store import EventStore
-from .text import pack_digest, unpack_digest
+from pmm.errors import DatabaseError, PMMError
+from pmm.records import VerifyReport
+from pmm.storage.sqlite.rows import COLUMNS
+from pmm.storage.sqlite.store import EventStore
+from pmm.storage.sqlite.text import pack_digest, unpack_digest
+from pmm.text_codec import Dictionary, TextCodec
 
 
 def copy_file(source: str, target: str) -> None:

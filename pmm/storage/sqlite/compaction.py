@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...erasure import PROTECTED_KINDS
-from ...hashing import HASH_VERSION
-from ...records import Event, NewEvent
-from .erasure import scrub
+from pmm.erasure import PROTECTED_KINDS
+from pmm.hashing import HASH_VERSION
+from pmm.records import Event, NewEvent
+from pmm.storage.sqlite.erasure import scrub
 
 if TYPE_CHECKING:
-    from .store import EventStore
+    from pmm.storage.sqlite.store import EventStore
 
 
 def compact_rows(

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...compress_policy import CompressAfter
-from ...hashing import utc_now
-from ...text_codec import FORMAT_VERSION, Dictionary, default_codec, dictionary_id, train
+from pmm.compress_policy import CompressAfter
+from pmm.hashing import utc_now
+from pmm.text_codec import FORMAT_VERSION, Dictionary, default_codec, dictionary_id, train
 
 if TYPE_CHECKING:
-    from .store import EventStore
+    from pmm.storage.sqlite.store import EventStore
 
 MIN_BYTES = 96
 """Texts shorter than this (UTF-8 bytes) stay plain: the header would eat the gain."""

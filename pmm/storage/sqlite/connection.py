@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import (
+from pmm.errors import (
     CorruptDatabaseError,
     DatabaseError,
     DiskFullError,
@@ -31,7 +31,7 @@ from ...errors import (
 )
 
 if TYPE_CHECKING:
-    from .text import StoredText
+    from pmm.storage.sqlite.text import StoredText
 
 
 class SqliteBase:
@@ -105,7 +105,7 @@ class WriteTransaction:
 
 def default_busy_timeout() -> float:
     """``PMM_BUSY_TIMEOUT_MS`` (from the environment or ``.env``) in seconds."""
-    from ...settings import Settings
+    from pmm.settings import Settings
 
     return Settings.load().busy_timeout_ms / 1000
 

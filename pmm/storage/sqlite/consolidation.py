@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from ...records import Event, NewEvent
-from ..summaries import covering_summary, summary_edges
-from .log import EventLogData
-from .rows import COLUMNS
+from pmm.records import Event, NewEvent
+from pmm.storage.sqlite.log import EventLogData
+from pmm.storage.sqlite.rows import COLUMNS
+from pmm.storage.summaries import covering_summary, summary_edges
 
 
 class ConsolidationData(EventLogData):

@@ -14,9 +14,9 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...records import Event
-from .connection import SqliteBase, translate
-from .rows import COLUMNS
+from pmm.records import Event
+from pmm.storage.sqlite.connection import SqliteBase, translate
+from pmm.storage.sqlite.rows import COLUMNS
 
 _FTS_DELETE = (
     "INSERT INTO events_fts(events_fts, rowid, summary, keywords, content, tags)"

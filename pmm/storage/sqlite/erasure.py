@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ...erasure import (
+from pmm.erasure import (
     PROTECTED_KINDS,
     SUMMARIZES,
     check_not_legacy,
@@ -25,13 +25,13 @@ from ...erasure import (
     matches,
     redaction_entries,
 )
-from ...hashing import LEGACY_HASH_VERSION
-from ...records import Event
-from .compression import retrain_after_erasure
-from .connection import translate
+from pmm.hashing import LEGACY_HASH_VERSION
+from pmm.records import Event
+from pmm.storage.sqlite.compression import retrain_after_erasure
+from pmm.storage.sqlite.connection import translate
 
 if TYPE_CHECKING:
-    from .store import EventStore
+    from pmm.storage.sqlite.store import EventStore
 
 log = logging.getLogger("pmm.erasure")  # the logger erasure always warned on
 _CHUNK = 500

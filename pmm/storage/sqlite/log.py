@@ -16,14 +16,14 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from ...chain import CheckedEvent, check_new_event, seal
-from ...errors import EventNotFoundError
-from ...hashing import utc_now
-from ...records import Event, NewEvent, TurnRow
-from ..reads import EventReads
-from .connection import SqliteBase
-from .rows import COLUMNS, INSERT, filters
-from .text import TEXT_SQL, unpack_digest
+from pmm.chain import CheckedEvent, check_new_event, seal
+from pmm.errors import EventNotFoundError
+from pmm.hashing import utc_now
+from pmm.records import Event, NewEvent, TurnRow
+from pmm.storage.reads import EventReads
+from pmm.storage.sqlite.connection import SqliteBase
+from pmm.storage.sqlite.rows import COLUMNS, INSERT, filters
+from pmm.storage.sqlite.text import TEXT_SQL, unpack_digest
 
 
 class EventLogData(SqliteBase, EventReads):

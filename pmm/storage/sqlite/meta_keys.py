@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ...errors import InvalidInputError
-from ...records import Event
-from .connection import SqliteBase
-from .rows import COLUMNS
+from pmm.errors import InvalidInputError
+from pmm.records import Event
+from pmm.storage.sqlite.connection import SqliteBase
+from pmm.storage.sqlite.rows import COLUMNS
 
 
 class MetaKeys(SqliteBase):

@@ -19,8 +19,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-from ...errors import DatabaseError, NotADatabaseError, ReadOnlyDatabaseError
-from . import schema
+from pmm.errors import DatabaseError, NotADatabaseError, ReadOnlyDatabaseError
+from pmm.storage.sqlite import schema
 
 
 def read_only_reason(path: str) -> str | None:

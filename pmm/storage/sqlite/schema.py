@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
-from ...errors import MigrationError, NotADatabaseError
-from ...hashing import LEGACY_HASH_VERSION, sha256_hex, utc_now
+from pmm.errors import MigrationError, NotADatabaseError
+from pmm.hashing import LEGACY_HASH_VERSION, sha256_hex, utc_now
 
 log = logging.getLogger(__name__)
 

@@ -12,14 +12,14 @@ import logging
 import sqlite3
 from collections.abc import Iterable
 
-from ...errors import InvalidInputError
-from ...stemmer import folded, query_tokens
-from ...text import search_terms
-from ...window_keys import WINDOW_SKIP
-from ..terms import QueryTerms, pick_terms
-from .connection import SqliteBase, translate
-from .rows import filters
-from .windows import sync_windows, windows_pending
+from pmm.errors import InvalidInputError
+from pmm.stemmer import folded, query_tokens
+from pmm.storage.sqlite.connection import SqliteBase, translate
+from pmm.storage.sqlite.rows import filters
+from pmm.storage.sqlite.windows import sync_windows, windows_pending
+from pmm.storage.terms import QueryTerms, pick_terms
+from pmm.text import search_terms
+from pmm.window_keys import WINDOW_SKIP
 
 log = logging.getLogger(__name__)
 

@@ -27,27 +27,27 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...compress_policy import CompressAfter
-from ...errors import IntegrityError, InvalidInputError
-from ...hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
-from ...records import Event, VerifyReport
-from ...window_keys import DEFAULT_WINDOW_RADIUS
-from . import schema
-from .connection import default_busy_timeout, open_connection
-from .consolidation import ConsolidationData
-from .meta_keys import MetaKeys
-from .readonly import open_read_only, read_only_reason, refuse_pending_migrations
-from .rows import COLUMNS
-from .search import SearchIndex
-from .text import StoredText, pack_digest
-from .verify import Inspection
+from pmm.compress_policy import CompressAfter
+from pmm.errors import IntegrityError, InvalidInputError
+from pmm.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
+from pmm.records import Event, VerifyReport
+from pmm.storage.sqlite import schema
+from pmm.storage.sqlite.connection import default_busy_timeout, open_connection
+from pmm.storage.sqlite.consolidation import ConsolidationData
+from pmm.storage.sqlite.meta_keys import MetaKeys
+from pmm.storage.sqlite.readonly import open_read_only, read_only_reason, refuse_pending_migrations
+from pmm.storage.sqlite.rows import COLUMNS
+from pmm.storage.sqlite.search import SearchIndex
+from pmm.storage.sqlite.text import StoredText, pack_digest
+from pmm.storage.sqlite.verify import Inspection
+from pmm.window_keys import DEFAULT_WINDOW_RADIUS
 
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from ...compaction import CompactionReport
-    from ...erasure import ErasureReport
-    from .compression import CompressionReport
+    from pmm.compaction import CompactionReport
+    from pmm.erasure import ErasureReport
+    from pmm.storage.sqlite.compression import CompressionReport
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 """Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
@@ -128,7 +128,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         then scrubbed so that no byte of the text remains (see :mod:`pmm.erasure`, whose
         ``forget`` erases many events at once). Rows of the earlier PMM (``hash_version``
         0) hash the text itself and cannot be redacted."""
-        from ...erasure import forget
+        from pmm.erasure import forget
 
         report = forget(self, event_ids=[event_id], reason=reason, require_text=True)
         return report.markers[0]
@@ -143,7 +143,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file (see
         :func:`pmm.erasure.forget`)."""
-        from ...erasure import forget
+        from pmm.erasure import forget
 
         return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
 
@@ -151,13 +151,13 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
     ) -> CompactionReport:
         """Drop the raw text of old digested turns (see :func:`pmm.compaction.compact`)."""
-        from ...compaction import compact
+        from pmm.compaction import compact
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
     def count_compacted(self) -> int:
         """Rows whose raw text was compacted away (they keep a summary)."""
-        from .compaction import count_compacted
+        from pmm.storage.sqlite.compaction import count_compacted
 
         return count_compacted(self)
 
@@ -175,7 +175,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         ``batch`` texts per write transaction; with ``seconds``, no batch starts after
         that long (the rest waits for the next call). See
         :mod:`pmm.storage.sqlite.compression`."""
-        from .compression import BATCH, compress_texts
+        from pmm.storage.sqlite.compression import BATCH, compress_texts
 
         policy = after if isinstance(after, CompressAfter) else CompressAfter.parse(after, "after")
         if policy is None:

@@ -25,8 +25,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ...records import Event, event_from_row
-from ...text_codec import Dictionary, TextCodec
+from pmm.records import Event, event_from_row
+from pmm.text_codec import Dictionary, TextCodec
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ...chain import ChainWalker
-from ...errors import CorruptDatabaseError, MissingDependencyError
-from ...records import VerifyReport
-from .connection import translated
-from .derived import DerivedData
+from pmm.chain import ChainWalker
+from pmm.errors import CorruptDatabaseError, MissingDependencyError
+from pmm.records import VerifyReport
+from pmm.storage.sqlite.connection import translated
+from pmm.storage.sqlite.derived import DerivedData
 
 
 class Inspection(DerivedData):

@@ -17,7 +17,8 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 
-from ...window_keys import (
+from pmm.storage.sqlite.text import TEXT_SQL
+from pmm.window_keys import (
     BOUNDARY_KIND,
     WINDOW_BODY_FORMAT,
     WINDOW_KINDS,
@@ -26,7 +27,6 @@ from ...window_keys import (
     reached_turns,
     window_bodies,
 )
-from .text import TEXT_SQL
 
 _KINDS = (*WINDOW_KINDS, BOUNDARY_KIND)
 _KIND_MARKS = ",".join("?" * len(_KINDS))
