@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from pmm.errors import IntegrityError, InvalidInputError
-from pmm.hashing import HASH_VERSION, LEGACY_HASH_VERSION, chain_payload, legacy_hash, sha256_hex
+from pmm.events.hashing import (
+    HASH_VERSION,
+    LEGACY_HASH_VERSION,
+    chain_payload,
+    legacy_hash,
+    sha256_hex,
+)
 from pmm.records import VerifyReport
 from pmm.storage.sqlite import EventStore
 from pmm.storage.sqlite.backup import copy_file, page_check, remove_files, salvage, write_salvaged

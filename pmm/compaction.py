@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pmm.compress_policy import AGE_PATTERN, AGE_UNITS
 from pmm.erasure import file_bytes
 from pmm.errors import InvalidInputError
-from pmm.hashing import sha256_hex
+from pmm.events.hashing import sha256_hex
 from pmm.records import Event, NewEvent
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pmm.events.turns import CLEAR_KIND, TURN_KINDS, kind_for_role
 from pmm.processing import Processor
 from pmm.records import DreamReport, Event, Hit, NewEvent, VerifyReport
 from pmm.session_context import (
@@ -31,7 +32,6 @@ from pmm.session_context import (
 from pmm.settings import Settings
 from pmm.storage import EventLog, open_store
 from pmm.tokens import TokenCounter, get_token_counter
-from pmm.turns import CLEAR_KIND, TURN_KINDS, kind_for_role
 from pmm.upkeep import Upkeep
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pmm.turns import TURN_KINDS, turn_role
+from pmm.events.turns import TURN_KINDS, turn_role
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

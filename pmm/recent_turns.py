@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pmm.context import Turn
+from pmm.events.turns import CLEAR_KIND, TURN_KINDS, turn_role
 from pmm.log_watch import LogNow, LogWatch
-from pmm.turns import CLEAR_KIND, TURN_KINDS, turn_role
 
 if TYPE_CHECKING:
     from pmm.records import Event, TurnRow

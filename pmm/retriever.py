@@ -24,9 +24,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
+from pmm.events.turns import turn_role
 from pmm.mind import Mind
 from pmm.settings import gather_setting_keywords
-from pmm.turns import turn_role
 
 
 class PMMRetriever(BaseRetriever):

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 from pmm.context import Context, Turn, assemble
 from pmm.errors import ConfigurationError, InvalidInputError
+from pmm.events.roles import without_speaker
+from pmm.events.turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
 from pmm.facts import FactBook
 from pmm.log_watch import LogNow
 from pmm.recent_turns import RecentTurns
-from pmm.roles import without_speaker
-from pmm.turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
 
 if TYPE_CHECKING:
     from pmm.embed import Embedder

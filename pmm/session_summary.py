@@ -31,8 +31,8 @@ from pydantic import BaseModel, Field
 
 from pmm.digest.heuristic import split_sentences
 from pmm.errors import BackendError
+from pmm.events.roles import speaker_label, without_speaker
 from pmm.llm_json import json_object
-from pmm.roles import speaker_label, without_speaker
 from pmm.text import STOPWORDS, WORD
 
 if TYPE_CHECKING:

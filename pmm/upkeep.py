@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pmm.errors import InvalidInputError, PMMError, UnsupportedOperationError
+from pmm.events.turns import TURN_KINDS
 from pmm.records import DreamReport
-from pmm.turns import TURN_KINDS
 
 if TYPE_CHECKING:
     from datetime import timedelta

@@ -87,7 +87,7 @@ LEGACY_ENTRIES: list[tuple[str, str, str, str]] = [
 
 
 def legacy_row_hash(prev_hash: str | None, kind: str, content: str, meta_json: str) -> str:
-    """Written out here on purpose, independently of pmm.hashing."""
+    """Written out here on purpose, independently of pmm.events.hashing."""
     text = (prev_hash or "") + "|" + kind + "|" + content + "|" + meta_json
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -1,4 +1,4 @@
-"""The hash-chain rule (pmm.hashing): version 1 payload and hash, legacy version 0."""
+"""The hash-chain rule (pmm.events.hashing): version 1 payload and hash, legacy version 0."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pmm.hashing import (
+from pmm.events.hashing import (
     HASH_VERSION,
     LEGACY_HASH_VERSION,
     canonical_json,

@@ -29,7 +29,7 @@ from store_helpers import (
 )
 
 from pmm.errors import InvalidInputError, MigrationError
-from pmm.hashing import sha256_hex
+from pmm.events.hashing import sha256_hex
 from pmm.storage.sqlite import schema
 from pmm.store import EventStore
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_helpers import N_MIGRATIONS, filled_store, raw, snapshot
 
 from pmm.errors import DatabaseError, EventNotFoundError, InvalidInputError, PMMError
-from pmm.hashing import canonical_json, chain_hash
+from pmm.events.hashing import canonical_json, chain_hash
 from pmm.records import Event, NewEvent
 from pmm.store import EventStore
 

@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_helpers import filled_store, raw
 
-from pmm.hashing import canonical_json, chain_hash, legacy_hash, sha256_hex
+from pmm.events.hashing import canonical_json, chain_hash, legacy_hash, sha256_hex
 from pmm.records import VerifyReport
 from pmm.store import EventStore
 

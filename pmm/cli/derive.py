@@ -33,10 +33,10 @@ from pmm.errors import (
     InvalidInputError,
     PMMError,
 )
+from pmm.events.turns import TURN_KINDS
 from pmm.settings import Settings
 from pmm.storage import is_postgres_url, open_store
 from pmm.text import found_by, snippet
-from pmm.turns import TURN_KINDS
 
 _PACKAGES = (
     "pmm-memory",

@@ -40,10 +40,10 @@ from pmm.errors import (
     IntegrityError,
     InvalidInputError,
 )
+from pmm.events.turns import TURN_KINDS
 from pmm.records import Event
 from pmm.storage import EventLog, open_store
 from pmm.text import snippet
-from pmm.turns import TURN_KINDS
 
 # -- commands ------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from pmm.digest.select import (
     build_digester,
     chain_names,
 )
-from pmm.roles import speaker_label, with_speaker
+from pmm.events.roles import speaker_label, with_speaker
 
 if TYPE_CHECKING:
     from pmm.digest.llm import LLMDigester

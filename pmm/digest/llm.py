@@ -25,9 +25,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from pmm.digest.base import Digest
 from pmm.errors import BackendError, MissingDependencyError
+from pmm.events.roles import normalize_role, roles_for
 from pmm.llm_json import json_object
 from pmm.redact import redact_secrets
-from pmm.roles import normalize_role, roles_for
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -31,8 +31,8 @@ from pmm.devices import pick_device
 from pmm.digest.base import Digest
 from pmm.digest.keywords import SpacyKeywords, heuristic_keywords
 from pmm.errors import BackendError, MissingDependencyError
+from pmm.events.roles import roles_for, with_speaker
 from pmm.loading import quiet_model_loading
-from pmm.roles import roles_for, with_speaker
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",

@@ -34,7 +34,7 @@ from pmm.digest.base import Digest, Digester
 from pmm.digest.heuristic import HeuristicDigester
 from pmm.digest.keywords import heuristic_keywords, spacy_pipeline_status
 from pmm.errors import BackendError
-from pmm.roles import roles_for, with_speaker
+from pmm.events.roles import roles_for, with_speaker
 from pmm.settings import Settings
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pmm.errors import BackendError, InvalidInputError
-from pmm.roles import without_speaker
+from pmm.events.roles import without_speaker
 
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder

@@ -2,7 +2,7 @@
 
 :class:`pmm.storage.sqlite.EventStore` (SQLite) and
 :class:`pmm.storage.postgres.PostgresEventStore` implement it, with the same meaning for
-every call: appends extend one hash chain (see :mod:`pmm.chain`), derived data (digests,
+every call: appends extend one hash chain (see :mod:`pmm.events.chain`), derived data (digests,
 vectors, edges) never touches the chain, and ``verify`` walks it.
 
     def archive(log: EventLog) -> None:

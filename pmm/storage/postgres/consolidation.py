@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pmm.chain import CheckedEvent, check_new_event
+from pmm.events.chain import CheckedEvent, check_new_event
 from pmm.records import Event, NewEvent, event_from_row
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.rows import COLUMNS

@@ -44,7 +44,7 @@ from pmm.erasure import (
     matches,
     redaction_entries,
 )
-from pmm.hashing import HASH_VERSION, LEGACY_HASH_VERSION
+from pmm.events.hashing import HASH_VERSION, LEGACY_HASH_VERSION
 from pmm.records import Event
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.rows import BUMP

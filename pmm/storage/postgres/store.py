@@ -7,7 +7,7 @@
         store.search_text("Lisbon", session_id="alice")     # [(ev.id, score)]
         store.verify().ok                                    # True
 
-The chain rule, input checks and verification are :mod:`pmm.chain`'s, as on SQLite. Every
+The chain rule, input checks and verification are :mod:`pmm.events.chain`'s, as on SQLite. Every
 append takes a transaction-scoped advisory lock before it reads the head, so appends from
 any number of connections, processes and machines extend one chain. Migrations (numbered
 SQL files in ``migrations/`` beside this module) are applied once, under a session advisory
@@ -26,13 +26,13 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pmm.chain import ChainWalker, CheckedEvent, check_new_event, seal
 from pmm.errors import (
     EventNotFoundError,
     IntegrityError,
     InvalidInputError,
 )
-from pmm.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
+from pmm.events.chain import ChainWalker, CheckedEvent, check_new_event, seal
+from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from pmm.records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.consolidation import ConsolidationData
@@ -212,7 +212,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
         return before, table_bytes(self._db)
 
     def _checked(self, entry: NewEvent) -> CheckedEvent:
-        """An entry checked for appending (see :func:`pmm.chain.check_new_event`)."""
+        """An entry checked for appending (see :func:`pmm.events.chain.check_new_event`)."""
         return check_new_event(entry, self.max_content_bytes)
 
     def import_events(self, events: Iterable[Event]) -> VerifyReport:
@@ -361,7 +361,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
 
     def verify(self, *, expect_head: str | None = None) -> VerifyReport:
         """Walk the whole chain through a server-side cursor (constant memory) and report
-        the first row that does not verify (see :class:`pmm.chain.ChainWalker`)."""
+        the first row that does not verify (see :class:`pmm.events.chain.ChainWalker`)."""
         walker = ChainWalker(expect_head=expect_head)
         rows = self._db.stream(
             "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pmm.erasure import PROTECTED_KINDS
-from pmm.hashing import HASH_VERSION
+from pmm.events.hashing import HASH_VERSION
 from pmm.records import Event, NewEvent
 from pmm.storage.sqlite.erasure import scrub
 

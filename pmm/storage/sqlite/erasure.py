@@ -25,7 +25,7 @@ from pmm.erasure import (
     matches,
     redaction_entries,
 )
-from pmm.hashing import LEGACY_HASH_VERSION
+from pmm.events.hashing import LEGACY_HASH_VERSION
 from pmm.records import Event
 from pmm.storage.sqlite.compression import retrain_after_erasure
 from pmm.storage.sqlite.connection import translate

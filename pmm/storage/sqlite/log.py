@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from pmm.chain import CheckedEvent, check_new_event, seal
 from pmm.errors import EventNotFoundError
-from pmm.hashing import utc_now
+from pmm.events.chain import CheckedEvent, check_new_event, seal
+from pmm.events.hashing import utc_now
 from pmm.records import Event, NewEvent, TurnRow
 from pmm.storage.reads import EventReads
 from pmm.storage.sqlite.connection import SqliteBase

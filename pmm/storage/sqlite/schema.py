@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from pmm.errors import MigrationError, NotADatabaseError
-from pmm.hashing import LEGACY_HASH_VERSION, sha256_hex, utc_now
+from pmm.events.hashing import LEGACY_HASH_VERSION, sha256_hex, utc_now
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from pmm.compress_policy import CompressAfter
 from pmm.errors import IntegrityError, InvalidInputError
-from pmm.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
+from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
 from pmm.records import Event, VerifyReport
 from pmm.storage.sqlite import schema
 from pmm.storage.sqlite.connection import default_busy_timeout, open_connection

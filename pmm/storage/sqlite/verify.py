@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pmm.chain import ChainWalker
 from pmm.errors import CorruptDatabaseError, MissingDependencyError
+from pmm.events.chain import ChainWalker
 from pmm.records import VerifyReport
 from pmm.storage.sqlite.connection import translated
 from pmm.storage.sqlite.derived import DerivedData

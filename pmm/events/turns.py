@@ -1,7 +1,7 @@
 """What a conversation turn is in the log: the kinds that hold turns, the role each kind
 stands for, and how to read a row's role and text (also of legacy rows).
 
-    from pmm.turns import TURN_KINDS, kind_for_role, turn_role
+    from pmm.events.turns import TURN_KINDS, kind_for_role, turn_role
 
     kind_for_role("user")        # 'prompt'
     turn_role(event)             # ('user', 'I moved to Lisbon')

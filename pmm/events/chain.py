@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from pmm.errors import InvalidInputError
-from pmm.hashing import (
+from pmm.events.hashing import (
     HASH_VERSION,
     LEGACY_HASH_VERSION,
     canonical_json,
