@@ -50,8 +50,8 @@ from pmm.embed.sentence import SentenceEmbedder
 from pmm.recall import TEMPORAL_DATE_WEIGHT
 from pmm.records import NewEvent
 from pmm.store import EventStore
-from pmm.text import words
-from pmm.window_keys import is_temporal
+from pmm.text.window_keys import is_temporal
+from pmm.text.words import words
 
 DEPTH = 50
 TURN_KINDS = ("prompt", "response")
@@ -165,7 +165,7 @@ def idf_tables(data: dict[str, Any], digests: bool) -> dict[str, dict[str, float
     :meth:`EventStore.document_frequencies` of a keyword-only copy of the conversation
     (its turns' digested text when ``digests``), as the engine reads it."""
     from pmm.fusion import inverse_document_frequencies
-    from pmm.text import search_terms
+    from pmm.text.words import search_terms
 
     out: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="pmm-idf-") as tmp:

@@ -21,7 +21,7 @@ import numpy as np
 
 from pmm.fusion import FusionPolicy
 from pmm.recall import RRF_K
-from pmm.window_keys import DEFAULT_WINDOW_RADIUS
+from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS
 
 COLUMNS = ("turn", "window", "dense", "digest")
 NORMAL = {"turn": (0.25, 0.5, 1.0), "window": (1.0, 1.5, 2.0), "dense": (0.1, 0.2, 0.3, 0.5)}

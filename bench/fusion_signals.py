@@ -49,7 +49,7 @@ from fusion_grid import column_lists, kinds_mean
 
 from pmm.fusion import LOW_EVIDENCE_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS, FusionPolicy
 from pmm.recall import DEFAULT_POLICY, DEFAULT_WEIGHTS
-from pmm.text import STOPWORDS, search_terms, words
+from pmm.text.words import STOPWORDS, search_terms, words
 
 Row = dict[str, Any]
 

@@ -75,7 +75,7 @@ import pmm.recall as engine  # noqa: E402
 from pmm.embed.backfill import embed_pending  # noqa: E402
 from pmm.recall import RECALL_MODES, Recaller  # noqa: E402
 from pmm.store import EventStore  # noqa: E402
-from pmm.text import words  # noqa: E402
+from pmm.text.words import words  # noqa: E402
 
 DATA_DIR = HERE / "data"
 DATASETS = {"chat": DATA_DIR / "chat_dataset.json", "paraphrase": DATA_DIR / "recall_dataset.json"}

@@ -29,7 +29,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pmm.text import search_terms
+from pmm.text.words import search_terms
 
 KS = (1, 5, 10, 25)
 METRICS = [f"R@{k}" for k in KS] + [f"H@{k}" for k in KS] + ["MRR"]

@@ -10,7 +10,7 @@
 -- The window/date index keeps detail=full: it is contentless, and without positions and
 -- text FTS5 has no term counts, so bm25() scores every row 0. Its body is indexed as the
 -- window's terms with each term at most twice and without one-word stopwords instead
--- (pmm.window_keys.window_body): a third of the size, about the same recall@10 (within
+-- (pmm.text.window_keys.window_body): a third of the size, about the same recall@10 (within
 -- 0.8 points on bench/recall.py's three datasets; once per window lost 1.4).
 -- Both indexes are rebuilt lazily: indexed_upto = 0 re-indexes every event on the next
 -- search (the triggers skip rows above indexed_upto).

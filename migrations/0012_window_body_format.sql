@@ -1,10 +1,10 @@
 -- read-compatible: an archive's window index answers as it was built.
 -- The window index is contentless (0010) and holds each window's terms as
--- pmm.window_keys.window_body makes them (0011): a row is deleted by sending FTS5 the very
+-- pmm.text.window_keys.window_body makes them (0011): a row is deleted by sending FTS5 the very
 -- body it was indexed with, recomputed by the code that runs now. A release that changes
 -- how bodies are made (the stopword list, the term cap, the tokenizer, the stemmer) would
 -- send other bodies, which corrupts a contentless index or leaves stale terms in it. So the
--- file records the body format its index was built with (pmm.window_keys.WINDOW_BODY_FORMAT),
+-- file records the body format its index was built with (pmm.text.window_keys.WINDOW_BODY_FORMAT),
 -- and a store whose code makes another format rebuilds the whole index ('delete-all', which
 -- needs no bodies), as for a new radius. '' (this migration): unknown, so the first sync
 -- rebuilds once.

@@ -41,7 +41,7 @@ from pmm.session_summary import (
     render,
     word_count,
 )
-from pmm.text import search_terms
+from pmm.text.words import search_terms
 
 if TYPE_CHECKING:
     from pmm.records import Event, Hit

@@ -37,7 +37,7 @@ import numpy as np
 from pmm.facts import SINGLE_VALUED, extract_facts
 from pmm.llm_json import json_object
 from pmm.records import NewEvent
-from pmm.text import STOPWORDS, WORD
+from pmm.text.words import STOPWORDS, WORD
 
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder

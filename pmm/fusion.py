@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from operator import neg
 
 from pmm.errors import ConfigurationError
-from pmm.text import search_terms
+from pmm.text.words import search_terms
 
 TEMPORAL_KEYWORD_WEIGHTS: dict[str, float] = {"turn": 1.0, "window": 0.5}
 """Keyword weights for a temporal question ("when did we ...?"): the turn that names the

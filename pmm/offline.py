@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from pmm.text import snippet
+from pmm.text.words import snippet
 
 if TYPE_CHECKING:
     from pmm.mind import Mind

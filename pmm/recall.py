@@ -11,7 +11,7 @@ Rankers:
 
 - ``turn``: BM25 over the event's own text (and its digest when there is one);
 - ``window``: BM25 over the turn with its neighbouring turns of the same session and its
-  conversation date in words (see :mod:`pmm.window_keys`) - hits are still single turns;
+  conversation date in words (see :mod:`pmm.text.window_keys`) - hits are still single turns;
 - ``dense``: cosine similarity of the single turn's embedding (never of the window);
 - ``digest``: BM25 over the summary and keywords alone (weight 0 by default: measured not
   to help on top of ``turn``, which already holds them).
@@ -63,8 +63,8 @@ from pmm.fusion import (
     rrf_fuse,
 )
 from pmm.records import Event, Hit
-from pmm.text import search_terms, words
-from pmm.window_keys import is_temporal
+from pmm.text.window_keys import is_temporal
+from pmm.text.words import search_terms, words
 
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder

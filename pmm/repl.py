@@ -35,7 +35,7 @@ from pmm.errors import MissingDependencyError, PMMError
 from pmm.offline import OfflineResponder
 from pmm.records import NewEvent
 from pmm.settings import Settings
-from pmm.text import found_by, snippet
+from pmm.text.words import found_by, snippet
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -14,7 +14,7 @@ How each key reads a query word:
   with its own document frequency, as the turn index is queried since migration 0011
   (which keeps no positions: a word FTS5 splits, like ``o'brien``, is no phrase there);
 - the window key (:func:`window_query`): the AND of its terms as the window index is
-  queried (:func:`pmm.window_keys.window_query_terms`: stopwords out, since the index
+  queried (:func:`pmm.text.window_keys.window_query_terms`: stopwords out, since the index
   holds none), each term scored as its own phrase with its own document frequency, as
   FTS5's bm25() does for ``("o" AND "clock")``.
 """
@@ -28,10 +28,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pmm.stemmer import fts_tokens
 from pmm.storage.terms import pick_terms
-from pmm.text import search_terms
-from pmm.window_keys import window_query_terms
+from pmm.text.stemmer import fts_tokens
+from pmm.text.window_keys import window_query_terms
+from pmm.text.words import search_terms
 
 K1 = 1.2
 B = 0.75
@@ -60,7 +60,7 @@ def turn_query(query: str) -> Query:
 @lru_cache(maxsize=256)
 def window_query(query: str) -> Query:
     """The window key's reading of ``query``: each search word that has terms, as the AND
-    of :func:`~pmm.window_keys.window_query_terms`."""
+    of :func:`~pmm.text.window_keys.window_query_terms`."""
     pairs = ((word, window_query_terms(word)) for word in search_terms(query))
     return Query(tuple((word, terms) for word, terms in pairs if terms))
 

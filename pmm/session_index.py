@@ -10,14 +10,14 @@ without a full-text index query.
 Why: a session holds hundreds of turns, not 100,000, yet an FTS5 search restricted to one
 session still reads the whole log's postings of every query word (about 2-3 ms each for
 the turn and the window key at 100,000 events). Here each session's turns are tokenized
-once (the same tokens FTS5 indexes, :mod:`pmm.stemmer`) and ranked with FTS5's BM25
+once (the same tokens FTS5 indexes, :mod:`pmm.text.stemmer`) and ranked with FTS5's BM25
 formula (k1 1.2, b 0.75, the same column weights; :mod:`pmm.session_bm25`), over the same
 two keys, as the full-text index holds them:
 
 - ``turn``: summary (weight 2), keywords (3) and content (1) of the turn;
 - ``window``: the terms of the turn with its neighbours as the window index holds them
-  (:func:`pmm.window_keys.window_terms`: each at most twice, no one-word stopwords;
-  queries as :func:`pmm.window_keys.window_query_terms` reads them) and its date in words
+  (:func:`pmm.text.window_keys.window_terms`: each at most twice, no one-word stopwords;
+  queries as :func:`pmm.text.window_keys.window_query_terms` reads them) and its date in words
   (weight ``date_weight``).
 
 One difference, by design: document frequencies and lengths are the session's, not the
@@ -59,8 +59,8 @@ from pmm.session_bm25 import (
     turn_query,
     window_query,
 )
-from pmm.stemmer import fts_tokens, stems_and_counts
-from pmm.window_keys import (
+from pmm.text.stemmer import fts_tokens, stems_and_counts
+from pmm.text.window_keys import (
     BOUNDARY_KIND,
     DEFAULT_WINDOW_RADIUS,
     WINDOW_KINDS,
@@ -87,7 +87,7 @@ class _Session:
     rows: list[WindowRow]
     ts: dict[int, str]
     terms: dict[int, dict[str, tuple[str, int]]]
-    """a turn's terms as a window holds them (:func:`~pmm.window_keys.window_terms` of its
+    """a turn's terms as a window holds them (:func:`~pmm.text.window_keys.window_terms` of its
     content's, its summary's when erased)"""
     members: dict[int, tuple[int, ...]]  # the ids of the turns each window holds
     turns: Key

@@ -33,7 +33,7 @@ from pmm.digest.heuristic import split_sentences
 from pmm.errors import BackendError
 from pmm.events.roles import speaker_label, without_speaker
 from pmm.llm_json import json_object
-from pmm.text import STOPWORDS, WORD
+from pmm.text.words import STOPWORDS, WORD
 
 if TYPE_CHECKING:
     from pmm.records import Event

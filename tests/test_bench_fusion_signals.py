@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pmm.window_keys import DEFAULT_WINDOW_RADIUS
+from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 LEXICAL = "Which cello teacher did Mara hire?"  # 2 stop words of 6

@@ -660,7 +660,7 @@ def test_export_to_a_closed_pipe_is_not_an_error(filled: Path) -> None:
 
 
 def test_found_by_reads_as_places() -> None:
-    from pmm.text import found_by
+    from pmm.text.words import found_by
 
     assert found_by({"keyword": 1, "semantic": 3}) == "keyword 1st, semantic 3rd"
     assert found_by({"keyword": 12, "semantic": 22}) == "keyword 12th, semantic 22nd"

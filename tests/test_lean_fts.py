@@ -11,10 +11,16 @@ from pathlib import Path
 import pytest
 
 from pmm import Mind
-from pmm.stemmer import fts_tokens, query_tokens
 from pmm.storage.sqlite import schema
 from pmm.store import EventStore
-from pmm.window_keys import WINDOW_TERM_CAP, WindowRow, window_bodies, window_body, window_texts
+from pmm.text.stemmer import fts_tokens, query_tokens
+from pmm.text.window_keys import (
+    WINDOW_TERM_CAP,
+    WindowRow,
+    window_bodies,
+    window_body,
+    window_texts,
+)
 
 TURNS = [
     ("prompt", "I don't like e-mail; call O'Brien about the 3.5 GHz router"),
@@ -185,7 +191,7 @@ def test_another_window_body_format_rebuilds_the_index(
     """A release that makes window bodies another way (here: keeping stopwords) must not
     delete contentless rows by bodies they were not indexed with (which corrupts FTS5 or
     leaves stale terms): the file records the format, and another one rebuilds the index."""
-    import pmm.window_keys as window_keys
+    import pmm.text.window_keys as window_keys
     from pmm.storage.sqlite import windows
 
     path = tmp_path / "pmm.db"

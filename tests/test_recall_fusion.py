@@ -34,8 +34,8 @@ from pmm.recall import (
 )
 from pmm.records import NewEvent
 from pmm.store import EventStore
-from pmm.text import words
-from pmm.window_keys import is_temporal
+from pmm.text.window_keys import is_temporal
+from pmm.text.words import words
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 needs_model = pytest.mark.skipif(

@@ -13,7 +13,7 @@ from pmm.errors import InvalidInputError
 from pmm.records import NewEvent
 from pmm.storage.sqlite import schema
 from pmm.store import EventStore
-from pmm.window_keys import WindowRow, date_words, normalize_ts, reached_turns, window_texts
+from pmm.text.window_keys import WindowRow, date_words, normalize_ts, reached_turns, window_texts
 
 
 def window_hits(store: EventStore, query: str, **kw: object) -> list[int]:

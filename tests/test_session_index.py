@@ -15,9 +15,9 @@ import pytest
 from pmm.recall import Recaller
 from pmm.records import NewEvent
 from pmm.session_index import SessionRanker
-from pmm.stemmer import fts_tokens, stem
 from pmm.storage.sqlite import EventStore
-from pmm.text import search_terms
+from pmm.text.stemmer import fts_tokens, stem
+from pmm.text.words import search_terms
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "data"
 TURNS = ("prompt", "response")
@@ -326,13 +326,13 @@ def reference_bm25(
     """FTS5's BM25 written out plainly, with nothing of the ranker's bookkeeping: ``docs``
     maps an id to its ``(weight, tokens)`` columns; the query's words are read as each
     key's index is queried (the AND of the word's terms - on the window key less
-    stopwords, pmm.window_keys.window_query_terms - each term scored with its own
+    stopwords, pmm.text.window_keys.window_query_terms - each term scored with its own
     document frequency, as FTS5's bm25() does) and picked as the ranker picks
     them (the session's rarest; those in half the documents or more only when no other
     word is left)."""
     from pmm.storage.terms import pick_terms
-    from pmm.text import search_terms
-    from pmm.window_keys import window_query_terms
+    from pmm.text.window_keys import window_query_terms
+    from pmm.text.words import search_terms
 
     def occurrences(tokens: list[str], phrase: tuple[str, ...]) -> int:
         n = len(phrase)
@@ -385,12 +385,12 @@ SPLIT_WORDS = (
 def test_scores_equal_an_independent_bm25(tmp_path: Path) -> None:
     """Both keys, ids and scores, against the formula written out over documents built
     from the log's text (window bodies as the full-text index holds them, by
-    pmm.window_keys.window_bodies; tokens by fts_tokens), on chats
+    pmm.text.window_keys.window_bodies; tokens by fts_tokens), on chats
     appended turn by turn with clear markers, searched as they grow (the incremental path)
     and once more by a fresh ranker (a full build); plain words and words FTS5 splits."""
     import random
 
-    from pmm.window_keys import WindowRow, date_words, window_bodies
+    from pmm.text.window_keys import WindowRow, date_words, window_bodies
 
     rng = random.Random(11)
     data = chat(2)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pmm.text import search_terms, snippet, words
+from pmm.text.words import search_terms, snippet, words
 
 
 def test_search_terms() -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from pmm.text import search_terms  # noqa: E402
+from pmm.text.words import search_terms  # noqa: E402
 
 
 @dataclass

@@ -36,7 +36,7 @@ from pmm.errors import (
 from pmm.events.turns import TURN_KINDS
 from pmm.settings import Settings
 from pmm.storage import is_postgres_url, open_store
-from pmm.text import found_by, snippet
+from pmm.text.words import found_by, snippet
 
 _PACKAGES = (
     "pmm-memory",

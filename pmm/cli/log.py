@@ -43,7 +43,7 @@ from pmm.errors import (
 from pmm.events.turns import TURN_KINDS
 from pmm.records import Event
 from pmm.storage import EventLog, open_store
-from pmm.text import snippet
+from pmm.text.words import snippet
 
 # -- commands ------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pmm.digest.base import Digest
 from pmm.digest.keywords import COMMON_WORDS, heuristic_keywords
 from pmm.events.roles import roles_for, with_speaker
-from pmm.text import STOPWORDS, WORD
+from pmm.text.words import STOPWORDS, WORD
 
 __all__ = ["HeuristicDigester", "extract_summary", "split_sentences"]
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pmm.errors import MissingDependencyError
-from pmm.text import STOPWORDS
+from pmm.text.words import STOPWORDS
 
 __all__ = [
     "COMMON_WORDS",
@@ -73,7 +73,7 @@ alright absolutely certainly definitely probably hopefully thanks based regardin
 great awesome cool fantastic perfect excellent sounds okay sure yep nope hmm
 """
 COMMON_WORDS = frozenset(_COMMON_TEXT.split()) - STOPWORDS
-"""Frequent content words a keyword list leaves out (on top of :data:`pmm.text.STOPWORDS`)."""
+"""Frequent content words a keyword list leaves out (on top of :data:`pmm.text.words.STOPWORDS`)."""
 
 _MONTHS = frozenset(
     "january february march april may june july august september october november december "

@@ -31,7 +31,7 @@ from pmm.events.hashing import (
     sha256_hex,
 )
 from pmm.records import Event, NewEvent, VerifyReport
-from pmm.window_keys import normalize_ts
+from pmm.text.window_keys import normalize_ts
 
 
 class CheckedEvent(NamedTuple):

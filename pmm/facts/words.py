@@ -7,7 +7,7 @@ are not (states, nationalities, days). All lower case.
 
 from __future__ import annotations
 
-from pmm.text import STOPWORDS
+from pmm.text.words import STOPWORDS
 
 _STATES = """
 sorry fine good great ok okay here there back done ready sure happy sad tired not just so very

@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pytest
 
 from pmm.store import EventStore
-from pmm.text import words
+from pmm.text.words import words
 
 
 class WordHashEmbedder:

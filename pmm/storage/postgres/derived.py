@@ -18,7 +18,7 @@ from pmm.storage.postgres.rows import BUMP, COLUMNS, filters
 from pmm.storage.postgres.vectors import PGVECTOR, ensure_index, search_candidates, vector_literal
 from pmm.storage.postgres.windows import window_weights
 from pmm.storage.terms import COMMON_TERM_MIN_DOCS, checked_words, pick_terms
-from pmm.text import search_terms
+from pmm.text.words import search_terms
 
 if TYPE_CHECKING:
     import numpy as np

@@ -47,7 +47,7 @@ from pmm.storage.postgres.windows import (
     write_appended,
 )
 from pmm.storage.reads import EventReads
-from pmm.window_keys import DEFAULT_WINDOW_RADIUS, WINDOW_KINDS
+from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS, WINDOW_KINDS
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta

@@ -1,4 +1,4 @@
-"""The window/date key index of the PostgreSQL store (its SQL; see :mod:`pmm.window_keys`).
+"""The window/date key index of the PostgreSQL store (its SQL; see :mod:`pmm.text.window_keys`).
 
     with db.write() as conn:                     # the transaction that changed the turns
         ...                                      # append, redact, erase or compact
@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pmm.window_keys import (
+from pmm.text.window_keys import (
     BOUNDARY_KIND,
     WINDOW_KINDS,
     WindowRow,

@@ -13,13 +13,13 @@ import sqlite3
 from collections.abc import Iterable
 
 from pmm.errors import InvalidInputError
-from pmm.stemmer import folded, query_tokens
 from pmm.storage.sqlite.connection import SqliteBase, translate
 from pmm.storage.sqlite.rows import filters
 from pmm.storage.sqlite.windows import sync_windows, windows_pending
 from pmm.storage.terms import QueryTerms, pick_terms
-from pmm.text import search_terms
-from pmm.window_keys import WINDOW_SKIP
+from pmm.text.stemmer import folded, query_tokens
+from pmm.text.window_keys import WINDOW_SKIP
+from pmm.text.words import search_terms
 
 log = logging.getLogger(__name__)
 

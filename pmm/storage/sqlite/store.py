@@ -40,7 +40,7 @@ from pmm.storage.sqlite.rows import COLUMNS
 from pmm.storage.sqlite.search import SearchIndex
 from pmm.storage.sqlite.text import StoredText, pack_digest
 from pmm.storage.sqlite.verify import Inspection
-from pmm.window_keys import DEFAULT_WINDOW_RADIUS
+from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -59,7 +59,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
     ``path`` may be ``":memory:"`` for a throwaway log. ``max_content_bytes`` caps one
     event's content. ``timeout`` is how many seconds an append waits for another writer
     (default: ``PMM_BUSY_TIMEOUT_MS``, 30 s). ``window_radius`` is how many turns before and
-    after a turn its window key holds (PMM_RECALL_WINDOW; see :mod:`pmm.window_keys`).
+    after a turn its window key holds (PMM_RECALL_WINDOW; see :mod:`pmm.text.window_keys`).
     """
 
     def __init__(

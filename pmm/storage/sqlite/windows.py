@@ -9,7 +9,7 @@ no text: a row is removed with FTS5's ``delete`` command and the exact text it w
 with, recomputed here from the log as it was (the events up to ``indexed_upto``). A turn
 whose text changed (redaction, compaction; listed by the ``window_dirty`` trigger) or a new
 radius rebuilds the whole index, since the old text is gone. The pure window logic is in
-:mod:`pmm.window_keys`.
+:mod:`pmm.text.window_keys`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sqlite3
 from collections import defaultdict
 
 from pmm.storage.sqlite.text import TEXT_SQL
-from pmm.window_keys import (
+from pmm.text.window_keys import (
     BOUNDARY_KIND,
     WINDOW_BODY_FORMAT,
     WINDOW_KINDS,

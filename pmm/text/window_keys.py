@@ -23,8 +23,8 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from pmm.errors import InvalidInputError
-from pmm.stemmer import folded, fts_tokens, query_tokens, term_counts
-from pmm.text import STOPWORDS
+from pmm.text.stemmer import folded, fts_tokens, query_tokens, term_counts
+from pmm.text.words import STOPWORDS
 
 WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
 """The kinds that get a window key and appear in one another's windows."""
@@ -52,7 +52,7 @@ recall.py), in under half the index; once only cost 1.4 points of keyword recall
 WINDOW_SKIP = frozenset(w for w in STOPWORDS if "'" not in w)
 """Tokens the window index leaves out: one-word stopwords, as words, not stems (a stopword's
 stem may be a content word's: "please" / "pleased", "says" / "saying"). A query uses them
-only when it holds nothing else (:func:`pmm.text.search_terms`); the turn index has them."""
+only when it holds nothing else (:func:`pmm.text.words.search_terms`); the turn index has them."""
 WINDOW_BODY_RULES = 2
 """Bump when :func:`window_body` changes in a way :data:`WINDOW_BODY_FORMAT` cannot see."""
 
@@ -81,7 +81,7 @@ def window_body(text: str) -> str:
 
 
 def window_terms(parts: Iterable[dict[str, tuple[str, int]]]) -> dict[str, tuple[str, int]]:
-    """The terms a window is indexed with, from its turns' :func:`~pmm.stemmer.term_counts`
+    """The terms a window is indexed with, from its turns' :func:`~pmm.text.stemmer.term_counts`
     without :data:`WINDOW_SKIP`, in order: term -> (its first token, occurrences up to
     :data:`WINDOW_TERM_CAP`) (:func:`window_body` is these tokens as text).
 
