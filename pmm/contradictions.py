@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pmm.facts import SINGLE_VALUED, extract_facts
-from pmm.llm_json import json_object
+from pmm.models.llm_json import json_object
 from pmm.records import NewEvent
 from pmm.text.words import STOPWORDS, WORD
 

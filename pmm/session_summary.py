@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 from pmm.digest.heuristic import split_sentences
 from pmm.errors import BackendError
 from pmm.events.roles import speaker_label, without_speaker
-from pmm.llm_json import json_object
+from pmm.models.llm_json import json_object
 from pmm.text.words import STOPWORDS, WORD
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pmm.llm_json import json_object, reply_text
+from pmm.models.llm_json import json_object, reply_text
 
 
 def test_fenced_and_chatty_replies_give_the_object() -> None:

@@ -41,7 +41,7 @@ def test_the_previous_switch_is_restored() -> None:
     pytest.importorskip("transformers")
     from transformers.utils import logging as hf_logging
 
-    from pmm.loading import quiet_model_loading
+    from pmm.models.loading import quiet_model_loading
 
     assert hf_logging.is_progress_bar_enabled()
     with quiet_model_loading(show=False):

@@ -76,7 +76,7 @@ def test_env_file_is_git_ignored():
 
 
 def test_redact_secrets_covers_environment_values_and_key_shapes(monkeypatch):
-    from pmm.redact import redact_secrets
+    from pmm.models.redact import redact_secrets
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "plain-secret-value-42")
     text = redact_secrets("got plain-secret-value-42 and sk-proj-abcdefgh12345 here")

@@ -26,8 +26,8 @@ from pydantic import BaseModel, Field, ValidationError
 from pmm.digest.base import Digest
 from pmm.errors import BackendError, MissingDependencyError
 from pmm.events.roles import normalize_role, roles_for
-from pmm.llm_json import json_object
-from pmm.redact import redact_secrets
+from pmm.models.llm_json import json_object
+from pmm.models.redact import redact_secrets
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -167,7 +167,7 @@ class LLMDigester:
             raise MalformedOutput(f"the reply did not parse: {exc}") from exc
         except Exception as exc:
             # The message is redacted and the cause dropped: a server may echo the API key
-            # it rejected, and this message goes to the log (see pmm/redact.py).
+            # it rejected, and this message goes to the log (see pmm/models/redact.py).
             detail = redact_secrets(f"{type(exc).__name__}: {exc}")
             raise BackendError(f"the chat model call failed: {detail}") from None
         if isinstance(result, dict) and "parsed" in result:

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pmm.devices import pick_device
 from pmm.digest.base import Digest
 from pmm.digest.keywords import SpacyKeywords, heuristic_keywords
 from pmm.errors import BackendError, MissingDependencyError
 from pmm.events.roles import roles_for, with_speaker
-from pmm.loading import quiet_model_loading
+from pmm.models.devices import pick_device
+from pmm.models.loading import quiet_model_loading
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pmm.errors import BackendError, InvalidInputError, MissingDependencyError
-from pmm.loading import quiet_model_loading
+from pmm.models.loading import quiet_model_loading
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def _load(source: str, device_preference: str) -> _Loaded:
         raise MissingDependencyError(
             _FEATURE, exc.name or "sentence-transformers", "embeddings"
         ) from exc
-    from pmm.devices import pick_device
+    from pmm.models.devices import pick_device
 
     device = pick_device(device_preference)
     key = (source, device)

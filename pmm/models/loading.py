@@ -1,6 +1,6 @@
 """Quiet model loading: transformers' "Loading weights 100%" bar only when progress is wanted.
 
-    from pmm.loading import quiet_model_loading
+    from pmm.models.loading import quiet_model_loading
 
     with quiet_model_loading():
         model = SentenceTransformer(path)      # no progress bar on stderr

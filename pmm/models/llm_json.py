@@ -1,7 +1,7 @@
 """The JSON object inside a chat model's reply, for the three places that ask a model for
 JSON without structured output (digests, session summaries, contradiction checks).
 
-    from pmm.llm_json import json_object
+    from pmm.models.llm_json import json_object
 
     json_object('```json\\n{"summary": "..."}\\n```')       # {'summary': '...'}
     json_object("Sure! {\\"contradicts\\": false} Hope that helps")  # {'contradicts': False}
