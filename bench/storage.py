@@ -112,7 +112,7 @@ def pmm_files(
     import shutil
 
     from pmm import Mind
-    from pmm.compaction import compact
+    from pmm.retention.compaction import compact
 
     sizes: dict[str, int] = {}
     raw = folder / "raw.db"
@@ -152,8 +152,8 @@ def compacted_recall(dataset: str, conversations: int) -> tuple[float, float, in
     turn; returns (before, after, questions, mean characters per turn)."""
     from recall import ingest, load_dataset, make_digester, resolve_data
 
-    from pmm.compaction import compact
     from pmm.recall import Recaller
+    from pmm.retention.compaction import compact
     from pmm.store import EventStore
 
     data = load_dataset(resolve_data(dataset), conversations)
@@ -188,7 +188,7 @@ def operation_times(pairs: list[tuple[str, str]], folder: Path) -> list[tuple[st
 
     from pmm import Mind
     from pmm.backup import backup, check, recover
-    from pmm.compaction import compact
+    from pmm.retention.compaction import compact
 
     path = folder / "ops.db"
     with Mind(path, enable_summary=True, summary_mode="deferred", summarizer="heuristic") as m:

@@ -39,14 +39,14 @@ if TYPE_CHECKING:
 
     from langchain_core.language_models import BaseChatModel
 
-    from pmm.compaction import CompactionReport
     from pmm.consolidate import SummaryReport
     from pmm.context import Context
     from pmm.contradictions import ContradictionReport
     from pmm.digest import Digester
     from pmm.embed import Embedder
-    from pmm.erasure import ErasureReport
     from pmm.recall import Recaller
+    from pmm.retention.compaction import CompactionReport
+    from pmm.retention.erasure import ErasureReport
     from pmm.storage.sqlite.compression import CompressionReport
     from pmm.worker import BackgroundWorker
 
@@ -349,7 +349,7 @@ class Mind:
         reason: str,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file (see
-        :mod:`pmm.erasure`): by id, a whole session, and/or every event whose text,
+        :mod:`pmm.retention.erasure`): by id, a whole session, and/or every event whose text,
         summary or keywords hold ``match`` (case-insensitive)::
 
             report = mind.forget(session_id="alice", reason="user asked")
@@ -382,7 +382,7 @@ class Mind:
         dry_run: bool = False,
     ) -> CompactionReport:
         """Drop the raw text of digested turns older than ``older_than`` (``"30d"``),
-        keeping their summaries, keywords, vectors and hashes (see :mod:`pmm.compaction`)::
+        keeping their summaries, keywords, vectors and hashes (see :mod:`pmm.retention.compaction`)::
 
             mind.compact(older_than="30d", dry_run=True).compacted   # what would go
         """

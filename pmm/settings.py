@@ -16,8 +16,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pmm.compress_policy import CompressAfter
 from pmm.errors import ConfigurationError
+from pmm.retention.compression import CompressAfter
 
 SummaryMode = Literal["inline", "background", "deferred"]
 SummarizerName = Literal["auto", "llm", "local", "heuristic"]

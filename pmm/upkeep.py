@@ -12,7 +12,7 @@ and the stats an operator reads.
     upkeep.stats(counter="tiktoken", worker=None)["turns"]
 
 :class:`pmm.Mind` documents each call; the logic lives in :mod:`pmm.dream_policy`,
-:mod:`pmm.erasure`, :mod:`pmm.compaction` and the storage backends. ``settings`` may be
+:mod:`pmm.retention.erasure`, :mod:`pmm.retention.compaction` and the storage backends. ``settings`` may be
 replaced between calls.
 """
 
@@ -30,11 +30,11 @@ from pmm.records import DreamReport
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from pmm.compaction import CompactionReport
     from pmm.consolidate import SummaryReport
     from pmm.contradictions import ContradictionReport
-    from pmm.erasure import ErasureReport
     from pmm.processing import Processor
+    from pmm.retention.compaction import CompactionReport
+    from pmm.retention.erasure import ErasureReport
     from pmm.settings import Settings
     from pmm.storage import EventLog
     from pmm.storage.sqlite.compression import CompressionReport

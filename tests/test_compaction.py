@@ -1,4 +1,4 @@
-"""Compaction (pmm.compaction, Mind.compact, `pmm compact`): old digested turns lose their
+"""Compaction (pmm.retention.compaction, Mind.compact, `pmm compact`): old digested turns lose their
 raw text, keep summary, keywords and vectors; the chain verifies; the file shrinks."""
 
 from __future__ import annotations
@@ -12,8 +12,14 @@ import pytest
 
 from pmm import Mind
 from pmm.cli import main
-from pmm.compaction import check_compaction, compact, count_compacted, id_ranges, parse_age
 from pmm.errors import InvalidInputError
+from pmm.retention.compaction import (
+    check_compaction,
+    compact,
+    count_compacted,
+    id_ranges,
+    parse_age,
+)
 
 LONG = (
     "Yesterday I finally went hiking up the ridge behind the village with my sister, "

@@ -225,7 +225,7 @@ def test_digests_of_compressed_turns_keep_the_index_exact(tmp_path: Path) -> Non
 
 
 def test_batches_give_the_same_result(tmp_path: Path) -> None:
-    from pmm.compress_policy import CompressAfter
+    from pmm.retention.compression import CompressAfter
     from pmm.storage.sqlite.compression import compress_texts
 
     with EventStore(tmp_path / "pmm.db") as store:

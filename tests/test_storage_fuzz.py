@@ -10,9 +10,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pmm.compaction import compact, parse_age
-from pmm.erasure import forget
 from pmm.errors import PMMError
+from pmm.retention.compaction import compact, parse_age
+from pmm.retention.erasure import forget
 from pmm.store import EventStore
 
 ANYTHING = st.one_of(

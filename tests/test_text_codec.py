@@ -7,8 +7,8 @@ import random
 import pytest
 
 from pmm import text_codec
-from pmm.compress_policy import CompressAfter
 from pmm.errors import ConfigurationError, CorruptDatabaseError, MissingDependencyError
+from pmm.retention.compression import CompressAfter
 from pmm.text_codec import Dictionary, TextCodec, train
 
 WORDS = "the plan kitchen budget Lisbon marathon notes risk owner week measure start".split()

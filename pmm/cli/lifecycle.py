@@ -41,7 +41,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from pmm.erasure import file_bytes, scrub
+    from pmm.retention.erasure import file_bytes, scrub
 
     if args.scrub and not (args.event or args.session is not None or args.match is not None):
         path = _existing_db(args)
@@ -193,7 +193,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_compress(args: argparse.Namespace) -> int:
-    from pmm.erasure import file_bytes
+    from pmm.retention.erasure import file_bytes
     from pmm.settings import Settings
 
     after = args.after if args.after is not None else Settings.load().compress_after

@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_storage_commands(
     command: Callable[..., argparse.ArgumentParser],
 ) -> None:
-    """The commands of pmm.erasure (and later backup, compaction): forget."""
+    """The commands of pmm.retention.erasure (and later backup, compaction): forget."""
     p = command(
         "forget",
         cmd_forget,

@@ -21,8 +21,8 @@ from pmm.records import Event, NewEvent, TurnRow, VerifyReport
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
-    from pmm.compaction import CompactionReport
-    from pmm.erasure import ErasureReport
+    from pmm.retention.compaction import CompactionReport
+    from pmm.retention.erasure import ErasureReport
 
 
 @runtime_checkable

@@ -15,8 +15,8 @@ import pytest
 from pg_cluster import PostgresCluster
 
 from pmm import Mind
-from pmm.compaction import check_compaction
 from pmm.errors import EventNotFoundError, InvalidInputError
+from pmm.retention.compaction import check_compaction
 
 SECRET = (
     "Note for later: my passport number is ZX9912345Q and I keep the passport in the blue "

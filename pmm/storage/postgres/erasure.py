@@ -1,5 +1,5 @@
 """Erasure and compaction on PostgreSQL: the same guarantees as SQLite where PostgreSQL
-allows them (see :mod:`pmm.erasure` and :mod:`pmm.compaction` for the rules).
+allows them (see :mod:`pmm.retention.erasure` and :mod:`pmm.retention.compaction` for the rules).
 
     store.forget(session_id="alice", reason="user asked")     # -> ErasureReport
     store.compact(older_than="30d")                            # -> CompactionReport
@@ -32,8 +32,10 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pmm.compaction import CompactionReport, compaction_marker, cutoff
-from pmm.erasure import (
+from pmm.events.hashing import HASH_VERSION, LEGACY_HASH_VERSION
+from pmm.records import Event
+from pmm.retention.compaction import CompactionReport, compaction_marker, cutoff
+from pmm.retention.erasure import (
     PROTECTED_KINDS,
     SUMMARIZES,
     ErasureReport,
@@ -44,8 +46,6 @@ from pmm.erasure import (
     matches,
     redaction_entries,
 )
-from pmm.events.hashing import HASH_VERSION, LEGACY_HASH_VERSION
-from pmm.records import Event
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.rows import BUMP
 from pmm.storage.postgres.windows import sync_windows
@@ -102,7 +102,7 @@ def forget(
 ) -> ErasureReport:
     """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
     case-insensitive substring of their text, summary or keywords), as
-    :func:`pmm.erasure.forget` does on SQLite (``require_text``: refuse events whose text
+    :func:`pmm.retention.erasure.forget` does on SQLite (``require_text``: refuse events whose text
     is gone already, as ``redact`` does); nothing is written when it raises."""
     ids = checked_request(event_ids, session_id, match, reason)
     db = store._db
@@ -210,7 +210,7 @@ def compact(
     now: datetime | None = None,
 ) -> CompactionReport:
     """Drop the raw text of digested turns older than ``older_than``, as
-    :func:`pmm.compaction.compact` does on SQLite; ``dry_run`` only reports."""
+    :func:`pmm.retention.compaction.compact` does on SQLite; ``dry_run`` only reports."""
     cutoff_ts, label = cutoff(older_than, session_id, now)
     db = store._db
     before = table_bytes(db)

@@ -54,8 +54,8 @@ if TYPE_CHECKING:
 
     import psycopg
 
-    from pmm.compaction import CompactionReport
-    from pmm.erasure import ErasureReport
+    from pmm.retention.compaction import CompactionReport
+    from pmm.retention.erasure import ErasureReport
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
@@ -196,7 +196,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
     ) -> CompactionReport:
         """Drop the raw text of digested turns older than ``older_than`` (``"30d"``),
-        recorded as a chained ``compaction`` event (see :mod:`pmm.compaction`)."""
+        recorded as a chained ``compaction`` event (see :mod:`pmm.retention.compaction`)."""
         from pmm.storage.postgres.erasure import compact
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)

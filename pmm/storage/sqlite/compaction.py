@@ -1,9 +1,9 @@
-"""The SQLite part of compaction (:mod:`pmm.compaction`): dropping the raw text of old
+"""The SQLite part of compaction (:mod:`pmm.retention.compaction`): dropping the raw text of old
 digested turns in one write transaction with their chained marker, and counting them.
 
     ids, raw_bytes, marker = compact_rows(
         store, cutoff_ts="2026-10-01T00:00:00.000000Z", session_id=None, dry_run=True,
-        marker=lambda rows: pmm.compaction.compaction_marker("30d", None, rows),
+        marker=lambda rows: pmm.retention.compaction.compaction_marker("30d", None, rows),
     )
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pmm.erasure import PROTECTED_KINDS
 from pmm.events.hashing import HASH_VERSION
 from pmm.records import Event, NewEvent
+from pmm.retention.erasure import PROTECTED_KINDS
 from pmm.storage.sqlite.erasure import scrub
 
 if TYPE_CHECKING:

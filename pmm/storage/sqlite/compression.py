@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pmm.compress_policy import CompressAfter
 from pmm.events.hashing import utc_now
+from pmm.retention.compression import CompressAfter
 from pmm.text_codec import FORMAT_VERSION, Dictionary, default_codec, dictionary_id, train
 
 if TYPE_CHECKING:

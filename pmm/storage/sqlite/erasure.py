@@ -1,4 +1,4 @@
-"""The SQLite part of erasure (:mod:`pmm.erasure`): picking the rows, erasing their text,
+"""The SQLite part of erasure (:mod:`pmm.retention.erasure`): picking the rows, erasing their text,
 digests, vectors and edges in one write transaction, and scrubbing the file.
 
     targets, derived, skipped, markers, truncated = erase(
@@ -6,7 +6,7 @@ digests, vectors and edges in one write transaction, and scrubbing the file.
     )
     scrub(store)       # VACUUM + wal_checkpoint(TRUNCATE); False while another reader holds it
 
-:func:`pmm.erasure.forget` checks the arguments, calls :func:`erase` and builds the report.
+:func:`pmm.retention.erasure.forget` checks the arguments, calls :func:`erase` and builds the report.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from pmm.erasure import (
+from pmm.events.hashing import LEGACY_HASH_VERSION
+from pmm.records import Event
+from pmm.retention.erasure import (
     PROTECTED_KINDS,
     SUMMARIZES,
     check_not_legacy,
@@ -25,15 +27,13 @@ from pmm.erasure import (
     matches,
     redaction_entries,
 )
-from pmm.events.hashing import LEGACY_HASH_VERSION
-from pmm.records import Event
 from pmm.storage.sqlite.compression import retrain_after_erasure
 from pmm.storage.sqlite.connection import translate
 
 if TYPE_CHECKING:
     from pmm.storage.sqlite.store import EventStore
 
-log = logging.getLogger("pmm.erasure")  # the logger erasure always warned on
+log = logging.getLogger("pmm.retention.erasure")  # the logger erasure always warned on
 _CHUNK = 500
 
 

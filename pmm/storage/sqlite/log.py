@@ -137,7 +137,7 @@ class EventLogData(SqliteBase, EventReads):
         limit: int | None = None,
     ) -> list[TurnRow]:
         """Like :meth:`events` newest first, but only the columns a prompt needs (fast).
-        A compacted turn (see :mod:`pmm.compaction`) shows its summary as its content."""
+        A compacted turn (see :mod:`pmm.retention.compaction`) shows its summary as its content."""
         where, params = filters(session_id, kinds, after_id, before_id)
         sql = (
             f"SELECT id, ts, kind, session_id, role, coalesce({TEXT_SQL}, summary), summary"

@@ -27,10 +27,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pmm.compress_policy import CompressAfter
 from pmm.errors import IntegrityError, InvalidInputError
 from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
 from pmm.records import Event, VerifyReport
+from pmm.retention.compression import CompressAfter
 from pmm.storage.sqlite import schema
 from pmm.storage.sqlite.connection import default_busy_timeout, open_connection
 from pmm.storage.sqlite.consolidation import ConsolidationData
@@ -45,8 +45,8 @@ from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from pmm.compaction import CompactionReport
-    from pmm.erasure import ErasureReport
+    from pmm.retention.compaction import CompactionReport
+    from pmm.retention.erasure import ErasureReport
     from pmm.storage.sqlite.compression import CompressionReport
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
@@ -125,10 +125,10 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         """Erase one event's raw text (and its digest, vectors and edges) and record that as
         a chained ``redaction`` event in the same session, which is returned. The redacted
         row keeps verifying: its hash covers ``content_sha256``, not the text. The file is
-        then scrubbed so that no byte of the text remains (see :mod:`pmm.erasure`, whose
+        then scrubbed so that no byte of the text remains (see :mod:`pmm.retention.erasure`, whose
         ``forget`` erases many events at once). Rows of the earlier PMM (``hash_version``
         0) hash the text itself and cannot be redacted."""
-        from pmm.erasure import forget
+        from pmm.retention.erasure import forget
 
         report = forget(self, event_ids=[event_id], reason=reason, require_text=True)
         return report.markers[0]
@@ -142,16 +142,16 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         reason: str,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file (see
-        :func:`pmm.erasure.forget`)."""
-        from pmm.erasure import forget
+        :func:`pmm.retention.erasure.forget`)."""
+        from pmm.retention.erasure import forget
 
         return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
     ) -> CompactionReport:
-        """Drop the raw text of old digested turns (see :func:`pmm.compaction.compact`)."""
-        from pmm.compaction import compact
+        """Drop the raw text of old digested turns (see :func:`pmm.retention.compaction.compact`)."""
+        from pmm.retention.compaction import compact
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 

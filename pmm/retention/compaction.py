@@ -3,7 +3,7 @@
 Usage::
 
     from pmm.store import EventStore
-    from pmm.compaction import compact, count_compacted
+    from pmm.retention.compaction import compact, count_compacted
 
     with EventStore("pmm.db") as store:
         plan = compact(store, older_than="30d", dry_run=True)   # what would go, nothing written
@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pmm.compress_policy import AGE_PATTERN, AGE_UNITS
-from pmm.erasure import file_bytes
 from pmm.errors import InvalidInputError
 from pmm.events.hashing import sha256_hex
 from pmm.records import Event, NewEvent
+from pmm.retention.compression import AGE_PATTERN, AGE_UNITS
+from pmm.retention.erasure import file_bytes
 
 if TYPE_CHECKING:
     from pmm.storage.sqlite import EventStore

@@ -3,7 +3,7 @@
 Usage::
 
     from pmm.store import EventStore
-    from pmm.erasure import forget
+    from pmm.retention.erasure import forget
 
     with EventStore("pmm.db") as store:
         report = forget(store, session_id="alice", reason="user asked (GDPR art. 17)")

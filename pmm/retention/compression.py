@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pmm.errors import ConfigurationError
 
 AGE_PATTERN = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
-"""An age: a count and a unit (``30d``), shared with :func:`pmm.compaction.parse_age`."""
+"""An age: a count and a unit (``30d``), shared with :func:`pmm.retention.compaction.parse_age`."""
 AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _OFF = {"", "off", "none", "false"}
 
