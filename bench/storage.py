@@ -112,7 +112,7 @@ def pmm_files(
     import shutil
 
     from pmm import Mind
-    from pmm.retention.compaction import compact
+    from pmm.storage.sqlite.compaction import compact
 
     sizes: dict[str, int] = {}
     raw = folder / "raw.db"
@@ -153,7 +153,7 @@ def compacted_recall(dataset: str, conversations: int) -> tuple[float, float, in
     from recall import ingest, load_dataset, make_digester, resolve_data
 
     from pmm.recall import Recaller
-    from pmm.retention.compaction import compact
+    from pmm.storage.sqlite.compaction import compact
     from pmm.store import EventStore
 
     data = load_dataset(resolve_data(dataset), conversations)
@@ -188,7 +188,7 @@ def operation_times(pairs: list[tuple[str, str]], folder: Path) -> list[tuple[st
 
     from pmm import Mind
     from pmm.backup import backup, check, recover
-    from pmm.retention.compaction import compact
+    from pmm.storage.sqlite.compaction import compact
 
     path = folder / "ops.db"
     with Mind(path, enable_summary=True, summary_mode="deferred", summarizer="heuristic") as m:

@@ -382,7 +382,8 @@ class Mind:
         dry_run: bool = False,
     ) -> CompactionReport:
         """Drop the raw text of digested turns older than ``older_than`` (``"30d"``),
-        keeping their summaries, keywords, vectors and hashes (see :mod:`pmm.retention.compaction`)::
+        keeping their summaries, keywords, vectors and hashes (see
+        :mod:`pmm.retention.compaction`)::
 
             mind.compact(older_than="30d", dry_run=True).compacted   # what would go
         """

@@ -12,8 +12,8 @@ and the stats an operator reads.
     upkeep.stats(counter="tiktoken", worker=None)["turns"]
 
 :class:`pmm.Mind` documents each call; the logic lives in :mod:`pmm.dream_policy`,
-:mod:`pmm.retention.erasure`, :mod:`pmm.retention.compaction` and the storage backends. ``settings`` may be
-replaced between calls.
+:mod:`pmm.retention.erasure`, :mod:`pmm.retention.compaction` and the storage backends.
+``settings`` may be replaced between calls.
 """
 
 from __future__ import annotations

@@ -13,13 +13,8 @@ import pytest
 from pmm import Mind
 from pmm.cli import main
 from pmm.errors import InvalidInputError
-from pmm.retention.compaction import (
-    check_compaction,
-    compact,
-    count_compacted,
-    id_ranges,
-    parse_age,
-)
+from pmm.retention.compaction import check_compaction, id_ranges, parse_age
+from pmm.storage.sqlite.compaction import compact, count_compacted
 
 LONG = (
     "Yesterday I finally went hiking up the ridge behind the village with my sister, "

@@ -1,5 +1,6 @@
-"""Erasure (pmm.retention.erasure.forget, Mind.forget, EventStore.redact, `pmm forget`): the erased
-text leaves no byte in the database, its -wal or -shm files, and the chain still verifies."""
+"""Erasure (pmm.storage.sqlite.erasure.forget, Mind.forget, EventStore.redact, `pmm forget`):
+the erased text leaves no byte in the database, its -wal or -shm files, and the chain still
+verifies."""
 
 from __future__ import annotations
 
@@ -181,7 +182,7 @@ def test_summaries_built_from_forgotten_turns_are_erased(tmp_path: Path) -> None
         node = store.append("summary", "Alice keeps her passport in a drawer.", session_id="s")
         store.add_edges([(node.id, turn.id, "SUMMARIZES"), (node.id, other.id, "SUMMARIZES")])
         store.sync_search_index()
-        from pmm.retention.erasure import forget
+        from pmm.storage.sqlite.erasure import forget
 
         report = forget(store, event_ids=[turn.id], reason="user asked")
         assert report.erased == [turn.id, node.id] and report.derived == [node.id]
@@ -314,7 +315,7 @@ def test_a_reader_in_another_connection_delays_the_scrub(
         reader = sqlite3.connect(db)
         reader.execute("BEGIN")
         assert reader.execute("SELECT count(*) FROM events").fetchone() == (6,)
-        from pmm.retention.erasure import forget
+        from pmm.storage.sqlite.erasure import forget
 
         report = forget(store, event_ids=[secret], reason="asked")
         assert not report.wal_truncated

@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pmm.errors import PMMError
-from pmm.retention.compaction import compact, parse_age
-from pmm.retention.erasure import forget
+from pmm.retention.compaction import parse_age
+from pmm.storage.sqlite.compaction import compact
+from pmm.storage.sqlite.erasure import forget
 from pmm.store import EventStore
 
 ANYTHING = st.one_of(

@@ -41,7 +41,8 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from pmm.retention.erasure import file_bytes, scrub
+    from pmm.retention.erasure import file_bytes
+    from pmm.storage.sqlite.erasure import scrub
 
     if args.scrub and not (args.event or args.session is not None or args.match is not None):
         path = _existing_db(args)

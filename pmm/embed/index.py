@@ -304,7 +304,7 @@ class VectorIndex:
             target = marker.meta.get("target")
             if isinstance(target, int):
                 targets.add(target)
-            many = marker.meta.get("targets")  # pmm.retention.erasure.forget of several events
+            many = marker.meta.get("targets")  # pmm.storage.sqlite.erasure.forget of several events
             if isinstance(many, list):
                 targets.update(t for t in many if isinstance(t, int))
         self._remove(targets)

@@ -2,8 +2,8 @@
 
 Usage::
 
-    from pmm.store import EventStore
-    from pmm.retention.compaction import compact, count_compacted
+    from pmm.storage.sqlite import EventStore
+    from pmm.storage.sqlite.compaction import compact, count_compacted
 
     with EventStore("pmm.db") as store:
         plan = compact(store, older_than="30d", dry_run=True)   # what would go, nothing written
@@ -25,16 +25,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pmm.errors import InvalidInputError
 from pmm.events.hashing import sha256_hex
 from pmm.records import Event, NewEvent
 from pmm.retention.compression import AGE_PATTERN, AGE_UNITS
-from pmm.retention.erasure import file_bytes
 
-if TYPE_CHECKING:
-    from pmm.storage.sqlite import EventStore
+
+class EventSource(Protocol):
+    """What :func:`check_compaction` reads: any event log's ``get_many``."""
+
+    def get_many(self, event_ids: Iterable[int]) -> dict[int, Event]: ...
+
 
 COMPACTION_KIND = "compaction"
 
@@ -94,30 +97,6 @@ def cutoff(
     return when.isoformat(timespec="microseconds")[:-6] + "Z", label
 
 
-def compact(
-    store: EventStore,
-    *,
-    older_than: str | timedelta,
-    session_id: str | None = None,
-    dry_run: bool = False,
-    now: datetime | None = None,
-) -> CompactionReport:
-    """Drop the raw text of digested turns older than ``older_than`` (see the module
-    docstring); ``dry_run`` only reports what would be dropped."""
-    cutoff_ts, label = cutoff(older_than, session_id, now)
-    before = file_bytes(store.path)
-    from pmm.storage.sqlite.compaction import compact_rows
-
-    ids, raw, marker = compact_rows(
-        store,
-        cutoff_ts=cutoff_ts,
-        session_id=session_id,
-        dry_run=dry_run,
-        marker=lambda rows: compaction_marker(label, session_id, rows),
-    )
-    return CompactionReport(ids, raw, marker, dry_run, before, file_bytes(store.path))
-
-
 def compaction_marker(label: str, session_id: str | None, rows: list[tuple[int, str]]) -> NewEvent:
     """The chained ``compaction`` event recording that the raw text of ``rows``
     (``(id, summary)``) was dropped: the ids as runs and one digest of their summaries."""
@@ -151,7 +130,7 @@ def summaries_digest(rows: Iterable[tuple[int, str]]) -> str:
     return sha256_hex(lines)
 
 
-def check_compaction(store: EventStore, marker: Event) -> bool:
+def check_compaction(store: EventSource, marker: Event) -> bool:
     """Whether the summaries of the turns a ``compaction`` event covers are still the ones
     kept when their raw text was dropped."""
     if marker.kind != COMPACTION_KIND:
@@ -162,10 +141,3 @@ def check_compaction(store: EventStore, marker: Event) -> bool:
         return False
     digest = summaries_digest((e.id, e.summary or "") for e in events.values())
     return bool(digest == marker.meta.get("summaries_sha256"))
-
-
-def count_compacted(store: EventStore) -> int:
-    """Rows whose raw text was compacted away (they keep a summary)."""
-    from pmm.storage.sqlite.compaction import count_compacted as count_rows
-
-    return count_rows(store)

@@ -1,9 +1,9 @@
 """Erasure that erases: forget events so that no byte of their text stays in the file.
 
-Usage::
+Usage (each backend drives the policy; this module holds no SQL)::
 
-    from pmm.store import EventStore
-    from pmm.retention.erasure import forget
+    from pmm.storage.sqlite import EventStore
+    from pmm.storage.sqlite.erasure import forget
 
     with EventStore("pmm.db") as store:
         report = forget(store, session_id="alice", reason="user asked (GDPR art. 17)")
@@ -35,13 +35,10 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pmm.errors import EventNotFoundError, InvalidInputError
 from pmm.records import Event, NewEvent
-
-if TYPE_CHECKING:
-    from pmm.storage.sqlite import EventStore
 
 log = logging.getLogger(__name__)
 
@@ -82,53 +79,6 @@ class ErasureReport:
             "bytes_after": self.bytes_after,
             "skipped": self.skipped,
         }
-
-
-def forget(
-    store: EventStore,
-    *,
-    event_ids: Iterable[int] | None = None,
-    session_id: str | None = None,
-    match: str | None = None,
-    reason: str,
-    require_text: bool = False,
-) -> ErasureReport:
-    """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
-    case-insensitive substring of their text, summary or keywords; the union of all
-    given), record it as chained ``redaction`` events, and scrub the file.
-
-    Raises :class:`InvalidInputError` for a missing reason or selector, a protected or
-    legacy event among ``event_ids``; :class:`EventNotFoundError` when an id does not exist
-    or nothing matched. ``require_text`` refuses events whose text is already gone (the
-    behaviour of ``redact``). Nothing is written when it raises.
-    """
-    ids = checked_request(event_ids, session_id, match, reason)
-    before = file_bytes(store.path)
-    from pmm.storage.sqlite.erasure import erase
-
-    targets, derived, skipped, markers, truncated = erase(
-        store, ids, session_id, match, reason, require_text
-    )
-    report = ErasureReport(
-        erased=sorted(targets | derived),
-        derived=sorted(derived),
-        markers=markers,
-        reason=reason,
-        wal_truncated=truncated,
-        bytes_before=before,
-        bytes_after=file_bytes(store.path),
-        skipped=skipped,
-    )
-    log.info("forgot %d events (markers %s)", len(report.erased), [m.id for m in markers])
-    return report
-
-
-def scrub(store: EventStore) -> bool:
-    """Rewrite the file without free pages and empty its -wal file; returns whether the
-    -wal file was emptied (see :func:`pmm.storage.sqlite.erasure.scrub`)."""
-    from pmm.storage.sqlite.erasure import scrub as scrub_file
-
-    return scrub_file(store)
 
 
 def file_bytes(path: str) -> int:

@@ -102,8 +102,9 @@ def forget(
 ) -> ErasureReport:
     """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
     case-insensitive substring of their text, summary or keywords), as
-    :func:`pmm.retention.erasure.forget` does on SQLite (``require_text``: refuse events whose text
-    is gone already, as ``redact`` does); nothing is written when it raises."""
+    :func:`pmm.storage.sqlite.erasure.forget` does on SQLite (``require_text``: refuse
+    events whose text is gone already, as ``redact`` does); nothing is written when it
+    raises."""
     ids = checked_request(event_ids, session_id, match, reason)
     db = store._db
     before = table_bytes(db)
@@ -210,7 +211,7 @@ def compact(
     now: datetime | None = None,
 ) -> CompactionReport:
     """Drop the raw text of digested turns older than ``older_than``, as
-    :func:`pmm.retention.compaction.compact` does on SQLite; ``dry_run`` only reports."""
+    :func:`pmm.storage.sqlite.compaction.compact` does on SQLite; ``dry_run`` only reports."""
     cutoff_ts, label = cutoff(older_than, session_id, now)
     db = store._db
     before = table_bytes(db)

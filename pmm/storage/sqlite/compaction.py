@@ -10,15 +10,39 @@ digested turns in one write transaction with their chained marker, and counting 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pmm.events.hashing import HASH_VERSION
 from pmm.records import Event, NewEvent
-from pmm.retention.erasure import PROTECTED_KINDS
+from pmm.retention.compaction import CompactionReport, compaction_marker, cutoff
+from pmm.retention.erasure import PROTECTED_KINDS, file_bytes
 from pmm.storage.sqlite.erasure import scrub
 
 if TYPE_CHECKING:
     from pmm.storage.sqlite.store import EventStore
+
+
+def compact(
+    store: EventStore,
+    *,
+    older_than: str | timedelta,
+    session_id: str | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> CompactionReport:
+    """Drop the raw text of digested turns older than ``older_than`` (see the module
+    docstring); ``dry_run`` only reports what would be dropped."""
+    cutoff_ts, label = cutoff(older_than, session_id, now)
+    before = file_bytes(store.path)
+    ids, raw, marker = compact_rows(
+        store,
+        cutoff_ts=cutoff_ts,
+        session_id=session_id,
+        dry_run=dry_run,
+        marker=lambda rows: compaction_marker(label, session_id, rows),
+    )
+    return CompactionReport(ids, raw, marker, dry_run, before, file_bytes(store.path))
 
 
 def compact_rows(

@@ -6,7 +6,10 @@ digests, vectors and edges in one write transaction, and scrubbing the file.
     )
     scrub(store)       # VACUUM + wal_checkpoint(TRUNCATE); False while another reader holds it
 
-:func:`pmm.retention.erasure.forget` checks the arguments, calls :func:`erase` and builds the report.
+:func:`forget` checks the arguments with :mod:`pmm.retention.erasure`'s policy, calls
+:func:`erase` and builds the report::
+
+    report = forget(store, session_id="alice", reason="user asked (GDPR art. 17)")
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from pmm.records import Event
 from pmm.retention.erasure import (
     PROTECTED_KINDS,
     SUMMARIZES,
+    ErasureReport,
     check_not_legacy,
     check_picked,
     check_targets,
+    checked_request,
+    file_bytes,
     matches,
     redaction_entries,
 )
@@ -35,6 +41,43 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pmm.retention.erasure")  # the logger erasure always warned on
 _CHUNK = 500
+
+
+def forget(
+    store: EventStore,
+    *,
+    event_ids: Iterable[int] | None = None,
+    session_id: str | None = None,
+    match: str | None = None,
+    reason: str,
+    require_text: bool = False,
+) -> ErasureReport:
+    """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
+    case-insensitive substring of their text, summary or keywords; the union of all
+    given), record it as chained ``redaction`` events, and scrub the file.
+
+    Raises :class:`InvalidInputError` for a missing reason or selector, a protected or
+    legacy event among ``event_ids``; :class:`EventNotFoundError` when an id does not exist
+    or nothing matched. ``require_text`` refuses events whose text is already gone (the
+    behaviour of ``redact``). Nothing is written when it raises.
+    """
+    ids = checked_request(event_ids, session_id, match, reason)
+    before = file_bytes(store.path)
+    targets, derived, skipped, markers, truncated = erase(
+        store, ids, session_id, match, reason, require_text
+    )
+    report = ErasureReport(
+        erased=sorted(targets | derived),
+        derived=sorted(derived),
+        markers=markers,
+        reason=reason,
+        wal_truncated=truncated,
+        bytes_before=before,
+        bytes_after=file_bytes(store.path),
+        skipped=skipped,
+    )
+    log.info("forgot %d events (markers %s)", len(report.erased), [m.id for m in markers])
+    return report
 
 
 def erase(

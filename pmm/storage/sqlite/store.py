@@ -128,7 +128,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         then scrubbed so that no byte of the text remains (see :mod:`pmm.retention.erasure`, whose
         ``forget`` erases many events at once). Rows of the earlier PMM (``hash_version``
         0) hash the text itself and cannot be redacted."""
-        from pmm.retention.erasure import forget
+        from pmm.storage.sqlite.erasure import forget
 
         report = forget(self, event_ids=[event_id], reason=reason, require_text=True)
         return report.markers[0]
@@ -142,16 +142,17 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         reason: str,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file (see
-        :func:`pmm.retention.erasure.forget`)."""
-        from pmm.retention.erasure import forget
+        :func:`pmm.storage.sqlite.erasure.forget`)."""
+        from pmm.storage.sqlite.erasure import forget
 
         return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
     ) -> CompactionReport:
-        """Drop the raw text of old digested turns (see :func:`pmm.retention.compaction.compact`)."""
-        from pmm.retention.compaction import compact
+        """Drop the raw text of old digested turns (see
+        :func:`pmm.storage.sqlite.compaction.compact`)."""
+        from pmm.storage.sqlite.compaction import compact
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
