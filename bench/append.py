@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 TARGET_P50_US = 100.0
 GOAL_P50_US = 30.0

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from pmm import Mind
 from pmm.records import NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 
 def text(i: int) -> str:

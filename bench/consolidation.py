@@ -139,7 +139,7 @@ def recall_overhead(events: int, queries: int, rng: random.Random) -> int:
     import pmm.consolidate as consolidate
     from pmm.recall import Recaller
     from pmm.records import NewEvent
-    from pmm.store import EventStore
+    from pmm.storage.sqlite import EventStore
 
     hooked = consolidate.consolidated_hits
 

@@ -49,7 +49,7 @@ from pmm.embed.index import VectorIndex
 from pmm.embed.sentence import SentenceEmbedder
 from pmm.recall import TEMPORAL_DATE_WEIGHT
 from pmm.records import NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 from pmm.text.window_keys import is_temporal
 from pmm.text.words import words
 

@@ -73,7 +73,7 @@ def timed(samples: list[float], fn: Callable[..., Any], *args: Any) -> Any:
 
 def fill_pmm(path: Path, events: int, sessions: int, rng: random.Random) -> None:
     from pmm.records import NewEvent
-    from pmm.store import EventStore
+    from pmm.storage.sqlite import EventStore
 
     with EventStore(path) as store:
         batch: list[NewEvent] = []

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory import percentile, sentence  # bench/memory.py: the Zipf vocabulary
 
 from pmm.records import NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 WINDOW = 20
 """Messages the bench thread keeps in its state (what a trimmed thread would hold)."""

@@ -74,7 +74,7 @@ from recall_offline import (  # noqa: E402
 import pmm.recall as engine  # noqa: E402
 from pmm.embed.backfill import embed_pending  # noqa: E402
 from pmm.recall import RECALL_MODES, Recaller  # noqa: E402
-from pmm.store import EventStore  # noqa: E402
+from pmm.storage.sqlite import EventStore  # noqa: E402
 from pmm.text.words import words  # noqa: E402
 
 DATA_DIR = HERE / "data"

@@ -36,7 +36,7 @@ from pmm.embed.index import VectorIndex
 from pmm.embed.sentence import SentenceEmbedder
 from pmm.recall import RECALL_MODES, Recaller
 from pmm.records import NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 TURN_KINDS = ("prompt", "response")
 TARGET_KEYWORD_P50_MS = 10.0

@@ -153,8 +153,8 @@ def compacted_recall(dataset: str, conversations: int) -> tuple[float, float, in
     from recall import ingest, load_dataset, make_digester, resolve_data
 
     from pmm.recall import Recaller
+    from pmm.storage.sqlite import EventStore
     from pmm.storage.sqlite.compaction import compact
-    from pmm.store import EventStore
 
     data = load_dataset(resolve_data(dataset), conversations)
     digester = make_digester()
@@ -187,7 +187,7 @@ def operation_times(pairs: list[tuple[str, str]], folder: Path) -> list[tuple[st
     import time
 
     from pmm import Mind
-    from pmm.backup import backup, check, recover
+    from pmm.storage.sqlite.backup import backup, check, recover
     from pmm.storage.sqlite.compaction import compact
 
     path = folder / "ops.db"

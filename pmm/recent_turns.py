@@ -13,7 +13,7 @@ marker appended since (by this process or another) drops every kept session; oth
 only the turns after the newest kept one are read. A turn's token cost (``count(text) +
 4``) is counted once. :meth:`RecentTurns.appended` takes this process's own appends
 without reading them back, when nothing else was appended in between (see
-:class:`pmm.log_watch.LogWatch`); the next call then reads nothing from the log and counts
+:class:`pmm.storage.watch.LogWatch`); the next call then reads nothing from the log and counts
 the new turns' tokens.
 
 A :class:`RecentTurns` is thread-safe and holds at most ``max_sessions`` sessions.
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from pmm.context import Turn
 from pmm.events.turns import CLEAR_KIND, TURN_KINDS, turn_role
-from pmm.log_watch import LogNow, LogWatch
+from pmm.storage.watch import LogNow, LogWatch
 
 if TYPE_CHECKING:
     from pmm.records import Event, TurnRow

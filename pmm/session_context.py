@@ -29,8 +29,8 @@ from pmm.errors import ConfigurationError, InvalidInputError
 from pmm.events.roles import without_speaker
 from pmm.events.turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
 from pmm.facts import FactBook
-from pmm.log_watch import LogNow
 from pmm.recent_turns import RecentTurns
+from pmm.storage.watch import LogNow
 
 if TYPE_CHECKING:
     from pmm.embed import Embedder

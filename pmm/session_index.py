@@ -49,7 +49,6 @@ from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from pmm.log_watch import LogNow, LogWatch
 from pmm.records import Event
 from pmm.session_bm25 import (
     TURN_WEIGHTS,
@@ -59,6 +58,7 @@ from pmm.session_bm25 import (
     turn_query,
     window_query,
 )
+from pmm.storage.watch import LogNow, LogWatch
 from pmm.text.stemmer import fts_tokens, stems_and_counts
 from pmm.text.window_keys import (
     BOUNDARY_KIND,
@@ -159,7 +159,7 @@ class SessionRanker:
         read when first searched.
 
         When nothing else was appended since the ranker last looked
-        (:meth:`pmm.log_watch.LogWatch.follows`) they are indexed as given, without
+        (:meth:`pmm.storage.watch.LogWatch.follows`) they are indexed as given, without
         reading them back; otherwise the held sessions read the log as at a search.
         ``now``: the store's state shared by the readers told about this append."""
         if not events:

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MIGRATIONS = sorted(REPO_ROOT.glob("migrations/[0-9][0-9][0-9][0-9]_*.sql"))
+MIGRATIONS = sorted(REPO_ROOT.glob("pmm/storage/sqlite/migrations/[0-9][0-9][0-9][0-9]_*.sql"))
 N_MIGRATIONS = len(MIGRATIONS)
 
 # -- raw access (for tampering and inspection) ----------------------------------------
@@ -138,7 +138,7 @@ def open_worker(paths: list[str], barrier: Any, results: Any) -> None:
 
 WRITER_SCRIPT = """
 import sys
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 store = EventStore(sys.argv[1])
 i = 0
 while True:

@@ -1,5 +1,5 @@
 """Backup while writing, restore that refuses a bad chain, salvage of a damaged file, and
-SQLite's page check (pmm.backup; `pmm backup|restore|recover|check|doctor`)."""
+SQLite's page check (pmm.storage.sqlite.backup; `pmm backup|restore|recover|check|doctor`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pmm.backup import backup, check, recover, restore
 from pmm.cli import main
 from pmm.errors import IntegrityError, InvalidInputError, NotADatabaseError
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
+from pmm.storage.sqlite.backup import backup, check, recover, restore
 
 TEXT = "lorem ipsum dolor sit amet, consectetur adipiscing elit " * 20
 

@@ -21,7 +21,7 @@ from store_helpers import N_MIGRATIONS, make_legacy_db, raw, snapshot
 
 from pmm.cli import main
 from pmm.mind import Mind
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "pmm_cli.py"

@@ -16,7 +16,7 @@ from store_helpers import raw
 
 from pmm import Mind
 from pmm.records import NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 OLD = datetime.now(UTC) - timedelta(days=40)
 

@@ -16,11 +16,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_helpers import raw
 
-from pmm import Mind, text_codec
-from pmm.backup import recover
+from pmm import Mind
 from pmm.cli import main as cli
+from pmm.storage import text_codec
 from pmm.storage.copy import copy_log
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
+from pmm.storage.sqlite.backup import recover
 
 TOPICS = ["kitchen renovation", "marathon plan", "trip to Kyoto", "garden irrigation"]
 SECRET = "my locker code is QX7731Z and the key hangs behind the blue mirror"

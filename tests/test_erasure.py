@@ -18,7 +18,7 @@ import pytest
 from pmm import Mind
 from pmm.cli import main
 from pmm.errors import EventNotFoundError, InvalidInputError
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 SECRET = (
     "Note for later: my passport number is ZX9912345Q and I keep the passport in the "

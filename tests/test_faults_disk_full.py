@@ -19,7 +19,7 @@ import pytest
 
 from pmm import Mind
 from pmm.errors import DatabaseError, DiskFullError
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 REPO = Path(__file__).resolve().parent.parent
 USER = "hello there, this is a fairly long user turn about the garden and the weather " * 4
@@ -133,7 +133,7 @@ def test_a_real_full_file_system(tmp_path: Path) -> None:
         import json, sys
         from pmm import Mind
         from pmm.errors import PMMError
-        from pmm.store import EventStore
+        from pmm.storage.sqlite import EventStore
         acknowledged, errors = 0, []
         with Mind(sys.argv[1], enable_summary=True, summary_mode="inline",
                   summarizer="heuristic", dream_on_close=False) as mind:

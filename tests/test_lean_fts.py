@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from pmm import Mind
-from pmm.storage.sqlite import schema
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore, schema
 from pmm.text.stemmer import fts_tokens, query_tokens
 from pmm.text.window_keys import (
     WINDOW_TERM_CAP,

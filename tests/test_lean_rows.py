@@ -16,9 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_helpers import make_legacy_db, raw
 
 from pmm.storage.copy import copy_log
-from pmm.storage.sqlite import schema
+from pmm.storage.sqlite import EventStore, schema
 from pmm.storage.sqlite.windows import sync_windows
-from pmm.store import EventStore
 
 WORDS = "tomato garden Lisbon tram rent landlord piano lesson marathon knee Kyoto visa".split()
 

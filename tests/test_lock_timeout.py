@@ -12,7 +12,7 @@ import pytest
 
 from pmm import Mind
 from pmm.errors import DatabaseError
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 HOLD_LOCK = """
 import sqlite3, sys, time

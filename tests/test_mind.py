@@ -8,7 +8,7 @@ import pytest
 
 from pmm import Mind
 from pmm.errors import ConfigurationError, InvalidInputError
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ AS_NOBODY = textwrap.dedent(
     """
     import contextlib, io, json, os, sys
     from pmm.cli import main
-    from pmm.store import EventStore
+    from pmm.storage.sqlite import EventStore
     EventStore(":memory:").close()  # import what opening a store imports lazily, as root
     # Every PMM module, as root: a checkout in a 0700 folder is unreadable to nobody, and
     # the commands import some modules lazily (heavy libraries stay lazy inside them).

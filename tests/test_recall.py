@@ -20,7 +20,7 @@ from pmm.embed.sentence import DEFAULT_MODEL_ID, SentenceEmbedder, packaged_mode
 from pmm.errors import ConfigurationError, InvalidInputError
 from pmm.recall import RRF_K, Recaller, rrf_fuse
 from pmm.records import NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 PACKAGED = packaged_model_path()
@@ -358,7 +358,7 @@ def test_keyword_recall_with_embeddings_off_never_imports_torch(tmp_path: Path) 
         from pmm.embed import build_embedder
         from pmm.recall import Recaller
         from pmm.settings import Settings
-        from pmm.store import EventStore
+        from pmm.storage.sqlite import EventStore
 
         settings = Settings.load(env={{}})
         assert settings.enable_embeddings is False

@@ -33,7 +33,7 @@ from pmm.recall import (
     parse_weights,
 )
 from pmm.records import NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 from pmm.text.window_keys import is_temporal
 from pmm.text.words import words
 

@@ -11,8 +11,7 @@ import pytest
 
 from pmm.errors import InvalidInputError
 from pmm.records import NewEvent
-from pmm.storage.sqlite import schema
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore, schema
 from pmm.text.window_keys import WindowRow, date_words, normalize_ts, reached_turns, window_texts
 
 

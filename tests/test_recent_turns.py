@@ -80,7 +80,7 @@ def test_a_restored_log_drops_what_was_kept_and_erasure_reaches_it(tmp_path: Pat
     """Another process restores an older backup, then writes and erases a turn: this
     process shows the restored log, never the rows it kept from the replaced one, and
     never the erased text (the redaction marker's id is below the newest id it saw)."""
-    from pmm.backup import backup, restore
+    from pmm.storage.sqlite.backup import backup, restore
 
     path, saved = tmp_path / "a.db", tmp_path / "b.db"
     with Mind(str(path)) as mind:

@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_openai import FakeOpenAI
 
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 CHAT = Path(__file__).resolve().parent.parent / "chat.py"
 PROMPT = "you> "

@@ -30,8 +30,7 @@ from store_helpers import (
 
 from pmm.errors import InvalidInputError, MigrationError
 from pmm.events.hashing import sha256_hex
-from pmm.storage.sqlite import schema
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore, schema
 
 # -- numbered migrations ---------------------------------------------------------------
 
@@ -41,7 +40,10 @@ def test_migration_files_are_numbered_without_gaps():
     loaded = schema.load_migrations()
     assert [m.version for m in loaded] == list(range(1, N_MIGRATIONS + 1))
     assert [f"{m.version:04d}_{m.name}.sql" for m in loaded] == [p.name for p in MIGRATIONS]
-    assert schema.migrations_dir().resolve() == (REPO_ROOT / "migrations").resolve()
+    assert (
+        schema.migrations_dir().resolve()
+        == (REPO_ROOT / "pmm" / "storage" / "sqlite" / "migrations").resolve()
+    )
 
 
 def test_load_migrations_refuses_a_gap(tmp_path: Path):
@@ -135,7 +137,7 @@ WHEEL_CHECK = textwrap.dedent(
     """
     import json, sys
     import pmm, pmm.storage.sqlite.schema as schema
-    from pmm.store import EventStore
+    from pmm.storage.sqlite import EventStore
     store = EventStore(sys.argv[1])
     ev = store.append("event", "from the wheel")
     again = EventStore(sys.argv[1])

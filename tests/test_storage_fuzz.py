@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from pmm.errors import PMMError
 from pmm.retention.compaction import parse_age
+from pmm.storage.sqlite import EventStore
 from pmm.storage.sqlite.compaction import compact
 from pmm.storage.sqlite.erasure import forget
-from pmm.store import EventStore
 
 ANYTHING = st.one_of(
     st.none(),

@@ -17,7 +17,7 @@ from store_helpers import N_MIGRATIONS, filled_store, raw, snapshot
 from pmm.errors import DatabaseError, EventNotFoundError, InvalidInputError, PMMError
 from pmm.events.hashing import canonical_json, chain_hash
 from pmm.records import Event, NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 

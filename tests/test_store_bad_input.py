@@ -24,7 +24,7 @@ from pmm.errors import (
     ReadOnlyDatabaseError,
 )
 from pmm.records import NewEvent
-from pmm.store import DEFAULT_MAX_CONTENT_BYTES, EventStore
+from pmm.storage.sqlite import DEFAULT_MAX_CONTENT_BYTES, EventStore
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ READONLY_CHECK = textwrap.dedent(
     # Import everything first: the interpreter's own files may not be readable by the
     # unprivileged user (e.g. a Python under /root). Then drop root for good.
     from pmm.errors import ReadOnlyDatabaseError
-    from pmm.store import EventStore
+    from pmm.storage.sqlite import EventStore
     EventStore(":memory:").close()  # loads what opening a store imports lazily
     uid = int(sys.argv[2])
     if os.geteuid() == 0:

@@ -21,7 +21,7 @@ from store_helpers import (
     open_worker,
 )
 
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 CTX = multiprocessing.get_context("spawn")
 

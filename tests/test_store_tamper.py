@@ -12,7 +12,7 @@ from store_helpers import filled_store, raw
 
 from pmm.events.hashing import canonical_json, chain_hash, legacy_hash, sha256_hex
 from pmm.records import VerifyReport
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 N = 8
 

@@ -1,4 +1,4 @@
-"""pmm.text_codec: dictionaries trained on the text itself, zstd and zlib, lossless."""
+"""pmm.storage.text_codec: dictionaries trained on the text itself, zstd and zlib, lossless."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from pmm import text_codec
 from pmm.errors import ConfigurationError, CorruptDatabaseError, MissingDependencyError
 from pmm.retention.compression import CompressAfter
-from pmm.text_codec import Dictionary, TextCodec, train
+from pmm.storage import text_codec
+from pmm.storage.text_codec import Dictionary, TextCodec, train
 
 WORDS = "the plan kitchen budget Lisbon marathon notes risk owner week measure start".split()
 

@@ -223,7 +223,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _doctor_database_check(path: str) -> dict[str, Any] | None:
     """``pmm doctor``'s look at the file: SQLite's quick_check (``pmm check --full`` runs
     the full integrity_check)."""
-    from pmm.backup import check
+    from pmm.storage.sqlite.backup import check
 
     if path == ":memory:" or not Path(path).is_file():
         return None

@@ -97,7 +97,7 @@ def _rewrite_postgres(args: argparse.Namespace, path: str) -> int:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    from pmm.backup import backup
+    from pmm.storage.sqlite.backup import backup
 
     report = backup(_existing_db(args), args.file)
     text = (
@@ -108,7 +108,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from pmm.backup import restore
+    from pmm.storage.sqlite.backup import restore
 
     report = restore(args.file, _db_path(args), force=args.force)
     state = "verifies" if report.verify.ok else f"DOES NOT VERIFY ({report.verify.reason})"
@@ -117,7 +117,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    from pmm.backup import recover
+    from pmm.storage.sqlite.backup import recover
 
     report = recover(args.broken, args.new)
     lines = [
@@ -139,7 +139,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from pmm.backup import check
+    from pmm.storage.sqlite.backup import check
 
     report = check(_existing_db(args), full=args.full)
     text = f"PRAGMA {report.pragma}: " + (

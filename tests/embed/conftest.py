@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 from pmm.text.words import words
 
 

@@ -11,7 +11,7 @@ import pytest
 from pmm.embed.backfill import embed_pending, embedding_coverage, text_to_embed
 from pmm.errors import InvalidInputError
 from pmm.records import NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 TURNS = ("prompt", "response")
 

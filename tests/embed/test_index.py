@@ -13,7 +13,7 @@ import pytest
 from pmm.embed.index import VectorIndex
 from pmm.errors import InvalidInputError
 from pmm.records import NewEvent
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 MODEL = "test/unit"
 DIM = 8

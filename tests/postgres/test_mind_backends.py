@@ -7,7 +7,7 @@ import pytest
 
 from pmm import Mind
 from pmm.storage.postgres import PostgresEventStore
-from pmm.store import EventStore
+from pmm.storage.sqlite import EventStore
 
 
 def test_the_target_picks_the_backend(log_target: str, backend: str) -> None:

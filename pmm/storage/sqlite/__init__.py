@@ -7,7 +7,8 @@
 ``windows`` for the window/date key), ``derived`` (digests, vectors), ``consolidation``
 (edges, summaries, supersession), ``meta_keys`` and ``verify`` (verify, stats);
 ``connection`` opens files and translates sqlite3 errors, ``readonly`` opens archives.
-Migrations stay in ``migrations/`` at the repository root (see :mod:`pmm.storage.sqlite.schema`).
+Its numbered SQL migrations live in ``migrations/`` beside it (see
+:mod:`pmm.storage.sqlite.schema`).
 """
 
 from pmm.storage.sqlite.store import DEFAULT_MAX_CONTENT_BYTES, EventStore

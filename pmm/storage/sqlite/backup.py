@@ -1,180 +1,239 @@
-"""The SQLite part of backup, restore, recovery and checks (:mod:`pmm.backup`): the online
-backup API, page checks, and salvaging the readable rows of a damaged file.
+"""Backup, restore, salvage and health checks of an event log file.
 
-    copy_file("pmm.db", "copy.db")                    # one-step online backup
-    page_check("pmm.db", "quick_check")               # (True, [])
-    rows, failed, edges, vectors = salvage("broken.db", errors := [])
-    write_salvaged("salvaged.db", rows, edges, vectors).ok
+Usage::
+
+    from pmm.storage.sqlite.backup import backup, restore, recover, check
+
+    backup("pmm.db", "pmm-2026-11-22.db")       # online: writers may keep appending
+    restore("pmm-2026-11-22.db", "pmm.db")      # refuses a copy whose chain does not verify
+    report = recover("broken.db", "salvaged.db")
+    report.lost, report.unverified               # exactly which ids are gone or do not verify
+    check("pmm.db", full=True).ok                # PRAGMA integrity_check (quick_check if not full)
+
+``pmm backup``, ``pmm restore``, ``pmm recover`` and ``pmm doctor`` call these.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pmm.errors import DatabaseError, PMMError
+from pmm.errors import IntegrityError, InvalidInputError
+from pmm.events.hashing import (
+    HASH_VERSION,
+    LEGACY_HASH_VERSION,
+    chain_payload,
+    legacy_hash,
+    sha256_hex,
+)
 from pmm.records import VerifyReport
-from pmm.storage.sqlite.rows import COLUMNS
-from pmm.storage.sqlite.store import EventStore
-from pmm.storage.sqlite.text import pack_digest, unpack_digest
-from pmm.text_codec import Dictionary, TextCodec
+from pmm.storage.sqlite import EventStore
+from pmm.storage.sqlite.files import copy_file, page_check, remove_files, salvage, write_salvaged
 
 
-def copy_file(source: str, target: str) -> None:
-    """One-step online backup of ``source`` into ``target`` (created or overwritten)."""
+@dataclass(frozen=True, slots=True)
+class BackupReport:
+    """A copy written by :func:`backup` (or :func:`restore`) and its verified chain."""
+
+    source: str
+    target: str
+    bytes: int
+    seconds: float
+    verify: VerifyReport
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verify"] = self.verify.to_dict()
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """SQLite's own check of the file: ``quick_check`` or, with ``full``, ``integrity_check``."""
+
+    path: str
+    pragma: str
+    ok: bool
+    problems: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What :func:`recover` salvaged from a damaged file."""
+
+    source: str
+    target: str
+    salvaged: int
+    """Event rows read and written to the new file."""
+    lost: list[int]
+    """Ids between the first and the last salvaged id that could not be read."""
+    unverified: list[int]
+    """Salvaged rows whose own hash or content no longer matches (edited or damaged)."""
+    broken_links: list[int]
+    """Salvaged rows whose ``prev_hash`` does not reach the row before them (it was lost)."""
+    last_id: int | None
+    """The newest salvaged id: rows after it, if any, cannot be known."""
+    edges: int
+    embeddings: int
+    errors: list[str] = field(default_factory=list)
+    verify: VerifyReport | None = None
+
+    @property
+    def complete(self) -> bool:
+        return not (self.lost or self.unverified or self.broken_links)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verify"] = self.verify.to_dict() if self.verify else None
+        data["complete"] = self.complete
+        return data
+
+
+def backup(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> BackupReport:
+    """Copy the log at ``source`` to a new file ``target`` through SQLite's online backup
+    API, in one step: a consistent snapshot, while other processes keep appending (WAL
+    readers do not block writers). The copy is verified before it is given its name.
+
+    Raises :class:`InvalidInputError` when ``target`` exists, :class:`IntegrityError` when
+    the copy does not verify (the source is damaged: see :func:`recover`).
+    """
+    src, dst = str(source), Path(target)
+    if not Path(src).is_file():
+        raise InvalidInputError(f"no database at {src}")
+    if dst.exists():
+        raise InvalidInputError(f"{dst} exists: pick a new file name for the backup")
+    started = time.perf_counter()
+    partial = dst.with_name(dst.name + ".partial")
+    copy_file(src, str(partial))
     try:
-        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-        try:
-            dst = sqlite3.connect(target)
-            try:
-                src.backup(dst)
-            finally:
-                dst.close()
-        finally:
-            src.close()
-    except sqlite3.Error as exc:
-        raise DatabaseError(f"could not copy {source} to {target}: {exc}") from exc
+        with EventStore(partial) as copy:
+            report = copy.verify()
+    except BaseException:
+        remove_files(partial)
+        raise
+    if not report.ok:
+        remove_files(partial)
+        raise IntegrityError(
+            f"the copy of {src} does not verify at event {report.first_bad_id}: "
+            f"{report.reason}; no backup was written (try `pmm recover`)"
+        )
+    os.replace(partial, dst)
+    return BackupReport(src, str(dst), dst.stat().st_size, time.perf_counter() - started, report)
 
 
-def remove_files(path: str | os.PathLike[str]) -> None:
-    """Delete ``path`` and its -wal, -shm and -journal files, where they exist."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
+def restore(
+    source: str | os.PathLike[str], db_path: str | os.PathLike[str], *, force: bool = False
+) -> BackupReport:
+    """Replace the log at ``db_path`` with the backup ``source``, through the backup API
+    (safe while the file is open elsewhere: others see the restored log on their next read).
 
-
-def page_check(path: str, pragma: str) -> tuple[bool, list[str]]:
-    """``(ok, problems)`` of ``PRAGMA quick_check`` or ``integrity_check`` on ``path``,
-    opened read-only; an unreadable file is a problem, not an exception."""
+    The backup's chain must verify, unless ``force``; the current file is first copied to
+    ``<db_path>.before-restore-<UTC time>``.
+    """
+    src, dst = str(source), str(db_path)
+    if not Path(src).is_file():
+        raise InvalidInputError(f"no backup at {src}")
+    started = time.perf_counter()
+    staged = dst + ".restoring"
+    remove_files(staged)
+    copy_file(src, staged)
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = [r[0] for r in conn.execute(f"PRAGMA {pragma}(100)")]
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        return False, [str(exc)]
-    return rows == ["ok"], [] if rows == ["ok"] else rows
-
-
-def salvage(
-    src: str, errors: list[str]
-) -> tuple[list[tuple[Any, ...]], list[int], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """``(event rows, ids that failed to read, edge rows, embedding rows)`` readable in the
-    damaged file ``src``; what could not be read is described in ``errors``."""
-    try:
-        conn = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-        conn.execute("SELECT 1 FROM events LIMIT 0")
-    except sqlite3.Error as exc:
-        raise DatabaseError(
-            f"{src} cannot be read at all ({exc}): its first page (the schema) is damaged; "
-            "`sqlite3 BROKEN.db .recover` may still find rows"
-        ) from exc
-    try:
-        rows, failed = _salvage_events(conn, errors)
-        rows = _plain_rows(conn, rows, errors)
-        edges = _salvage_all(conn, "SELECT src, dst, kind FROM edges", errors)
-        vectors = _salvage_all(conn, "SELECT event_id, model, dim, vector FROM embeddings", errors)
+        with EventStore(staged) as copy:
+            report = copy.verify()
+        if not report.ok and not force:
+            raise IntegrityError(
+                f"{src} does not verify at event {report.first_bad_id}: {report.reason}; "
+                "nothing was restored (--force restores it anyway)"
+            )
+        if Path(dst).exists():
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            copy_file(dst, f"{dst}.before-restore-{stamp}")
+        copy_file(staged, dst)
     finally:
-        conn.close()
-    return rows, failed, edges, vectors
+        remove_files(staged)
+    return BackupReport(src, dst, Path(dst).stat().st_size, time.perf_counter() - started, report)
 
 
-def write_salvaged(
-    dst: str,
-    rows: list[tuple[Any, ...]],
-    edges: list[tuple[Any, ...]],
-    vectors: list[tuple[Any, ...]],
-) -> VerifyReport:
-    """Write salvaged rows verbatim into the new log ``dst``; returns its verify report."""
-    with EventStore(dst) as store:
-        with store._write() as wconn:
-            wconn.executemany(
-                f"INSERT INTO events({COLUMNS}) VALUES ({','.join('?' * 14)})",
-                [
-                    (*r[:6], pack_digest(r[6]), r[7], pack_digest(r[8]), pack_digest(r[9]), *r[10:])
-                    for r in rows
-                ],
+def check(path: str | os.PathLike[str], *, full: bool = False) -> CheckReport:
+    """SQLite's check of every page: ``PRAGMA quick_check`` (or ``integrity_check`` when
+    ``full``). Never raises for a damaged file: the damage is the report."""
+    pragma = "integrity_check" if full else "quick_check"
+    ok, problems = page_check(str(path), pragma)
+    return CheckReport(str(path), pragma, ok, problems)
+
+
+def recover(broken: str | os.PathLike[str], target: str | os.PathLike[str]) -> RecoveryReport:
+    """Read every readable event row of the damaged file ``broken`` (rows on a damaged page
+    are found by splitting the id range until each readable row is read on its own) into
+    a new log ``target``, then check each row and its link to the row before.
+
+    The new file keeps the salvaged rows exactly (ids, hashes, digests); its chain
+    verifies only when nothing was lost. Edges and embeddings are copied when readable.
+    """
+    src, dst = str(broken), str(target)
+    if not Path(src).is_file():
+        raise InvalidInputError(f"no file at {src}")
+    if Path(dst).exists():
+        raise InvalidInputError(f"{dst} exists: recover into a new file")
+    errors: list[str] = []
+    rows, failed, edges, vectors = salvage(src, errors)
+    rows.sort(key=lambda r: r[0])
+    ids = {r[0] for r in rows}
+    lost = sorted(set(range(1, max(ids, default=0) + 1)) - ids | set(failed))
+    unverified, broken_links = _check_rows(rows)
+    report = write_salvaged(dst, rows, edges, vectors)
+    return RecoveryReport(
+        src,
+        dst,
+        len(rows),
+        lost,
+        unverified,
+        broken_links,
+        rows[-1][0] if rows else None,
+        len(edges),
+        len(vectors),
+        errors,
+        report,
+    )
+
+
+# -- internals -------------------------------------------------------------------------
+
+
+def _check_rows(rows: list[tuple[Any, ...]]) -> tuple[list[int], list[int]]:
+    """``(rows that do not verify on their own, rows whose link to the one before is cut)``."""
+    unverified: list[int] = []
+    broken: list[int] = []
+    prev_id, prev_hash = 0, None
+    for id_, ts, kind, session, role, content, sha, meta, prev, digest, version, *_ in rows:
+        ok = content is None or (isinstance(content, str) and sha256_hex(content) == sha)
+        if version == HASH_VERSION:
+            expected = sha256_hex(
+                chain_payload(
+                    id=id_,
+                    ts=ts,
+                    kind=kind,
+                    session_id=session,
+                    role=role,
+                    content_sha256=sha,
+                    meta_json=meta,
+                    prev_hash=prev,
+                )
             )
-            wconn.executemany(
-                "INSERT OR IGNORE INTO edges(src, dst, kind) SELECT ?, ?, ?"
-                " WHERE ?1 IN (SELECT id FROM events) AND ?2 IN (SELECT id FROM events)",
-                edges,
-            )
-            wconn.executemany(
-                "INSERT OR IGNORE INTO embeddings(event_id, model, dim, vector)"
-                " SELECT ?, ?, ?, ? WHERE ?1 IN (SELECT id FROM events)",
-                vectors,
-            )
-        store.sync_search_index()
-        report = store.verify()
-    return report
-
-
-def _salvage_events(
-    conn: sqlite3.Connection, errors: list[str]
-) -> tuple[list[tuple[Any, ...]], list[int]]:
-    try:
-        top = int(conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0)
-    except sqlite3.Error as exc:
-        errors.append(f"max(id) unreadable ({exc}): searching every id up to 2**40")
-        top = 2**40
-    rows: list[tuple[Any, ...]] = []
-    failed: list[int] = []
-    pending = [(1, top)] if top else []
-    while pending:
-        lo, hi = pending.pop()
-        try:
-            rows.extend(
-                conn.execute(
-                    f"SELECT {COLUMNS} FROM events WHERE id BETWEEN ? AND ?", (lo, hi)
-                ).fetchall()
-            )
-        except sqlite3.Error as exc:
-            if lo == hi:
-                failed.append(lo)
-                if len(errors) < 20:
-                    errors.append(f"event {lo}: {exc}")
-                continue
-            mid = (lo + hi) // 2
-            pending += [(mid + 1, hi), (lo, mid)]
-    return rows, failed
-
-
-def _plain_rows(
-    conn: sqlite3.Connection, rows: list[tuple[Any, ...]], errors: list[str]
-) -> list[tuple[Any, ...]]:
-    """Salvaged rows with hex digests and decoded text, as an export shows them (the new
-    file stores them plain). A text that cannot be decoded (its dictionary was lost) stays
-    a blob, so that the row is reported as not verifying."""
-    dictionaries: dict[int, Dictionary] = {}
-    if any(isinstance(r[5], bytes) for r in rows):
-        for id_, codec, data in _salvage_all(
-            conn, "SELECT id, codec, data FROM text_dictionaries", errors
-        ):
-            dictionaries[int(id_)] = Dictionary(int(id_), str(codec), bytes(data))
-    codec = TextCodec(dictionaries)
-    plain: list[tuple[Any, ...]] = []
-    for row in rows:
-        fields = list(row)
-        if isinstance(fields[5], bytes):
-            try:
-                fields[5] = codec.decode(fields[5])
-            except PMMError as exc:
-                if len(errors) < 20:
-                    errors.append(f"event {row[0]}: its compressed text cannot be read ({exc})")
-        for i in (6, 8, 9):
-            fields[i] = unpack_digest(fields[i])
-        plain.append(tuple(fields))
-    return plain
-
-
-def _salvage_all(conn: sqlite3.Connection, sql: str, errors: list[str]) -> list[tuple[Any, ...]]:
-    found: list[tuple[Any, ...]] = []
-    try:
-        for row in conn.execute(sql):
-            found.append(row)
-    except sqlite3.Error as exc:
-        errors.append(f"{sql.split(' FROM ')[1]}: kept {len(found)} rows, then {exc}")
-    return found
+        elif version == LEGACY_HASH_VERSION and content is not None:
+            expected = legacy_hash(prev, kind, content, meta)
+        else:
+            expected = None
+        if not ok or expected != digest:
+            unverified.append(id_)
+        if id_ != prev_id + 1 or prev != prev_hash:
+            broken.append(id_)
+        prev_id, prev_hash = id_, digest
+    return unverified, broken

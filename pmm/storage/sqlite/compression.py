@@ -4,9 +4,9 @@
     report = compress_texts(store, CompressAfter.parse("30d"))    # texts older than 30 days
     report.compressed, report.bytes_before, report.bytes_after
 
-Texts older than the policy are re-stored as :mod:`pmm.text_codec` blobs (zstd with a
+Texts older than the policy are re-stored as :mod:`pmm.storage.text_codec` blobs (zstd with a
 dictionary trained on this file's own text, or zlib), in one write transaction; reads
-decode them (:mod:`pmm.storage.sqlite.text`), ``verify`` checks ``content_sha256`` against
+decode them (:mod:`pmm.storage.sqlite.stored_text`), ``verify`` checks ``content_sha256`` against
 the decoded text, and neither the chain nor the full-text indexes change. Runs from
 ``Mind.dream()``, ``pmm compress`` and, in short bounded runs, the background worker's idle
 pass and ``Mind.close()`` (:meth:`pmm.upkeep.Upkeep.compress_in_passing`); never on an
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pmm.events.hashing import utc_now
 from pmm.retention.compression import CompressAfter
-from pmm.text_codec import FORMAT_VERSION, Dictionary, default_codec, dictionary_id, train
+from pmm.storage.text_codec import FORMAT_VERSION, Dictionary, default_codec, dictionary_id, train
 
 if TYPE_CHECKING:
     from pmm.storage.sqlite.store import EventStore

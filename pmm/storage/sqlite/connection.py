@@ -31,7 +31,7 @@ from pmm.errors import (
 )
 
 if TYPE_CHECKING:
-    from pmm.storage.sqlite.text import StoredText
+    from pmm.storage.sqlite.stored_text import StoredText
 
 
 class SqliteBase:

@@ -23,7 +23,7 @@ from pmm.records import Event, NewEvent, TurnRow
 from pmm.storage.reads import EventReads
 from pmm.storage.sqlite.connection import SqliteBase
 from pmm.storage.sqlite.rows import COLUMNS, INSERT, filters
-from pmm.storage.sqlite.text import TEXT_SQL, unpack_digest
+from pmm.storage.sqlite.stored_text import TEXT_SQL, unpack_digest
 
 
 class EventLogData(SqliteBase, EventReads):

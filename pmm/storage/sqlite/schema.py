@@ -1,7 +1,7 @@
 """Numbered SQL migrations, applied in order exactly once, and the legacy upgrade.
 
-The SQL lives in ``migrations/NNNN_name.sql`` at the top of a checkout; a wheel carries the
-same files as ``pmm/_migrations``. Applied versions are recorded in ``schema_migrations``
+The SQL lives beside this module in ``migrations/NNNN_name.sql`` (package data: a checkout
+and an installed wheel read the same folder). Applied versions are recorded in ``schema_migrations``
 (and mirrored in ``PRAGMA user_version``). Each migration runs in its own
 ``BEGIN IMMEDIATE`` transaction, so two processes opening a new file at once apply it once.
 
@@ -48,16 +48,13 @@ class Migration:
 
 @functools.cache
 def migrations_dir() -> Path:
-    """The folder holding the SQL files: packaged in a wheel, else the checkout's."""
-    packaged = resources.files("pmm") / "_migrations"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    checkout = Path(__file__).resolve().parents[3] / "migrations"
-    if checkout.is_dir():
-        return checkout
-    raise MigrationError(
-        "PMM's migrations folder is missing from this installation: reinstall pmm-memory"
-    )
+    """The folder holding the SQL files, ``pmm/storage/sqlite/migrations``."""
+    folder = resources.files(__package__) / "migrations"
+    if not folder.is_dir():
+        raise MigrationError(
+            "PMM's migrations folder is missing from this installation: reinstall pmm-memory"
+        )
+    return Path(str(folder))
 
 
 def load_migrations(folder: Path | None = None) -> list[Migration]:

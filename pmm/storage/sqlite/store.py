@@ -3,7 +3,7 @@ this package (log, search, derived data, consolidation, meta keys, verification)
 
 Usage::
 
-    from pmm.storage.sqlite import EventStore      # also: from pmm.store import EventStore
+    from pmm.storage.sqlite import EventStore      # also: from pmm.storage.sqlite import EventStore
 
     with EventStore("pmm.db") as store:
         ev = store.append("prompt", "I moved to Lisbon", session_id="alice", role="user")
@@ -38,7 +38,7 @@ from pmm.storage.sqlite.meta_keys import MetaKeys
 from pmm.storage.sqlite.readonly import open_read_only, read_only_reason, refuse_pending_migrations
 from pmm.storage.sqlite.rows import COLUMNS
 from pmm.storage.sqlite.search import SearchIndex
-from pmm.storage.sqlite.text import StoredText, pack_digest
+from pmm.storage.sqlite.stored_text import StoredText, pack_digest
 from pmm.storage.sqlite.verify import Inspection
 from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS
 

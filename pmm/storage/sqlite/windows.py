@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 
-from pmm.storage.sqlite.text import TEXT_SQL
+from pmm.storage.sqlite.stored_text import TEXT_SQL
 from pmm.text.window_keys import (
     BOUNDARY_KIND,
     WINDOW_BODY_FORMAT,

@@ -1,6 +1,6 @@
 -- read-compatible: a file without it holds no compressed text.
 -- Lossless compression of old raw text (PMM_COMPRESS_AFTER, `pmm compress`): a compressed
--- turn keeps its text in `content` as a BLOB (see pmm/text_codec.py: a 5-byte header
+-- turn keeps its text in `content` as a BLOB (see pmm/storage/text_codec.py: a 5-byte header
 -- naming the codec and the dictionary, then zstd or zlib data), so `content IS NOT NULL`
 -- still means "has text". Every read decodes it (pmm_text, registered by the store: the
 -- full-text view below calls it, so only PMM reads that view).

@@ -11,7 +11,7 @@ damaged or foreign legacy row has one) is kept as it was, so export and import g
 exactly what was stored.
 
 Text: a turn compressed by :mod:`pmm.storage.sqlite.compression` keeps its text in
-``content`` as a BLOB (:mod:`pmm.text_codec`'s format; migrations/0009), so ``content IS NOT
+``content`` as a BLOB (:mod:`pmm.storage.text_codec`'s format; migrations/0009), so ``content IS NOT
 NULL`` still means "has text". Python reads decode it here; SQL (the full-text view, its
 triggers, window keys) calls ``pmm_text(content)``, which every connection of the store
 registers. Dictionaries are read from ``text_dictionaries`` once and kept (a dictionary
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pmm.records import Event, event_from_row
-from pmm.text_codec import Dictionary, TextCodec
+from pmm.storage.text_codec import Dictionary, TextCodec
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
