@@ -176,9 +176,9 @@ def test_migrations_apply_from_an_installed_wheel(tmp_path: Path):
         timeout=240,
     )
     assert install.returncode == 0, install.stdout + install.stderr
-    assert sorted(p.name for p in (target / "pmm" / "_migrations").iterdir()) == [
-        p.name for p in MIGRATIONS
-    ]
+    assert sorted(
+        p.name for p in (target / "pmm" / "storage" / "sqlite" / "migrations").iterdir()
+    ) == [p.name for p in MIGRATIONS]
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONPATH"] = str(target)
@@ -194,7 +194,10 @@ def test_migrations_apply_from_an_installed_wheel(tmp_path: Path):
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert Path(out["pmm_file"]).resolve().is_relative_to(target.resolve()), out
-    assert Path(out["migrations_dir"]).resolve() == (target / "pmm" / "_migrations").resolve()
+    assert (
+        Path(out["migrations_dir"]).resolve()
+        == (target / "pmm" / "storage" / "sqlite" / "migrations").resolve()
+    )
     assert out["applied"] == list(range(1, N_MIGRATIONS + 1))
     assert out["applied_on_reopen"] == []
     assert out["files"] == [p.name for p in MIGRATIONS]
