@@ -136,7 +136,7 @@ def recall_overhead(events: int, queries: int, rng: random.Random) -> int:
     superseded demotion), interleaved query by query in one process on one file."""
     import statistics
 
-    import pmm.consolidate as consolidate
+    import pmm.dream.consolidation as consolidate
     from pmm.recall import Recaller
     from pmm.records import NewEvent
     from pmm.storage.sqlite import EventStore

@@ -244,7 +244,7 @@ def parse_weights(text: str) -> dict[str, float]:
 def summary_recaller(store: EventStore, embedder: Any | None, args: Any) -> Recaller:
     """Write the heuristic session summaries (as dream does), embed them, and recall with
     summary nodes competing (prior ``--summary-prior``) and expanding into their turns."""
-    from pmm.consolidate import Consolidator
+    from pmm.dream.consolidation import Consolidator
     from pmm.settings import Settings
 
     settings = Settings.load(env={}, enable_summary=True)

@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pmm.dream.processing import Processor
+from pmm.dream.upkeep import Upkeep
 from pmm.events.turns import CLEAR_KIND, TURN_KINDS, kind_for_role
-from pmm.processing import Processor
 from pmm.records import DreamReport, Event, Hit, NewEvent, VerifyReport
 from pmm.session_context import (
     SessionContexts,
@@ -32,23 +33,22 @@ from pmm.session_context import (
 from pmm.settings import Settings
 from pmm.storage import EventLog, open_store
 from pmm.tokens import TokenCounter, get_token_counter
-from pmm.upkeep import Upkeep
 
 if TYPE_CHECKING:
     from datetime import timedelta
 
     from langchain_core.language_models import BaseChatModel
 
-    from pmm.consolidate import SummaryReport
     from pmm.context import Context
-    from pmm.contradictions import ContradictionReport
     from pmm.digest import Digester
+    from pmm.dream.consolidation import SummaryReport
+    from pmm.dream.contradictions import ContradictionReport
+    from pmm.dream.worker import BackgroundWorker
     from pmm.embed import Embedder
     from pmm.recall import Recaller
     from pmm.retention.compaction import CompactionReport
     from pmm.retention.erasure import ErasureReport
     from pmm.storage.sqlite.compression import CompressionReport
-    from pmm.worker import BackgroundWorker
 
 
 class Mind:
@@ -389,7 +389,7 @@ class Mind:
         """
         return self._upkeep.compact(older_than=older_than, session_id=session_id, dry_run=dry_run)
 
-    # -- consolidation hooks (logic in pmm/consolidate.py, pmm/contradictions.py) -----
+    # -- consolidation hooks (logic in pmm/dream/consolidation.py and contradictions.py) ------
 
     @property
     def should_dream(self) -> bool:
@@ -399,7 +399,7 @@ class Mind:
         return self._derived_enabled and self._upkeep.should_dream()
 
     def _consolidate(self) -> tuple[SummaryReport, ContradictionReport, int]:
-        """Dream's consolidation step (pmm/dream_policy.py); a no-op with summaries off."""
+        """Dream's consolidation step (pmm/dream/policy.py); a no-op with summaries off."""
         return self._upkeep.consolidate()
 
 

@@ -162,7 +162,7 @@ class Recaller:
             self.session_ranker = SessionRanker(store)
         self._lock = threading.Lock()
         self._warned = False
-        # Consolidation (pmm/consolidate.py): summary nodes compete with turns and expand.
+        # Consolidation (pmm/dream/consolidation.py): summary nodes compete with turns and expand.
         self.summaries = summaries
         self.summary_prior = summary_prior
         self.summary_children = summary_children
@@ -282,7 +282,7 @@ class Recaller:
                 if event is None or (event.content is None and not event.summary):
                     continue  # redacted after the rankers read it
                 hits.append(Hit(event, score, ranks))
-        from pmm.consolidate import consolidated_hits  # the one consolidation hook
+        from pmm.dream.consolidation import consolidated_hits  # the one consolidation hook
 
         return consolidated_hits(
             self.store,

@@ -325,7 +325,7 @@ class SessionContexts:
     def _current_summary(self, session: str, clear_after: int) -> Event | None:
         if not (self.settings.enable_summary and self.settings.session_summaries):
             return None
-        from pmm.consolidate import current_summary
+        from pmm.dream.consolidation import current_summary
 
         summary = current_summary(self.store, session)
         if summary is None or int(summary.meta.get("covers_from", 0)) <= clear_after:
@@ -342,7 +342,7 @@ class SessionContexts:
         summary = self._current_summary(session, clear_after)
         if summary is None:
             return []
-        from pmm.consolidate import summary_bullets
+        from pmm.dream.consolidation import summary_bullets
 
         bullets = [b for b in summary_bullets(summary) if b.turns]
         return [(b.text, -1 if linked else min(b.turns)) for b in bullets]
@@ -352,7 +352,7 @@ class SessionContexts:
         summary = self._current_summary(session, clear_after)
         if summary is None:
             return []
-        from pmm.consolidate import best_children
+        from pmm.dream.consolidation import best_children
 
         out = []
         for event in best_children(self.store, summary, query, k):

@@ -1,5 +1,5 @@
 """PMM_COMPRESS_AFTER without a dream: Mind.close() and the background worker's idle pass
-compress old text in short bounded passes (pmm/upkeep.py), and nothing happens when the
+compress old text in short bounded passes (pmm/dream/upkeep.py), and nothing happens when the
 setting is unset. Every check reads the real SQLite file."""
 
 from __future__ import annotations

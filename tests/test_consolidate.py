@@ -18,7 +18,8 @@ from fake_openai import FakeOpenAI, RecordedRequest
 from mind_helpers import RecordingDigester
 
 from pmm import Mind
-from pmm.consolidate import (
+from pmm.digest.heuristic import HeuristicDigester
+from pmm.dream.consolidation import (
     AUDIT_KIND,
     SUMMARIZES,
     SUMMARY_KIND,
@@ -26,8 +27,7 @@ from pmm.consolidate import (
     current_summary,
     summary_bullets,
 )
-from pmm.digest.heuristic import HeuristicDigester
-from pmm.session_summary import SUMMARY_PROMPT_VERSION
+from pmm.dream.session_summaries import SUMMARY_PROMPT_VERSION
 
 TURNS = [
     ("Hi, I'm Maya. I work nights as a nurse at Leeds General.", "Nice to meet you, Maya."),
@@ -369,8 +369,8 @@ def test_redacting_a_covered_turn_redacts_the_summary_and_rebuilds_it(tmp_path: 
 
 
 def test_heuristic_bullets_cover_keywords_in_order_and_merge_repeats() -> None:
+    from pmm.dream.session_summaries import heuristic_bullets, parse_rendered, render
     from pmm.records import Event
-    from pmm.session_summary import heuristic_bullets, parse_rendered, render
 
     def turn(i: int, summary: str, keywords: list[str]) -> Event:
         role = "user" if i % 2 else "assistant"

@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_openai import FakeOpenAI, RecordedRequest
 from test_consolidate import deferred_mind
 
-from pmm.contradictions import (
+from pmm.digest.heuristic import HeuristicDigester
+from pmm.dream.contradictions import (
     CHECKED,
     MARKER_KIND,
     SLOT_SUPERSEDES,
@@ -24,7 +25,6 @@ from pmm.contradictions import (
     candidate_pairs,
     parse_judgement,
 )
-from pmm.digest.heuristic import HeuristicDigester
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def test_prefilter_needs_shared_keywords_and_similarity() -> None:
 
 @pytest.mark.parametrize("reply", ["nope", '{"contradicts": "yes"}', "[]"])
 def test_malformed_judgements_are_refused(reply: str) -> None:
-    from pmm.contradictions import MalformedJudgement
+    from pmm.dream.contradictions import MalformedJudgement
 
     with pytest.raises(MalformedJudgement):
         parse_judgement(reply)
@@ -169,7 +169,7 @@ def test_malformed_judgements_are_refused(reply: str) -> None:
 def test_without_the_prefilter_every_pair_is_asked(
     tmp_path: Path, fake_openai: FakeOpenAI, chat: Any
 ) -> None:
-    from pmm.contradictions import find_contradictions
+    from pmm.dream.contradictions import find_contradictions
 
     fake_openai.respond_with(lambda r: {"contradicts": False})
     with deferred_mind(

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_consolidate import TURNS, deferred_mind, fill, summaries
 
 from pmm import Mind, PersistentMindMemory
-from pmm.consolidate import SUMMARY_KIND
+from pmm.dream.consolidation import SUMMARY_KIND
 
 
 def test_remember_and_save_context_never_consolidate(tmp_path: Path) -> None:

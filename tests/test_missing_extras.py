@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from pmm.dream.worker import BackgroundWorker
 from pmm.errors import MissingDependencyError
-from pmm.worker import BackgroundWorker
 
 ROOT = Path(__file__).resolve().parents[1]
 

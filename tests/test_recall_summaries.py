@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_consolidate import TURNS, deferred_mind, fill, summaries
 
-from pmm.consolidate import SUMMARY_KIND, best_children, current_summary
+from pmm.dream.consolidation import SUMMARY_KIND, best_children, current_summary
 from pmm.settings import Settings
 
 

@@ -40,7 +40,7 @@ def _wait(predicate, seconds: float = 10.0) -> bool:
 def test_unexpected_exception_is_reported_and_turns_stay_pending(tmp_path: Path, caplog):
     db = tmp_path / "pmm.db"
     digester = ExplodingDigester(KeyError("vocab"))
-    with caplog.at_level(logging.WARNING, logger="pmm.worker"):
+    with caplog.at_level(logging.WARNING, logger="pmm.dream.worker"):
         mind = Mind(str(db), enable_summary=True, digester=digester, dream_on_close=False)
         try:
             mind.remember_turn("first question " * 30, "first answer " * 30, session_id="s")
@@ -70,7 +70,7 @@ def test_dead_thread_is_reported_and_restarted(tmp_path: Path, caplog):
         assert worker is not None
         assert _wait(lambda: not worker.alive)
         assert worker.status()["alive"] is False and worker.status()["stopped"] is False
-        with caplog.at_level(logging.WARNING, logger="pmm.worker"):
+        with caplog.at_level(logging.WARNING, logger="pmm.dream.worker"):
             reported = mind.stats()["worker"]  # stats restarts the dead thread
         assert reported["restarts"] == 1 and reported["failures"] >= 1
         assert reported["last_error"] == "SystemExit: 3"

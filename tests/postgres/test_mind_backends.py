@@ -94,7 +94,7 @@ def test_compress_after_is_skipped_on_postgresql_without_raising(
 
     old = datetime.now(UTC) - timedelta(days=40)
     settings = {"enable_summary": True, "summary_mode": "background", "summarizer": "heuristic"}
-    caplog.set_level("DEBUG", logger="pmm.upkeep")
+    caplog.set_level("DEBUG", logger="pmm.dream.upkeep")
     mind = Mind(pg_url, compress_after="30d", **settings)
     for n in range(20):
         mind.remember(f"an old note about the garden, number {n}", role="user", ts=old)
@@ -103,7 +103,7 @@ def test_compress_after_is_skipped_on_postgresql_without_raising(
     with pytest.raises(UnsupportedOperationError):
         mind.compress()
     mind.close()
-    skipped = [r for r in caplog.records if r.name == "pmm.upkeep"]
+    skipped = [r for r in caplog.records if r.name == "pmm.dream.upkeep"]
     assert [r.levelname for r in skipped] == ["DEBUG"]  # noted once, no warning
     assert "does not compress text" in skipped[0].getMessage()
     with Mind(pg_url) as again:

@@ -1,7 +1,7 @@
 """Consolidation data on PostgreSQL: session summaries, their edges and supersession.
 
 The same calls and guarantees as the SQLite store's consolidation section (see
-:mod:`pmm.consolidate`): a summary and its audit event are appended at most once per key,
+:mod:`pmm.dream.consolidation`): a summary and its audit event are appended at most once per key,
 under the log's append lock, so two servers dreaming at once write one summary. Mixed into
 :class:`pmm.storage.postgres.PostgresEventStore`.
 """

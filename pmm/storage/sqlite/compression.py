@@ -9,7 +9,7 @@ dictionary trained on this file's own text, or zlib), in one write transaction; 
 decode them (:mod:`pmm.storage.sqlite.stored_text`), ``verify`` checks ``content_sha256`` against
 the decoded text, and neither the chain nor the full-text indexes change. Runs from
 ``Mind.dream()``, ``pmm compress`` and, in short bounded runs, the background worker's idle
-pass and ``Mind.close()`` (:meth:`pmm.upkeep.Upkeep.compress_in_passing`); never on an
+pass and ``Mind.close()`` (:meth:`pmm.dream.upkeep.Upkeep.compress_in_passing`); never on an
 append.
 
 The first run with at least :data:`MIN_SAMPLES` texts to compress trains a dictionary

@@ -1,5 +1,5 @@
 """Consolidation on SQLite: edges between events, session summaries appended at most once,
-and supersession markers (the SQL behind :mod:`pmm.consolidate`). Mixed into
+and supersession markers (the SQL behind :mod:`pmm.dream.consolidation`). Mixed into
 :class:`pmm.storage.sqlite.EventStore`::
 
     store.add_edges([(summary.id, turn.id, "summarizes")])
@@ -36,7 +36,7 @@ class ConsolidationData(EventLogData):
             )
         ]
 
-    # -- consolidation: session summaries, supersession (pmm/consolidate.py) -----------
+    # -- consolidation: session summaries, supersession (pmm/dream/consolidation.py) -----------
 
     def summary_candidates(self, *, kinds: Iterable[str]) -> list[tuple[str, int, int]]:
         """``(session_id, digested turns, newest digested turn id)`` per session, counting

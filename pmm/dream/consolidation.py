@@ -1,7 +1,7 @@
 """Consolidation ("dream deep"): one summary node per session, kept current, and the
 recall expansion of a summary into its best turns.
 
-    from pmm.consolidate import Consolidator, expand_summary_hits
+    from pmm.dream.consolidation import Consolidator, expand_summary_hits
 
     report = Consolidator(store, settings, chat_model=None).summarize_sessions()
     report.created, report.dropped_bullets
@@ -9,7 +9,7 @@ recall expansion of a summary into its best turns.
 
 A session with at least ``session_summary_min_turns`` digested turns (after its last clear
 marker) gets a ``summary`` event whose text is cited bullets built from the digests
-(:mod:`pmm.session_summary`), ``SUMMARIZES`` edges to every covered turn, and a chained
+(:mod:`pmm.dream.session_summaries`), ``SUMMARIZES`` edges to every covered turn, and a chained
 ``summary_created`` audit event (covered ids, method, prompt version). The stable key is
 ``session:first-last:count`` of the covered turns, checked inside the write transaction, so
 dreaming twice, or in two processes at once, writes one summary. When more turns are
@@ -28,9 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pmm.errors import BackendError
-from pmm.records import NewEvent
-from pmm.session_summary import (
+from pmm.dream.session_summaries import (
     COMPRESS_PROMPT_VERSION,
     HEURISTIC_VERSION,
     SUMMARY_PROMPT_VERSION,
@@ -41,6 +39,8 @@ from pmm.session_summary import (
     render,
     word_count,
 )
+from pmm.errors import BackendError
+from pmm.records import NewEvent
 from pmm.text.words import search_terms
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class Consolidator:
     """Writes and refreshes session summaries (see the module docstring).
 
     ``chat_model`` (a LangChain chat model) enables the llm summarizer; without it the
-    bullets are built from the digests by :func:`~pmm.session_summary.heuristic_bullets`.
+    bullets are built from the digests by :func:`~pmm.dream.session_summaries.heuristic_bullets`.
     """
 
     def __init__(self, store: EventLog, settings: Settings, chat_model: Any = None) -> None:

@@ -1,6 +1,6 @@
 """Session summaries as cited bullet points, built from the turns' digests (never raw text).
 
-    from pmm.session_summary import heuristic_bullets, LLMSessionSummarizer, render
+    from pmm.dream.session_summaries import heuristic_bullets, LLMSessionSummarizer, render
 
     bullets = heuristic_bullets(turns)                 # no model: informative sentences
     result = LLMSessionSummarizer(chat_model).summarize(turns)

@@ -1,6 +1,6 @@
 """When to dream, and what dream's consolidation step runs ("learn fast, dream deep").
 
-    from pmm.dream_policy import consolidate, should_dream, summary_backlog
+    from pmm.dream.policy import consolidate, should_dream, summary_backlog
 
     should_dream(store, settings, pending_digests=3, pending_vectors=0)   # -> bool
     summaries, contradictions, vectors = consolidate(store, settings, chat, embedder)
@@ -17,13 +17,13 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from pmm.consolidate import (
+from pmm.dream.consolidation import (
     Consolidator,
     SummaryReport,
     current_summary,
     redact_derived,
 )
-from pmm.contradictions import ContradictionReport, find_contradictions
+from pmm.dream.contradictions import ContradictionReport, find_contradictions
 
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder

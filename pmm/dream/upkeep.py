@@ -4,14 +4,14 @@ and the stats an operator reads.
 
     upkeep = Upkeep(store, settings, processor, llm=None, on_superseded=contexts.forget_facts)
     upkeep.dream().digested                     # a DreamReport
-    upkeep.should_dream()                       # thresholds of pmm/dream_policy.py
+    upkeep.should_dream()                       # thresholds of pmm/dream/policy.py
     upkeep.dream_on_close(flush=worker.flush)   # a clean exit's dream (PMM_DREAM_ON_CLOSE)
     upkeep.compress_in_passing(seconds=0.2, idle=True)  # PMM_COMPRESS_AFTER without a dream
     upkeep.forget(session_id="alice", reason="user asked").erased
     upkeep.compact(older_than="30d", dry_run=True).compacted
     upkeep.stats(counter="tiktoken", worker=None)["turns"]
 
-:class:`pmm.Mind` documents each call; the logic lives in :mod:`pmm.dream_policy`,
+:class:`pmm.Mind` documents each call; the logic lives in :mod:`pmm.dream.policy`,
 :mod:`pmm.retention.erasure`, :mod:`pmm.retention.compaction` and the storage backends.
 ``settings`` may be replaced between calls.
 """
@@ -30,9 +30,9 @@ from pmm.records import DreamReport
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from pmm.consolidate import SummaryReport
-    from pmm.contradictions import ContradictionReport
-    from pmm.processing import Processor
+    from pmm.dream.consolidation import SummaryReport
+    from pmm.dream.contradictions import ContradictionReport
+    from pmm.dream.processing import Processor
     from pmm.retention.compaction import CompactionReport
     from pmm.retention.erasure import ErasureReport
     from pmm.settings import Settings
@@ -177,7 +177,7 @@ class Upkeep:
 
     def should_dream(self) -> bool:
         """Whether the turns waiting for a digest, summary or vector pass the thresholds."""
-        from pmm.dream_policy import should_dream
+        from pmm.dream.policy import should_dream
 
         embedder = self._processor.embedder
         vectors = (
@@ -191,8 +191,8 @@ class Upkeep:
         )
 
     def consolidate(self) -> tuple[SummaryReport, ContradictionReport, int]:
-        """Dream's consolidation step (pmm/dream_policy.py); a no-op with summaries off."""
-        from pmm.dream_policy import consolidate
+        """Dream's consolidation step (pmm/dream/policy.py); a no-op with summaries off."""
+        from pmm.dream.policy import consolidate
 
         with self._processor.lock:
             chat = self.chat_model() if self.settings.enable_summary else None
@@ -208,7 +208,7 @@ class Upkeep:
         summarizer is llm or auto and OPENAI_API_KEY is set; None = heuristics."""
         if self._llm is not None:
             return self._llm
-        from pmm.dream_policy import default_chat_model
+        from pmm.dream.policy import default_chat_model
 
         try:
             self._llm = default_chat_model(self.settings)

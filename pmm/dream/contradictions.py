@@ -1,6 +1,6 @@
 """Contradictions: a newer user statement that replaces an older one of the same user.
 
-    from pmm.contradictions import find_contradictions
+    from pmm.dream.contradictions import find_contradictions
 
     report = find_contradictions(store, chat_model, embedder, similarity=0.4)
     report.candidates, report.llm_calls, report.superseded

@@ -29,11 +29,11 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from pmm.digest import Digester
+    from pmm.dream.worker import BackgroundWorker
     from pmm.embed import Embedder
     from pmm.records import Event
     from pmm.settings import Settings
     from pmm.storage import EventLog
-    from pmm.worker import BackgroundWorker
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ class Processor:
         derived = settings.enable_summary or settings.enable_embeddings
         if not derived or settings.summary_mode != "background":
             return None
-        from pmm.worker import BackgroundWorker
+        from pmm.dream.worker import BackgroundWorker
 
         self.worker = BackgroundWorker(
             work, name="pmm-digest", flush_timeout=settings.flush_timeout
@@ -183,7 +183,7 @@ class Processor:
             self.worker.wake()
 
     def worker_status(self, *, revive: bool) -> dict[str, Any] | None:
-        """The background worker's :meth:`~pmm.worker.BackgroundWorker.status` (with
+        """The background worker's :meth:`~pmm.dream.worker.BackgroundWorker.status` (with
         ``revive``, a dead thread is restarted first and counted in ``restarts``); None
         without a worker."""
         if self.worker is None:

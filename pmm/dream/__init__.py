@@ -1,0 +1,1 @@
+""" "Dream deep": digesting, embedding and consolidating what was remembered, and when."""
