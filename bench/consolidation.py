@@ -137,7 +137,7 @@ def recall_overhead(events: int, queries: int, rng: random.Random) -> int:
     import statistics
 
     import pmm.dream.consolidation as consolidate
-    from pmm.recall import Recaller
+    from pmm.recall.recaller import Recaller
     from pmm.records import NewEvent
     from pmm.storage.sqlite import EventStore
 

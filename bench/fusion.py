@@ -1,6 +1,6 @@
 """Which recall keys and fusion policy to ship: per-ranker recall, k-fold
 cross-validation (by conversation) of weighted reciprocal rank fusion policies, and the
-shipped defaults measured exactly as :meth:`pmm.recall.Recaller.recall` fuses.
+shipped defaults measured exactly as :meth:`pmm.recall.recaller.Recaller.recall` fuses.
 
     python bench/fusion.py --data bench/data/chat_dataset.json \\
         --data bench/data/recall_dataset.json --cache-dir bench/results
@@ -12,7 +12,7 @@ over the raw text only), ``turn+d`` and ``digest`` (the digested copy: BM25 over
 digest, over summary + keywords alone), ``window`` at radius 1..3 with the date column
 weighted 1 or TEMPORAL_DATE_WEIGHT, and ``dense`` (MiniLM over the single turn).
 
-A fusion policy (:class:`pmm.recall.FusionPolicy`) is a set of weights, an override for
+A fusion policy (:class:`pmm.recall.recaller.FusionPolicy`) is a set of weights, an override for
 temporal questions, and a switch to dense-led weights when the top turn-BM25 hits hold
 few of the query's words; policies are searched on a grid, offline, by
 ``bench/fusion_grid.py``. Folds hold out every ``folds``-th conversation of each dataset
@@ -47,7 +47,7 @@ import numpy as np
 from pmm.embed.backfill import embed_pending
 from pmm.embed.index import VectorIndex
 from pmm.embed.sentence import SentenceEmbedder
-from pmm.recall import TEMPORAL_DATE_WEIGHT
+from pmm.recall.recaller import TEMPORAL_DATE_WEIGHT
 from pmm.records import NewEvent
 from pmm.storage.sqlite import EventStore
 from pmm.text.window_keys import is_temporal
@@ -164,7 +164,7 @@ def idf_tables(data: dict[str, Any], digests: bool) -> dict[str, dict[str, float
     """Per conversation: the inverse document frequency of every question word, from
     :meth:`EventStore.document_frequencies` of a keyword-only copy of the conversation
     (its turns' digested text when ``digests``), as the engine reads it."""
-    from pmm.fusion import inverse_document_frequencies
+    from pmm.recall.fusion import inverse_document_frequencies
     from pmm.text.words import search_terms
 
     out: dict[str, dict[str, float]] = {}
@@ -196,7 +196,7 @@ def prepare(path: Path, cache_dir: Path | None) -> list[dict[str, Any]]:
     """The rows of one dataset (rankings cached in ``cache_dir``), with the coverage of
     each question over its top turn hits, with and without digests, plain and weighted
     by inverse document frequency."""
-    from pmm.fusion import EVIDENCE_HITS, lexical_coverage
+    from pmm.recall.fusion import EVIDENCE_HITS, lexical_coverage
 
     cache = cache_dir / f"fusion-{path.stem}.pkl" if cache_dir else None
     if cache and cache.exists():
@@ -234,7 +234,7 @@ def fused(row: dict[str, Any], policy: Any, digests: bool = False) -> list[str]:
     """The row's ranking under ``policy``, fused as Recaller.recall fuses."""
     from fusion_grid import COLUMNS, column_lists, coverage_key
 
-    from pmm.recall import rrf_fuse
+    from pmm.recall.recaller import rrf_fuse
 
     coverage = row[coverage_key(policy, digests)] if policy.needs_coverage else None
     weights = policy.weights_for(temporal=row["temporal"], coverage=coverage)
@@ -270,8 +270,8 @@ def figures(rows: list[dict[str, Any]], ranked_of: Any) -> dict[str, dict[str, f
 
 def contenders() -> dict[str, tuple[Any, bool]]:
     """Name -> (ranked_of(row) or a policy, with digests) for the summary tables."""
-    from pmm.fusion import FusionPolicy
-    from pmm.recall import DEFAULT_KEYWORD_POLICY, DEFAULT_POLICY
+    from pmm.recall.fusion import FusionPolicy
+    from pmm.recall.recaller import DEFAULT_KEYWORD_POLICY, DEFAULT_POLICY
 
     single = {
         "turn BM25 (baseline)": FusionPolicy({"turn": 1.0}),
@@ -337,7 +337,7 @@ def report(rows: list[dict[str, Any]]) -> None:
 def main() -> int:
     from fusion_grid import cross_validate, hybrid_grid, keyword_grid, label, recall_table
 
-    from pmm.fusion import FusionPolicy
+    from pmm.recall.fusion import FusionPolicy
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, action="append", required=True)

@@ -5,9 +5,9 @@ ranker lists (numpy, all policies at once), and k-fold cross-validation by conve
     table = recall_table(rows, hybrid_grid())   # questions x policies, recall@10
 
 A row is one question: ``type``, ``conv``, ``dataset``, ``answers``, ``temporal``,
-``coverage`` and ``coverage_idf`` (see :func:`pmm.fusion.lexical_coverage`; ``_d``: with
+``coverage`` and ``coverage_idf`` (see :func:`pmm.recall.fusion.lexical_coverage`; ``_d``: with
 digests) and ``lists`` (each ranker's turn ids, best first). Scores are weighted
-``1 / (RRF_K + rank)`` as in :func:`pmm.recall.rrf_fuse`; ties are not broken the way it
+``1 / (RRF_K + rank)`` as in :func:`pmm.recall.recaller.rrf_fuse`; ties are not broken the way it
 breaks them, so the shipped policy's figures are recomputed exactly by ``bench/fusion.py``.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from pmm.fusion import FusionPolicy
-from pmm.recall import RRF_K
+from pmm.recall.fusion import FusionPolicy
+from pmm.recall.recaller import RRF_K
 from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS
 
 COLUMNS = ("turn", "window", "dense", "digest")

@@ -7,9 +7,9 @@ shipped hybrid policy and chosen only by k-fold cross-validation by conversation
 
 A gate is ``signal < t`` or ``signal >= t``: where it fires, the question is fused with
 one of :data:`ALTERNATIVES` (more dense weight, or dense leading) instead of
-:data:`pmm.recall.DEFAULT_POLICY`, which otherwise applies unchanged (its temporal and
+:data:`pmm.recall.recaller.DEFAULT_POLICY`, which otherwise applies unchanged (its temporal and
 idf-coverage rules included). Every figure is recall@10 of the exact fused ranking
-(:func:`fusion.fused`, as :meth:`pmm.recall.Recaller.recall` fuses), from the rankings
+(:func:`fusion.fused`, as :meth:`pmm.recall.recaller.Recaller.recall` fuses), from the rankings
 ``bench/fusion.py`` caches. Single gates and conjunctions of two are searched; the fold
 pick maximises, on the other folds, the mean over datasets of the mean recall@10 over
 kinds (as ``bench/fusion_grid.py``). ``--report`` datasets are scored, never chosen on.
@@ -47,8 +47,8 @@ import numpy as np
 from fusion import fused, prepare
 from fusion_grid import column_lists, kinds_mean
 
-from pmm.fusion import LOW_EVIDENCE_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS, FusionPolicy
-from pmm.recall import DEFAULT_POLICY, DEFAULT_WEIGHTS
+from pmm.recall.fusion import LOW_EVIDENCE_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS, FusionPolicy
+from pmm.recall.recaller import DEFAULT_POLICY, DEFAULT_WEIGHTS
 from pmm.text.words import STOPWORDS, search_terms, words
 
 Row = dict[str, Any]

@@ -5,7 +5,7 @@
 
 Prints p50/p95/p99 per call for PersistentMindMemory (summaries off, the default; with and
 without the "Relevant memories" search, with that search through SQLite FTS5 as before the
-in-memory session ranker, pmm/session_index.py, and with that ranker brought up to date at
+in-memory session ranker, pmm/recall/session_index.py, and with that ranker brought up to date at
 the next read instead of at the write, as before: the write pays for the index upkeep the
 read no longer does, and both calls are printed) and, in the same run on the same data,
 for langchain-classic's ConversationBufferMemory over langchain-community's

@@ -21,7 +21,7 @@ with and without digests in the index (the heuristic digester's summary and keyw
 
 - ``bm25``: textbook FTS5 BM25 over the raw turns, computed here (recall_offline.PlainBM25),
   the baseline;
-- each recall mode of the engine (``pmm.recall.RECALL_MODES``), by ``Recaller.recall``;
+- each recall mode of the engine (``pmm.recall.recaller.RECALL_MODES``), by ``Recaller.recall``;
 - each single ranker of the engine (``ranker:NAME``), from its own list;
 - each ``--weights`` fusion of the rankers' lists, fused offline by the engine's function;
 
@@ -71,9 +71,9 @@ from recall_offline import (  # noqa: E402
     score,
 )
 
-import pmm.recall as engine  # noqa: E402
+import pmm.recall.recaller as engine  # noqa: E402
 from pmm.embed.backfill import embed_pending  # noqa: E402
-from pmm.recall import RECALL_MODES, Recaller  # noqa: E402
+from pmm.recall.recaller import RECALL_MODES, Recaller  # noqa: E402
 from pmm.storage.sqlite import EventStore  # noqa: E402
 from pmm.text.words import words  # noqa: E402
 

@@ -13,8 +13,8 @@ b = 0.75) over the raw text of each turn, with the same tokenizer PMM's index us
 digests, no windows, no dropping of common words, no dense vectors. It runs in a private
 in-memory database, apart from PMM's store.
 
-Fusion uses the engine's own function when it takes weights (``pmm.recall.rrf_fuse(...,
-weights=...)`` or ``pmm.recall.weighted_rrf``); otherwise weighted reciprocal rank fusion
+Fusion uses the engine's own function when it takes weights (``pmm.recall.recaller.rrf_fuse(...,
+weights=...)`` or ``pmm.recall.recaller.weighted_rrf``); otherwise weighted reciprocal rank fusion
 written here, ``sum(w_r / (60 + rank_r))``, which with all weights 1 is exactly today's
 ``rrf_fuse`` (same constant, same tie-break by best single rank). ``fusion_source()``
 says which one ran.
@@ -87,7 +87,7 @@ def _local_weighted_rrf(
     rankings: Mapping[str, Sequence[int]], weights: Mapping[str, float]
 ) -> list[int]:
     """``sum(w / (60 + rank))``; ties by the best single rank, then the newer (larger) id,
-    as ``pmm.recall.rrf_fuse`` breaks them."""
+    as ``pmm.recall.recaller.rrf_fuse`` breaks them."""
     scores: dict[int, float] = {}
     best: dict[int, int] = {}
     for ranker, ids in rankings.items():
@@ -103,12 +103,12 @@ def _local_weighted_rrf(
 
 
 def _engine_fusion() -> tuple[str, Callable[..., Any] | None]:
-    import pmm.recall as engine
+    import pmm.recall.recaller as engine
 
     for name in ("weighted_rrf", "rrf_fuse"):
         fn = getattr(engine, name, None)
         if fn is not None and "weights" in inspect.signature(fn).parameters:
-            return f"pmm.recall.{name}(weights=...)", fn
+            return f"pmm.recall.recaller.{name}(weights=...)", fn
     return "weighted RRF in bench/recall_offline.py (the engine's rrf_fuse takes no weights)", None
 
 

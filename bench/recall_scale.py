@@ -34,7 +34,7 @@ import numpy as np
 
 from pmm.embed.index import VectorIndex
 from pmm.embed.sentence import SentenceEmbedder
-from pmm.recall import RECALL_MODES, Recaller
+from pmm.recall.recaller import RECALL_MODES, Recaller
 from pmm.records import NewEvent
 from pmm.storage.sqlite import EventStore
 

@@ -152,7 +152,7 @@ def compacted_recall(dataset: str, conversations: int) -> tuple[float, float, in
     turn; returns (before, after, questions, mean characters per turn)."""
     from recall import ingest, load_dataset, make_digester, resolve_data
 
-    from pmm.recall import Recaller
+    from pmm.recall.recaller import Recaller
     from pmm.storage.sqlite import EventStore
     from pmm.storage.sqlite.compaction import compact
 

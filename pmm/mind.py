@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pmm.dream.contradictions import ContradictionReport
     from pmm.dream.worker import BackgroundWorker
     from pmm.embed import Embedder
-    from pmm.recall import Recaller
+    from pmm.recall.recaller import Recaller
     from pmm.retention.compaction import CompactionReport
     from pmm.retention.erasure import ErasureReport
     from pmm.storage.sqlite.compression import CompressionReport

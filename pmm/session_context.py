@@ -34,7 +34,7 @@ from pmm.storage.watch import LogNow
 
 if TYPE_CHECKING:
     from pmm.embed import Embedder
-    from pmm.recall import Recaller
+    from pmm.recall.recaller import Recaller
     from pmm.records import Event
     from pmm.settings import Settings
     from pmm.storage import EventLog
@@ -57,7 +57,7 @@ def checked_session(session_id: str | None, default: str) -> str:
 
 def recall_weights(settings: Settings) -> dict[str, float]:
     """The ranker weights of ``PMM_RECALL_WEIGHTS``, once the recall settings are checked."""
-    from pmm.recall import parse_weights
+    from pmm.recall.recaller import parse_weights
 
     weights = parse_weights(settings.recall_weights)
     if settings.recall_window > 20:
@@ -201,7 +201,7 @@ class SessionContexts:
         """The recaller of this log, built on first use from the settings of that moment."""
         with self._lock:
             if self._recaller is None:
-                from pmm.recall import Recaller
+                from pmm.recall.recaller import Recaller
 
                 self._recaller = Recaller(
                     self.store,

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pmm.embed.backfill import embed_pending, embedding_coverage
 from pmm.embed.sentence import DEFAULT_MODEL_ID, SentenceEmbedder, packaged_model_path
 from pmm.errors import ConfigurationError, InvalidInputError
-from pmm.recall import RRF_K, Recaller, rrf_fuse
+from pmm.recall.recaller import RRF_K, Recaller, rrf_fuse
 from pmm.records import NewEvent
 from pmm.storage.sqlite import EventStore
 
@@ -187,7 +187,7 @@ def test_without_embedder_hybrid_degrades_once_and_semantic_refuses(
     store: EventStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     recaller = Recaller(store, None, weights=TURN_ONLY)
-    with caplog.at_level(logging.WARNING, logger="pmm.recall"):
+    with caplog.at_level(logging.WARNING, logger="pmm.recall.recaller"):
         first = recaller.recall("landlord rent", k=2)
         second = recaller.recall("landlord rent", k=2, mode="hybrid")
     assert ids(first) == ids(second) == [RENT, 4]
@@ -356,7 +356,7 @@ def test_keyword_recall_with_embeddings_off_never_imports_torch(tmp_path: Path) 
         f"""
         import sys
         from pmm.embed import build_embedder
-        from pmm.recall import Recaller
+        from pmm.recall.recaller import Recaller
         from pmm.settings import Settings
         from pmm.storage.sqlite import EventStore
 

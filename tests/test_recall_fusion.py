@@ -14,7 +14,7 @@ from pmm import Mind, PersistentMindMemory
 from pmm.embed.backfill import embed_pending
 from pmm.embed.sentence import SentenceEmbedder, packaged_model_path
 from pmm.errors import ConfigurationError
-from pmm.fusion import (
+from pmm.recall.fusion import (
     EVIDENCE_BLEND,
     EVIDENCE_THRESHOLD,
     LOW_EVIDENCE_WEIGHTS,
@@ -23,7 +23,7 @@ from pmm.fusion import (
     inverse_document_frequencies,
     lexical_coverage,
 )
-from pmm.recall import (
+from pmm.recall.recaller import (
     DEFAULT_KEYWORD_POLICY,
     DEFAULT_KEYWORD_WEIGHTS,
     DEFAULT_POLICY,

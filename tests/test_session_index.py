@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from pmm.recall import Recaller
+from pmm.recall.recaller import Recaller
+from pmm.recall.session_index import SessionRanker
 from pmm.records import NewEvent
-from pmm.session_index import SessionRanker
 from pmm.storage.sqlite import EventStore
 from pmm.text.stemmer import fts_tokens, stem
 from pmm.text.words import search_terms

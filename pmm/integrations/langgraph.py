@@ -47,8 +47,8 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from pmm.errors import InvalidInputError
-from pmm.fusion import rrf_fuse
 from pmm.mind import Mind
+from pmm.recall.fusion import rrf_fuse
 from pmm.records import Event, NewEvent
 
 PUT_KIND = "store_put"

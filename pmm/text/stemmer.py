@@ -1,5 +1,5 @@
 """The tokens SQLite's FTS5 indexes a text as (``porter unicode61 remove_diacritics 2``), in
-pure Python, so that a ranker outside SQLite (:mod:`pmm.session_index`) sees the same terms.
+pure Python, so that a ranker outside SQLite (:mod:`pmm.recall.session_index`) sees the same terms.
 
     >>> fts_tokens("The puppies were running in Łódź!")
     ['the', 'puppi', 'were', 'run', 'in', 'łodz']

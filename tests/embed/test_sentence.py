@@ -143,7 +143,8 @@ def test_very_long_text_is_embedded_quickly(embedder: SentenceEmbedder) -> None:
 def test_importing_the_embedding_modules_does_not_import_torch() -> None:
     code = (
         "import sys\n"
-        "import pmm.embed, pmm.embed.sentence, pmm.embed.index, pmm.embed.backfill, pmm.recall\n"
+        "import pmm.embed, pmm.embed.sentence, pmm.embed.index, pmm.embed.backfill\n"
+        "import pmm.recall.recaller\n"
         "from pmm.embed import build_embedder\n"
         "from pmm.settings import Settings\n"
         "e = build_embedder(Settings.load(env={}))\n"

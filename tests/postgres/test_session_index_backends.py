@@ -4,7 +4,7 @@ session-scoped search on which turns hold the words."""
 
 from __future__ import annotations
 
-from pmm.session_index import SessionRanker
+from pmm.recall.session_index import SessionRanker
 from pmm.storage.base import EventLog
 
 

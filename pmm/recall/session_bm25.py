@@ -1,5 +1,5 @@
 """One search key of a session's turns in memory: its documents, their postings, and
-FTS5's BM25 over them (k1 1.2, b 0.75, per-column weights). :mod:`pmm.session_index`
+FTS5's BM25 over them (k1 1.2, b 0.75, per-column weights). :mod:`pmm.recall.session_index`
 keeps one :class:`Key` per key and session up to date; this module only indexes and ranks.
 
     key = Key(TURN_WEIGHTS)  # summary, keywords, content

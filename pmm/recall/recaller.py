@@ -1,7 +1,7 @@
 """Recall: the events most relevant to a query, found through several keys, each its own
 ranker, fused by weighted reciprocal rank.
 
-    from pmm.recall import Recaller
+    from pmm.recall.recaller import Recaller
 
     recaller = Recaller(store, embedder)          # embedder=None: keyword rankers only
     for hit in recaller.recall("where do I live?", k=5, session_id="alice"):
@@ -16,12 +16,12 @@ Rankers:
 - ``digest``: BM25 over the summary and keywords alone (weight 0 by default: measured not
   to help on top of ``turn``, which already holds them).
 
-Weighted reciprocal rank fusion (:mod:`pmm.fusion`): an event's score is the sum, over the
+Weighted reciprocal rank fusion (:mod:`pmm.recall.fusion`): an event's score is the sum, over the
 rankers that list it, of ``weight / (60 + rank)``; no calibration between BM25 and cosine
 scores is needed. Modes: ``keyword`` fuses the BM25 rankers, ``semantic`` is ``dense``
 alone, ``hybrid`` fuses all of them. The default weights (``turn=0.25, window=1.5,
 dense=0.1``, chosen by cross-validation: ``python bench/fusion.py``) adapt to the query
-(:class:`~pmm.fusion.FusionPolicy`): a temporal question weighs the turn key over the
+(:class:`~pmm.recall.fusion.FusionPolicy`): a temporal question weighs the turn key over the
 window, and when the best turn hits hold little of the query's words (by inverse document
 frequency) the dense ranker leads.
 
@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from pmm.embed.backfill import DEFAULT_KINDS
 from pmm.errors import ConfigurationError, InvalidInputError
-from pmm.fusion import (
+from pmm.recall.fusion import (
     DEFAULT_KEYWORD_POLICY,
     DEFAULT_KEYWORD_WEIGHTS,
     DEFAULT_POLICY,
@@ -69,7 +69,7 @@ from pmm.text.words import search_terms, words
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder
     from pmm.embed.index import VectorIndex
-    from pmm.session_index import SessionRanker
+    from pmm.recall.session_index import SessionRanker
     from pmm.storage.base import EventLog
 
 __all__ = [
@@ -88,7 +88,7 @@ __all__ = [
     "parse_weights",
     "rrf_fuse",
 ]
-"""Fusion's weights and :func:`rrf_fuse` live in :mod:`pmm.fusion`, and are here too."""
+"""Fusion's weights and :func:`rrf_fuse` live in :mod:`pmm.recall.fusion`, and are here too."""
 
 log = logging.getLogger(__name__)
 
@@ -155,9 +155,9 @@ class Recaller:
         self._index: VectorIndex | None = None
         self.session_ranker: SessionRanker | None = None
         """Ranks one session's turns in memory for session-scoped keyword rankers (see
-        :mod:`pmm.session_index`); None: every keyword ranker asks the store."""
+        :mod:`pmm.recall.session_index`); None: every keyword ranker asks the store."""
         if session_ranker:
-            from pmm.session_index import SessionRanker
+            from pmm.recall.session_index import SessionRanker
 
             self.session_ranker = SessionRanker(store)
         self._lock = threading.Lock()

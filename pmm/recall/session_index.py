@@ -1,7 +1,7 @@
 """BM25 over one session's turns, in memory: the session-scoped keyword search of recall
 without a full-text index query.
 
-    from pmm.session_index import SessionRanker
+    from pmm.recall.session_index import SessionRanker
 
     ranker = SessionRanker(store)
     ranker.search("when is the pottery class?", session_id="alice", key="window")
@@ -11,7 +11,7 @@ Why: a session holds hundreds of turns, not 100,000, yet an FTS5 search restrict
 session still reads the whole log's postings of every query word (about 2-3 ms each for
 the turn and the window key at 100,000 events). Here each session's turns are tokenized
 once (the same tokens FTS5 indexes, :mod:`pmm.text.stemmer`) and ranked with FTS5's BM25
-formula (k1 1.2, b 0.75, the same column weights; :mod:`pmm.session_bm25`), over the same
+formula (k1 1.2, b 0.75, the same column weights; :mod:`pmm.recall.session_bm25`), over the same
 two keys, as the full-text index holds them:
 
 - ``turn``: summary (weight 2), keywords (3) and content (1) of the turn;
@@ -49,8 +49,7 @@ from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from pmm.records import Event
-from pmm.session_bm25 import (
+from pmm.recall.session_bm25 import (
     TURN_WEIGHTS,
     WINDOW_WEIGHTS,
     Column,
@@ -58,6 +57,7 @@ from pmm.session_bm25 import (
     turn_query,
     window_query,
 )
+from pmm.records import Event
 from pmm.storage.watch import LogNow, LogWatch
 from pmm.text.stemmer import fts_tokens, stems_and_counts
 from pmm.text.window_keys import (

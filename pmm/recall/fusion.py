@@ -2,7 +2,7 @@
 the policy that picks one query's weights from two things the query shows - temporal
 words, and how much lexical evidence the keyword rankers found.
 
-    from pmm.fusion import FusionPolicy, lexical_coverage, rrf_fuse
+    from pmm.recall.fusion import FusionPolicy, lexical_coverage, rrf_fuse
 
     policy = FusionPolicy({"turn": 0.25, "window": 1.5, "dense": 0.1},
                           temporal=TEMPORAL_KEYWORD_WEIGHTS,

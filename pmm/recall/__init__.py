@@ -1,0 +1,1 @@
+"""Recall: the rankers (keys), their fusion, and the in-memory index of one session."""
