@@ -255,7 +255,7 @@ def bench_prompt_tokens(turns: int) -> list[str]:
     from langchain_classic.memory import ConversationBufferMemory
 
     from pmm import PersistentMindMemory
-    from pmm.tokens import get_token_counter
+    from pmm.context.tokens import get_token_counter
 
     count = get_token_counter().count
     texts, _ = realistic_turns(turns * 3 // 2, seed=5)

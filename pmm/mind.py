@@ -20,26 +20,26 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pmm.dream.processing import Processor
-from pmm.dream.upkeep import Upkeep
-from pmm.events.turns import CLEAR_KIND, TURN_KINDS, kind_for_role
-from pmm.records import DreamReport, Event, Hit, NewEvent, VerifyReport
-from pmm.session_context import (
+from pmm.context.sessions import (
     SessionContexts,
     checked_session,
     default_recall_mode,
     recall_weights,
 )
+from pmm.context.tokens import TokenCounter, get_token_counter
+from pmm.dream.processing import Processor
+from pmm.dream.upkeep import Upkeep
+from pmm.events.turns import CLEAR_KIND, TURN_KINDS, kind_for_role
+from pmm.records import DreamReport, Event, Hit, NewEvent, VerifyReport
 from pmm.settings import Settings
 from pmm.storage import EventLog, open_store
-from pmm.tokens import TokenCounter, get_token_counter
 
 if TYPE_CHECKING:
     from datetime import timedelta
 
     from langchain_core.language_models import BaseChatModel
 
-    from pmm.context import Context
+    from pmm.context.assembly import Context
     from pmm.digest import Digester
     from pmm.dream.consolidation import SummaryReport
     from pmm.dream.contradictions import ContradictionReport

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, get_buffer_string
 
-from pmm.context import MESSAGE_OVERHEAD, Turn, assemble
-from pmm.tokens import get_token_counter
+from pmm.context.assembly import MESSAGE_OVERHEAD, Turn, assemble
+from pmm.context.tokens import get_token_counter
 
 COUNTER = get_token_counter()
 

@@ -1,4 +1,4 @@
-"""pmm.recent_turns: the recent window kept between context calls (summaries off) equals
+"""pmm.context.recent_turns: the recent window kept between context calls (summaries off) equals
 the window read afresh from the log, through appends, clear markers, redactions,
 compactions and appends by another connection, at any budget."""
 

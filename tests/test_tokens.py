@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from pmm.tokens import estimate_tokens, get_token_counter
+from pmm.context.tokens import estimate_tokens, get_token_counter
 
 
 def test_offline_tiktoken_is_used_and_exact() -> None:

@@ -169,8 +169,8 @@ def _has_current_vectors(path: str, settings: Settings) -> bool:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from pmm.context.tokens import get_token_counter
     from pmm.digest.select import backend_status, chain_names
-    from pmm.tokens import get_token_counter
 
     settings = _settings(args)
     backends = [asdict(status) for status in backend_status(settings)]

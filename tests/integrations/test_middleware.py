@@ -291,7 +291,7 @@ def test_no_deprecation_warnings_on_the_v1_path(db: str) -> None:
 def test_the_stored_session_summary_stands_in_for_turns_that_no_longer_fit(db: str) -> None:
     """Consolidation's rolling summary reaches the agent: when the thread's older turns do
     not fit the budget, the injected context carries the session summary's bullets."""
-    from pmm.context import SUMMARY_HEADER
+    from pmm.context.assembly import SUMMARY_HEADER
 
     mind = Mind(db, enable_summary=True, summary_mode="deferred", summarizer="heuristic")
     for n in range(8):

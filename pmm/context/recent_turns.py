@@ -27,14 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pmm.context import Turn
+from pmm.context.assembly import Turn
 from pmm.events.turns import CLEAR_KIND, TURN_KINDS, turn_role
 from pmm.storage.watch import LogNow, LogWatch
 
 if TYPE_CHECKING:
+    from pmm.context.tokens import TokenCounter
     from pmm.records import Event, TurnRow
     from pmm.storage import EventLog
-    from pmm.tokens import TokenCounter
 
 PAGE = 64
 """Turns read per query when the kept ones do not fill the budget."""

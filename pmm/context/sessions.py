@@ -1,6 +1,6 @@
 """The context of a session as :meth:`pmm.Mind.context` assembles it: what is read from the
 log (clear marker, key facts, the newest turns that fit, topics, relevant memories, the
-stored session summary) before :func:`pmm.context.assemble` fits it into the budget.
+stored session summary) before :func:`pmm.context.assembly.assemble` fits it into the budget.
 
     weights = recall_weights(settings)              # checks the recall settings
     contexts = SessionContexts(store, settings, counter, weights=weights, embedder=get_embedder)
@@ -24,21 +24,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pmm.context import Context, Turn, assemble
+from pmm.context.assembly import Context, Turn, assemble
+from pmm.context.recent_turns import RecentTurns
 from pmm.errors import ConfigurationError, InvalidInputError
 from pmm.events.roles import without_speaker
 from pmm.events.turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
 from pmm.facts import FactBook
-from pmm.recent_turns import RecentTurns
 from pmm.storage.watch import LogNow
 
 if TYPE_CHECKING:
+    from pmm.context.tokens import TokenCounter
     from pmm.embed import Embedder
     from pmm.recall.recaller import Recaller
     from pmm.records import Event
     from pmm.settings import Settings
     from pmm.storage import EventLog
-    from pmm.tokens import TokenCounter
 
 
 def checked_session(session_id: str | None, default: str) -> str:
@@ -82,7 +82,7 @@ class _SessionState:
 
 
 class SessionContexts:
-    """Builds the :class:`~pmm.context.Context` of any session of one log, and holds the
+    """Builds the :class:`~pmm.context.assembly.Context` of any session of one log, and holds the
     recaller it shares with :meth:`pmm.Mind.recall` (``weights`` from
     :func:`recall_weights`; ``embedder`` is called when the recaller is built)."""
 
@@ -237,7 +237,7 @@ class SessionContexts:
     ) -> tuple[list[Turn], bool]:
         """Newest turns first until they would fill ``budget``; the flag says whether the
         window holds every turn since the clear marker. With summaries off the turns shown
-        last time are kept (:mod:`pmm.recent_turns`); with summaries on, digests written
+        last time are kept (:mod:`pmm.context.recent_turns`); with summaries on, digests written
         since would change them: read afresh (:meth:`_read_window`)."""
         if self.settings.enable_summary:
             return self._read_window(session, clear_after, budget)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pmm.tokens import TokenCounter
+from pmm.context.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
