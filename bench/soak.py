@@ -76,7 +76,7 @@ def _thread_loop(
 
 def _process(db: str, index: int, threads: int, dream_every: int, sync: tuple, queue) -> None:
     from pmm import Mind
-    from pmm.memory import PersistentMindMemory  # imported before the clock starts
+    from pmm.integrations.memory import PersistentMindMemory  # imported before the clock starts
 
     mind = Mind(
         db,

@@ -34,19 +34,19 @@ __all__ = [
 
 _LAZY = {
     "Mind": "pmm.mind",
-    "PersistentMindMemory": "pmm.memory",
-    "PMMChatMessageHistory": "pmm.chat_history",
-    "PMMRetriever": "pmm.retriever",
+    "PersistentMindMemory": "pmm.integrations.memory",
+    "PMMChatMessageHistory": "pmm.integrations.chat_history",
+    "PMMRetriever": "pmm.integrations.retriever",
     "PMMMiddleware": "pmm.integrations",
     "PMMStore": "pmm.integrations",
 }
 
 if TYPE_CHECKING:
-    from pmm.chat_history import PMMChatMessageHistory
     from pmm.integrations import PMMMiddleware, PMMStore
-    from pmm.memory import PersistentMindMemory
+    from pmm.integrations.chat_history import PMMChatMessageHistory
+    from pmm.integrations.memory import PersistentMindMemory
+    from pmm.integrations.retriever import PMMRetriever
     from pmm.mind import Mind
-    from pmm.retriever import PMMRetriever
 
 
 def __getattr__(name: str) -> Any:

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from pmm import Mind
-from pmm.chat_history import PMMChatMessageHistory
 from pmm.errors import PMMError
-from pmm.memory import PersistentMindMemory
+from pmm.integrations.chat_history import PMMChatMessageHistory
+from pmm.integrations.memory import PersistentMindMemory
 
 FUZZ = settings(
     max_examples=75,

@@ -23,7 +23,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from pmm.events.turns import TURN_KINDS, turn_role
-from pmm.messages import message_role, to_message
+from pmm.integrations.messages import message_role, to_message
 from pmm.mind import Mind
 from pmm.records import NewEvent
 

@@ -32,7 +32,7 @@ from langchain_classic.memory.utils import get_prompt_input_key
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from pmm.errors import InvalidInputError
-from pmm.messages import message_text
+from pmm.integrations.messages import message_text
 from pmm.mind import Mind
 from pmm.settings import gather_setting_keywords
 
