@@ -1,5 +1,5 @@
-"""``python chat.py``: the PMM chat REPL from a checkout (see pmm/repl.py)."""
+"""``python chat.py``: the PMM chat REPL from a checkout (see pmm/chat/repl.py)."""
 
-from pmm.repl import main
+from pmm.chat.repl import main
 
 raise SystemExit(main())

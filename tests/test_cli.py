@@ -568,7 +568,7 @@ def test_bad_db_paths_exit_2_like_pmm_chat(
 ) -> None:
     import sqlite3
 
-    from pmm.repl import main as chat_main
+    from pmm.chat.repl import main as chat_main
 
     folder = tmp_path / "afolder"
     folder.mkdir()

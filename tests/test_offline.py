@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import logging
 
-from pmm.offline import is_question, relevant_facts
-from pmm.repl import PROMPT, PromptAwareHandler
+from pmm.chat.offline import is_question, relevant_facts
+from pmm.chat.repl import PROMPT, PromptAwareHandler
 
 FACTS = ["Name: Zed", "Lives in: Oslo", "From: Faro", "Works as: teacher", "Likes: sailing"]
 

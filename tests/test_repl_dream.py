@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pmm import Mind
-from pmm.offline import OfflineResponder
-from pmm.repl import Chat
+from pmm.chat.offline import OfflineResponder
+from pmm.chat.repl import Chat
 
 LONG = (
     "I finally booked the Azores trip for June with my sister Joana; we land in Ponta "

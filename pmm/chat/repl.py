@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from pmm.chat.offline import OfflineResponder
 from pmm.errors import MissingDependencyError, PMMError
-from pmm.offline import OfflineResponder
 from pmm.records import NewEvent
 from pmm.settings import Settings
 from pmm.text.words import found_by, snippet

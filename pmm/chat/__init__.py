@@ -1,0 +1,1 @@
+"""``pmm-chat``: the interactive REPL and its offline responder."""
