@@ -1,4 +1,4 @@
-"""``python pmm_cli.py COMMAND``: the ``pmm`` admin command from a checkout (see pmm/cli.py)."""
+"""``python pmm_cli.py COMMAND``: the ``pmm`` admin command from a checkout (see pmm/cli/)."""
 
 from pmm.cli import main
 

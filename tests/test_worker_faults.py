@@ -85,10 +85,10 @@ def test_dead_thread_is_reported_and_restarted(tmp_path: Path, caplog):
 
 
 def test_pmm_stats_shows_the_worker_line(tmp_path: Path):
-    from pmm.cli import _worker_lines
+    from pmm.cli.log import worker_lines
 
-    assert _worker_lines(None) == []
-    [line] = _worker_lines(
+    assert worker_lines(None) == []
+    [line] = worker_lines(
         {"alive": False, "stopped": False, "failures": 2, "restarts": 0, "last_error": "E: x"}
     )
     assert line == "background worker: DEAD, 2 failed rounds, 0 restarts; last error: E: x"

@@ -18,7 +18,6 @@ folder, another application's SQLite file, a file that is not SQLite), or a miss
 """
 
 from pmm.cli.entry import main
-from pmm.cli.log import _worker_lines
 from pmm.cli.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, exit_code_of
 from pmm.cli.parser import EPILOG, build_parser
 
@@ -27,7 +26,6 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
-    "_worker_lines",
     "build_parser",
     "exit_code_of",
     "main",

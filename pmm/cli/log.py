@@ -124,7 +124,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         "",
         _digest_line(stats, turns, pending),
     ]
-    lines += _worker_lines(stats.get("worker"))
+    lines += worker_lines(stats.get("worker"))
     methods = {k: v for k, v in stats["by_digest_method"].items() if k != "None"}
     if methods:
         lines.append("  by method: " + ", ".join(f"{k} {v:,}" for k, v in methods.items()))
@@ -161,7 +161,7 @@ def _digest_line(stats: dict[str, Any], turns: int, pending: int) -> str:
     )
 
 
-def _worker_lines(worker: dict[str, Any] | None) -> list[str]:
+def worker_lines(worker: dict[str, Any] | None) -> list[str]:
     """``pmm stats`` lines on the background worker: failures are never silent."""
     if not worker:
         return []
