@@ -8,4 +8,5 @@ export TOKENIZERS_PARALLELISM=false
 ruff check .
 ruff format --check .
 mypy
+lint-imports
 python -m pytest "$@"

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from pmm.errors import InvalidInputError
+from pmm.events.hashing import normalize_ts
 from pmm.records import NewEvent
 from pmm.storage.sqlite import EventStore, schema
-from pmm.text.window_keys import WindowRow, date_words, normalize_ts, reached_turns, window_texts
+from pmm.text.window_keys import WindowRow, date_words, reached_turns, window_texts
 
 
 def window_hits(store: EventStore, query: str, **kw: object) -> list[int]:

@@ -28,10 +28,10 @@ from pmm.events.hashing import (
     canonical_json,
     chain_payload,
     legacy_hash,
+    normalize_ts,
     sha256_hex,
 )
 from pmm.records import Event, NewEvent, VerifyReport
-from pmm.text.window_keys import normalize_ts
 
 
 class CheckedEvent(NamedTuple):

@@ -20,6 +20,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from pmm.errors import InvalidInputError
+
 HASH_VERSION = 1
 LEGACY_HASH_VERSION = 0
 
@@ -32,6 +34,31 @@ _quote = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False) 
 def utc_now() -> str:
     """A row's ``ts``: the current UTC time, ISO-8601 with microseconds and a ``Z``."""
     return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"  # drop "+00:00"
+
+
+def normalize_ts(value: object) -> str:
+    """A caller's conversation time (``datetime`` or ISO-8601 string) as a row's ``ts``:
+    UTC, microseconds, ``Z``. A naive time is taken as UTC.
+
+    >>> normalize_ts("2024-01-14T10:00:00+02:00")
+    '2024-01-14T08:00:00.000000Z'
+    """
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInputError(
+                f"ts must be an ISO-8601 time like '2024-01-14T18:30:00Z', got {value!r}"
+            ) from None
+    elif isinstance(value, datetime):
+        when = value
+    else:
+        raise InvalidInputError(
+            f"ts must be a datetime or an ISO-8601 string, got {type(value).__name__}"
+        )
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def canonical_json(value: Any) -> str:

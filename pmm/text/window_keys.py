@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Iterable, Sequence
-from datetime import UTC, date, datetime
+from datetime import date
 from functools import lru_cache
 from typing import NamedTuple
 
-from pmm.errors import InvalidInputError
 from pmm.text.stemmer import folded, fts_tokens, query_tokens, term_counts
 from pmm.text.words import STOPWORDS
 
@@ -131,31 +130,6 @@ class WindowRow(NamedTuple):
     id: int
     kind: str
     text: str | None
-
-
-def normalize_ts(value: object) -> str:
-    """A caller's conversation time (``datetime`` or ISO-8601 string) as a row's ``ts``:
-    UTC, microseconds, ``Z``. A naive time is taken as UTC.
-
-    >>> normalize_ts("2024-01-14T10:00:00+02:00")
-    '2024-01-14T08:00:00.000000Z'
-    """
-    if isinstance(value, str):
-        try:
-            when = datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise InvalidInputError(
-                f"ts must be an ISO-8601 time like '2024-01-14T18:30:00Z', got {value!r}"
-            ) from None
-    elif isinstance(value, datetime):
-        when = value
-    else:
-        raise InvalidInputError(
-            f"ts must be a datetime or an ISO-8601 string, got {type(value).__name__}"
-        )
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
