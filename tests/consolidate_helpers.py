@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from pmm import Mind
+from pmm.dream.consolidation import SUMMARY_KIND
 
 
 def dream_worker(path: str, barrier: Any, results: Any) -> None:
@@ -19,3 +23,35 @@ def dream_worker(path: str, barrier: Any, results: Any) -> None:
         barrier.wait(timeout=60)
         report = mind.dream()
         results.put(report.summaries)
+
+
+TURNS = [
+    ("Hi, I'm Maya. I work nights as a nurse at Leeds General.", "Nice to meet you, Maya."),
+    ("I signed up for the Leeds Half Marathon in May.", "Great, let's build a plan."),
+    ("My longest run was 8 km last Sunday.", "Add about 1 km a week."),
+    ("My shifts are four nights on, three off.", "Long runs go on your second day off."),
+    ("I prefer running by the canal, it's flat.", "The canal path is ideal for easy runs."),
+]
+
+
+def deferred_mind(path: Path, **kw: Any) -> Mind:
+    options: dict[str, Any] = {
+        "enable_summary": True,
+        "summarizer": "heuristic",
+        "summary_mode": "deferred",
+        "dream_on_close": False,
+    }
+    options.update(kw)
+    return Mind(str(path), **options)
+
+
+def fill(mind: Mind, turns: list[tuple[str, str]] = TURNS, session: str = "maya") -> list[int]:
+    ids: list[int] = []
+    for user, ai in turns:
+        a, b = mind.remember_turn(user, ai, session_id=session)
+        ids += [a.id, b.id]
+    return ids
+
+
+def summaries(mind: Mind, session: str = "maya") -> list[Any]:
+    return mind.store.events(session_id=session, kinds=(SUMMARY_KIND,))

@@ -1,6 +1,6 @@
 """Precision and recall of :func:`pmm.facts.extract_facts` against labelled sentences.
 
-    cases = load_cases("tests/data/facts_cases.jsonl")
+    cases = load_cases("tests/facts/data/facts_cases.jsonl")
     report = evaluate(cases, nlp=False)
     report.overall.precision, report.by_slot["name"].recall
 

@@ -22,7 +22,7 @@ two keys, as the full-text index holds them:
 
 One difference, by design: document frequencies and lengths are the session's, not the
 whole log's (an FTS5 search within a session uses the whole table's), and the query words
-are the session's rarest. ``tests/test_session_index.py`` checks that the top ten agree
+are the session's rarest. ``tests/recall/test_session_index.py`` checks that the top ten agree
 with the FTS5 path on real chats.
 
 It reads the log only through :class:`~pmm.storage.base.EventLog` (no SQL) and keeps in

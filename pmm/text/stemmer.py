@@ -7,7 +7,7 @@ pure Python, so that a ranker outside SQLite (:mod:`pmm.recall.session_index`) s
 unicode61 splits on every character that is not a letter or a digit, lower-cases, and
 (``remove_diacritics 2``) strips accents; the porter tokenizer then stems each token of 3
 to 64 characters by Martin Porter's algorithm (the version SQLite ships: ``bli -> ble``,
-``logi -> log``). ``tests/test_session_index.py`` checks the result against FTS5 itself.
+``logi -> log``). ``tests/recall/test_session_index.py`` checks the result against FTS5 itself.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import unicodedata
 from functools import lru_cache
 
 # Letters and digits, less the 21 that Python calls letters and FTS5's unicode61 splits on
-# (New Tai Lue vowel signs, two Vedic signs): tests/test_lean_fts.py checks every one.
+# (New Tai Lue vowel signs, two Vedic signs): tests/storage/sqlite/test_lean_fts.py checks
+# every one.
 _TOKEN = re.compile(r"[^\W_\u19b0-\u19c0\u19c8\u19c9\u1cf2\u1cf3]+")
 _VOWELS = frozenset("aeiou")
 

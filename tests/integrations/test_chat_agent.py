@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fake_openai import FakeOpenAI
-from test_repl import PROMPT, ZED, Chat, chat_requests, turns
+from repl_helpers import PROMPT, ZED, Chat, chat_requests, turns
 
 from pmm.integrations.agents import CONTEXT_HEADER
 
