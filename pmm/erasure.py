@@ -89,25 +89,28 @@ def forget(
     *,
     event_ids: Iterable[int] | None = None,
     session_id: str | None = None,
+    session_ids: Iterable[str] | None = None,
     match: str | None = None,
     reason: str,
     require_text: bool = False,
 ) -> ErasureReport:
-    """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
-    case-insensitive substring of their text, summary or keywords; the union of all
-    given), record it as chained ``redaction`` events, and scrub the file.
+    """Erase the events picked by ``event_ids``, ``session_id``, ``session_ids`` (every
+    event of each of these sessions: all the threads of a user in one request) and/or
+    ``match`` (a case-insensitive substring of their text, summary or keywords; the union
+    of all given), record it as chained ``redaction`` events, and scrub the file once,
+    however many sessions the request names.
 
     Raises :class:`InvalidInputError` for a missing reason or selector, a protected or
     legacy event among ``event_ids``; :class:`EventNotFoundError` when an id does not exist
     or nothing matched. ``require_text`` refuses events whose text is already gone (the
     behaviour of ``redact``). Nothing is written when it raises.
     """
-    ids = checked_request(event_ids, session_id, match, reason)
+    ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
     before = file_bytes(store.path)
     from .storage.sqlite.erasure import erase
 
     targets, derived, skipped, markers, truncated = erase(
-        store, ids, session_id, match, reason, require_text
+        store, ids, sessions, match, reason, require_text
     )
     report = ErasureReport(
         erased=sorted(targets | derived),
@@ -143,20 +146,28 @@ def file_bytes(path: str) -> int:
 
 
 def checked_request(
-    event_ids: Iterable[int] | None, session_id: str | None, match: str | None, reason: str
-) -> set[int]:
-    """The ids of a :func:`forget` request once its arguments are checked (every backend
-    runs these checks); raises :class:`InvalidInputError` for a bad one."""
+    event_ids: Iterable[int] | None,
+    session_id: str | None,
+    match: str | None,
+    reason: str,
+    session_ids: Iterable[str] | None = None,
+) -> tuple[set[int], list[str]]:
+    """The ids and sessions (``session_id`` and ``session_ids`` together, in order, each
+    once) of a :func:`forget` request once its arguments are checked (every backend runs
+    these checks); raises :class:`InvalidInputError` for a bad one."""
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInputError("forget() needs a reason, e.g. reason='user asked'")
     ids = _checked_ids(event_ids)
     if session_id is not None and (not isinstance(session_id, str) or not session_id):
         raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
+    sessions = _checked_sessions(session_ids)
+    if session_id is not None and session_id not in sessions:
+        sessions.insert(0, session_id)
     if match is not None and (not isinstance(match, str) or not match.strip()):
         raise InvalidInputError(f"match must be a non-empty text, got {match!r}")
-    if not ids and session_id is None and match is None:
-        raise InvalidInputError("forget() needs event_ids, session_id or match")
-    return ids
+    if not ids and not sessions and match is None and session_ids is None:
+        raise InvalidInputError("forget() needs event_ids, session_id(s) or match")
+    return ids, sessions
 
 
 def check_picked(
@@ -181,12 +192,13 @@ def check_picked(
             raise EventNotFoundError(f"no event with id {empty[0]} holding text to redact")
 
 
-def check_targets(targets: set[int], session_id: str | None, match: str | None) -> None:
+def check_targets(targets: set[int], sessions: list[str], match: str | None) -> None:
     """Raise :class:`EventNotFoundError` when a :func:`forget` request picked nothing."""
     if not targets:
+        named = ", ".join(repr(s) for s in sessions[:5]) + (", ..." if len(sessions) > 5 else "")
         raise EventNotFoundError(
             "nothing to forget: no event matched"
-            + (f" session {session_id!r}" if session_id is not None else "")
+            + (f" session{'s' if len(sessions) > 1 else ''} {named}" if sessions else "")
             + (" the given text" if match is not None else "")
         )
 
@@ -224,6 +236,23 @@ def redaction_entries(sessions: dict[str | None, list[int]], reason: str) -> lis
 
 
 # -- internals -------------------------------------------------------------------------
+
+
+def _checked_sessions(session_ids: Iterable[str] | None) -> list[str]:
+    if session_ids is None:
+        return []
+    if isinstance(session_ids, (str, bytes)) or not isinstance(
+        session_ids, (list, tuple, set, frozenset)
+    ):
+        raise InvalidInputError(
+            f"session_ids must be a list of session ids, got {type(session_ids).__name__}"
+        )
+    sessions: dict[str, None] = {}
+    for value in session_ids:
+        if not isinstance(value, str) or not value:
+            raise InvalidInputError(f"session ids are non-empty strings, got {value!r}")
+        sessions[value] = None
+    return list(sessions)
 
 
 def _checked_ids(event_ids: Iterable[int] | None) -> set[int]:

@@ -345,21 +345,28 @@ class Mind:
         *,
         event_ids: Sequence[int] | None = None,
         session_id: str | None = None,
+        session_ids: Sequence[str] | None = None,
         match: str | None = None,
         reason: str,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file (see
-        :mod:`pmm.erasure`): by id, a whole session, and/or every event whose text,
+        :mod:`pmm.erasure`): by id, a whole session, several sessions (``session_ids``:
+        one request, one scrub of the file however many), and/or every event whose text,
         summary or keywords hold ``match`` (case-insensitive)::
 
             report = mind.forget(session_id="alice", reason="user asked")
             report.erased, [m.id for m in report.markers]
+            mind.forget(session_ids=["alice/t1", "alice/t2"], reason="account deleted")
 
         Digesting and embedding wait while it runs, so no digest or vector of the erased
         text is written back afterwards; the context and recall drop the events at once.
         """
         return self._upkeep.forget(
-            event_ids=event_ids, session_id=session_id, match=match, reason=reason
+            event_ids=event_ids,
+            session_id=session_id,
+            session_ids=session_ids,
+            match=match,
+            reason=reason,
         )
 
     def compress(

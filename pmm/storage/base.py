@@ -55,6 +55,7 @@ class EventLog(Protocol):
         *,
         event_ids: Iterable[int] | None = None,
         session_id: str | None = None,
+        session_ids: Iterable[str] | None = None,
         match: str | None = None,
         reason: str,
     ) -> ErasureReport: ...

@@ -182,15 +182,24 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
         *,
         event_ids: Iterable[int] | None = None,
         session_id: str | None = None,
+        session_ids: Iterable[str] | None = None,
         match: str | None = None,
         reason: str,
     ) -> ErasureReport:
-        """Erase events (by id, session and/or a case-insensitive ``match``) so that their
-        text leaves the tables' data files, recorded as chained ``redaction`` events; see
+        """Erase events (by id, session(s) and/or a case-insensitive ``match``) so that
+        their text leaves the tables' data files, recorded as chained ``redaction`` events;
+        one table rewrite per request however many sessions; see
         :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps)."""
         from .erasure import forget
 
-        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
+        return forget(
+            self,
+            event_ids=event_ids,
+            session_id=session_id,
+            session_ids=session_ids,
+            match=match,
+            reason=reason,
+        )
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False

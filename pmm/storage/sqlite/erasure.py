@@ -40,13 +40,13 @@ _CHUNK = 500
 def erase(
     store: EventStore,
     ids: set[int],
-    session_id: str | None,
+    sessions: list[str],
     match: str | None,
     reason: str,
     require_text: bool,
 ) -> tuple[set[int], set[int], list[int], list[Event], bool]:
-    """Erase what ``ids``, ``session_id`` and ``match`` pick (arguments already checked) and
-    scrub the file: ``(targets, derived summaries, skipped ids, redaction events,
+    """Erase what ``ids``, ``sessions`` and ``match`` pick (arguments already checked) and
+    scrub the file once: ``(targets, derived summaries, skipped ids, redaction events,
     whether the -wal file was emptied)``. Nothing is written when it raises."""
     with store._lock:
         conn = store._conn
@@ -54,9 +54,8 @@ def erase(
         conn.execute("PRAGMA secure_delete = ON")
         try:
             with store._write() as wconn:
-                targets, derived, skipped = _select(wconn, ids, session_id, match, require_text)
+                targets, derived, skipped = _select(wconn, ids, sessions, match, require_text)
                 markers = _erase(store, wconn, targets, derived, reason)
-                store.rebuild_search_indexes(wconn)
             truncated = scrub(store)
         finally:
             conn.execute(f"PRAGMA secure_delete = {int(secure)}")
@@ -106,7 +105,7 @@ def _chunks(ids: Iterable[int]) -> list[list[int]]:
 def _select(
     conn: sqlite3.Connection,
     ids: set[int],
-    session_id: str | None,
+    sessions: list[str],
     match: str | None,
     require_text: bool,
 ) -> tuple[set[int], set[int], list[int]]:
@@ -122,9 +121,9 @@ def _select(
     targets = set(ids)
     skipped: set[int] = set()
     kinds = _in(PROTECTED_KINDS)
-    if session_id is not None:
+    for session in sessions:
         for id_, kind in conn.execute(
-            "SELECT id, kind FROM events WHERE session_id = ?", (session_id,)
+            "SELECT id, kind FROM events WHERE session_id = ?", (session,)
         ):
             (skipped if kind in PROTECTED_KINDS else targets).add(id_)
     if match is not None:
@@ -137,7 +136,7 @@ def _select(
         ):
             if matches(needle, (content, summary, keywords)):
                 targets.add(id_)
-    check_targets(targets, session_id, match)
+    check_targets(targets, sessions, match)
     derived = _summaries_of(conn, targets) - targets
     check_not_legacy(_legacy(conn, targets | derived))
     return targets, derived, sorted(skipped)
@@ -177,21 +176,27 @@ def _erase(
     reason: str,
 ) -> list[Event]:
     erased = targets | derived
-    sessions: dict[str | None, list[int]] = {}
+    placed: dict[str | None, list[int]] = {}
     for chunk in _chunks(erased):
         for id_, session in conn.execute(
             f"SELECT id, session_id FROM events WHERE id IN ({_in(chunk)})", chunk
         ):
-            sessions.setdefault(session, []).append(id_)
-        marks = _in(chunk)
-        conn.execute(
-            "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
-            f" digest_method = 'redacted' WHERE id IN ({marks})",
-            chunk,
-        )
-        conn.execute(f"DELETE FROM embeddings WHERE event_id IN ({marks})", chunk)
-        conn.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", chunk * 2)
+            placed.setdefault(session, []).append(id_)
+
+    def erase_text() -> None:
+        for chunk in _chunks(erased):
+            marks = _in(chunk)
+            conn.execute(
+                "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
+                f" digest_method = 'redacted' WHERE id IN ({marks})",
+                chunk,
+            )
+            conn.execute(f"DELETE FROM embeddings WHERE event_id IN ({marks})", chunk)
+            conn.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", chunk * 2)
+
+    # Only the erased rows and the windows of their sessions are rewritten in the indexes.
+    store.erase_search_terms(conn, placed, erase_text)
     # A compression dictionary trained on erased text holds pieces of it: retrain it.
     retrain_after_erasure(store, conn, sorted(erased))
-    entries = [store._check(e) for e in redaction_entries(sessions, reason)]
+    entries = [store._check(e) for e in redaction_entries(placed, reason)]
     return store._append_locked(conn, entries)

@@ -138,14 +138,23 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         *,
         event_ids: Iterable[int] | None = None,
         session_id: str | None = None,
+        session_ids: Iterable[str] | None = None,
         match: str | None = None,
         reason: str,
     ) -> ErasureReport:
-        """Erase events so that no byte of their text stays in the file (see
+        """Erase events so that no byte of their text stays in the file, in one request
+        and one scrub however many sessions ``session_ids`` names (see
         :func:`pmm.erasure.forget`)."""
         from ...erasure import forget
 
-        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
+        return forget(
+            self,
+            event_ids=event_ids,
+            session_id=session_id,
+            session_ids=session_ids,
+            match=match,
+            reason=reason,
+        )
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
