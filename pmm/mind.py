@@ -20,9 +20,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .errors import InvalidInputError
 from .processing import Processor
 from .records import DreamReport, Event, Hit, NewEvent, VerifyReport
 from .session_context import (
+    STORE_KINDS,
     SessionContexts,
     checked_session,
     default_recall_mode,
@@ -263,6 +265,13 @@ class Mind:
         session."""
         if session_id is not None:
             session_id = self._session(session_id)
+        if kinds is not None and set([kinds] if isinstance(kinds, str) else kinds) & set(
+            STORE_KINDS
+        ):
+            raise InvalidInputError(
+                f"kinds {', '.join(STORE_KINDS)} are PMMStore's items: search them with "
+                "PMMStore.search, which keeps to a namespace"
+            )
         return self._get_recaller().recall(
             query,
             k,

@@ -193,6 +193,7 @@ def _erase(
         (ids,),
     )
     conn.execute("DELETE FROM embeddings WHERE event_id = ANY(%s)", (ids,))
+    conn.execute("DELETE FROM store_expiry WHERE event_id = ANY(%s)", (ids,))
     conn.execute("DELETE FROM edges WHERE src = ANY(%s) OR dst = ANY(%s)", (ids, ids))
     sync_windows(conn, [(r[1], int(r[0])) for r in placed], store.window_radius)
     conn.execute(BUMP)

@@ -39,7 +39,7 @@ from ..reads import EventReads
 from .connection import APPEND_LOCK, Database
 from .consolidation import ConsolidationData
 from .derived import DerivedData
-from .meta_keys import MetaKeys
+from .meta_keys import MetaKeys, StoreExpiry
 from .rows import BUMP, COLUMNS, INSERT, filters
 from .vectors import setup_vectors
 from .windows import (
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
 
-class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
+class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, EventReads):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;

@@ -192,6 +192,7 @@ def _erase(
                 chunk,
             )
             conn.execute(f"DELETE FROM embeddings WHERE event_id IN ({marks})", chunk)
+            conn.execute(f"DELETE FROM store_expiry WHERE event_id IN ({marks})", chunk)
             conn.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", chunk * 2)
 
     # Only the erased rows and the windows of their sessions are rewritten in the indexes.

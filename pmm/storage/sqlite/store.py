@@ -35,7 +35,7 @@ from ...window_keys import DEFAULT_WINDOW_RADIUS
 from . import schema
 from .connection import default_busy_timeout, open_connection
 from .consolidation import ConsolidationData
-from .meta_keys import MetaKeys
+from .meta_keys import MetaKeys, StoreExpiry
 from .readonly import open_read_only, read_only_reason, refuse_pending_migrations
 from .rows import COLUMNS
 from .search import SearchIndex
@@ -53,7 +53,7 @@ DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 """Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
 
 
-class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
+class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpiry):
     """The event log in one SQLite file (see the module docstring for an example).
 
     ``path`` may be ``":memory:"`` for a throwaway log. ``max_content_bytes`` caps one
