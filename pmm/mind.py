@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pmm.context.sessions import (
+    STORE_KINDS,
     SessionContexts,
     checked_session,
     default_recall_mode,
@@ -29,6 +30,7 @@ from pmm.context.sessions import (
 from pmm.context.tokens import TokenCounter, get_token_counter
 from pmm.dream.processing import Processor
 from pmm.dream.upkeep import Upkeep
+from pmm.errors import InvalidInputError
 from pmm.events.turns import CLEAR_KIND, TURN_KINDS, kind_for_role
 from pmm.records import DreamReport, Event, Hit, NewEvent, VerifyReport
 from pmm.settings import Settings
@@ -263,6 +265,13 @@ class Mind:
         session."""
         if session_id is not None:
             session_id = self._session(session_id)
+        if kinds is not None and set([kinds] if isinstance(kinds, str) else kinds) & set(
+            STORE_KINDS
+        ):
+            raise InvalidInputError(
+                f"kinds {', '.join(STORE_KINDS)} are PMMStore's items: search them with "
+                "PMMStore.search, which keeps to a namespace"
+            )
         return self._get_recaller().recall(
             query,
             k,
@@ -345,21 +354,28 @@ class Mind:
         *,
         event_ids: Sequence[int] | None = None,
         session_id: str | None = None,
+        session_ids: Sequence[str] | None = None,
         match: str | None = None,
         reason: str,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file (see
-        :mod:`pmm.retention.erasure`): by id, a whole session, and/or every event whose text,
+        :mod:`pmm.retention.erasure`): by id, a whole session, several sessions (``session_ids``:
+        one request, one scrub of the file however many), and/or every event whose text,
         summary or keywords hold ``match`` (case-insensitive)::
 
             report = mind.forget(session_id="alice", reason="user asked")
             report.erased, [m.id for m in report.markers]
+            mind.forget(session_ids=["alice/t1", "alice/t2"], reason="account deleted")
 
         Digesting and embedding wait while it runs, so no digest or vector of the erased
         text is written back afterwards; the context and recall drop the events at once.
         """
         return self._upkeep.forget(
-            event_ids=event_ids, session_id=session_id, match=match, reason=reason
+            event_ids=event_ids,
+            session_id=session_id,
+            session_ids=session_ids,
+            match=match,
+            reason=reason,
         )
 
     def compress(

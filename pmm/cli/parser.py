@@ -231,8 +231,8 @@ def _add_storage_commands(
         "Erase events for good: their text, digest, vectors, search terms and edges.",
         "Picks events by --event (repeatable), --session and/or --match (a case-insensitive\n"
         "substring of their text, summary or keywords). Records one chained 'redaction'\n"
-        "event per session (ids and reason only), then rebuilds the search index, vacuums\n"
-        "and empties the -wal file so that no byte of the text remains. Needs --yes.",
+        "event per session (ids and reason only), then drops them from the search indexes,\n"
+        "vacuums and empties the -wal file so that no byte of the text remains. Needs --yes.",
     )
     p.add_argument("--event", type=int, action="append", metavar="ID", help="an event id")
     p.add_argument("--session", metavar="S", help="every event of this session")

@@ -41,11 +41,30 @@ if TYPE_CHECKING:
     from pmm.storage import EventLog
 
 
+STORE_SESSION_ROOT = "lgstore"
+"""Sessions ``lgstore/<namespace>`` hold the items of :class:`pmm.integrations.PMMStore`:
+reserved, so that no other surface (remember, context, recall, history) reaches them by
+naming the session; the store's own get/search (and its TTL) decide what they show."""
+STORE_KINDS = ("store_put", "store_delete")
+"""The event kinds of PMMStore items: recall refuses to search them."""
+
+
+def is_store_session(session: str) -> bool:
+    """Whether ``session`` is one of PMMStore's namespace sessions (``lgstore/...``)."""
+    return session == STORE_SESSION_ROOT or session.startswith(STORE_SESSION_ROOT + "/")
+
+
 def checked_session(session_id: str | None, default: str) -> str:
-    """``session_id`` (None = ``default``), checked: a non-empty string UTF-8 can store."""
+    """``session_id`` (None = ``default``), checked: a non-empty string UTF-8 can store,
+    not one of PMMStore's reserved sessions."""
     session = default if session_id is None else session_id
     if not isinstance(session, str) or not session.strip():
         raise InvalidInputError(f"session_id must be a non-empty string, got {session!r}")
+    if is_store_session(session):
+        raise InvalidInputError(
+            f"session_id {session!r} is reserved: sessions under '{STORE_SESSION_ROOT}/' hold "
+            "PMMStore's items, which only PMMStore.get/search return"
+        )
     try:
         session.encode("utf-8")
     except UnicodeEncodeError:

@@ -224,13 +224,18 @@ class Upkeep:
         *,
         event_ids: Sequence[int] | None = None,
         session_id: str | None = None,
+        session_ids: Sequence[str] | None = None,
         match: str | None = None,
         reason: str,
     ) -> ErasureReport:
         """Erase events (see :meth:`pmm.Mind.forget`) while no digest or vector is written."""
         with self._processor.lock:
             return self.store.forget(
-                event_ids=event_ids, session_id=session_id, match=match, reason=reason
+                event_ids=event_ids,
+                session_id=session_id,
+                session_ids=session_ids,
+                match=match,
+                reason=reason,
             )
 
     def compress(

@@ -18,8 +18,11 @@ duplicated across steps or checkpoints.
 After the agent finishes, the run's human, AI and tool messages are appended to the log,
 each exactly once: every event carries the LangChain ``message_id`` in its meta, and ids
 already stored in the session are skipped (re-runs, streaming, interrupts and resumes).
-AI messages keep their ``tool_calls`` in meta; tool results are stored with role ``tool``,
-their ``tool_call_id`` and the id of the AI message that asked for them. What comes back
+An AI message's tool calls are stored in its text (``[called name({"arg": ...})]``, erasable
+like any text) and only their ids and names in meta (``tool_calls``), which is hashed and
+never erased: a passport number passed to a tool goes with ``forget``. Tool results are
+stored with role ``tool``, their text, and in meta their ``tool_call_id``, ``tool_name``
+and the id of the AI message that asked for them. What comes back
 into the prompt is text inside the system message, so tool-call pairing in the message list
 is never touched.
 
@@ -236,15 +239,12 @@ def _entry(message: AnyMessage, session: str, asked_by: dict[str, str]) -> NewEv
         return NewEvent("prompt", text, session, "user", meta) if text.strip() else None
     if isinstance(message, AIMessage):
         if message.tool_calls:
-            calls = [
-                {"id": c.get("id"), "name": c["name"], "args": _jsonable(c["args"])}
-                for c in message.tool_calls
+            # the arguments may hold anything the user said (a passport number): they go in
+            # the text, which forget erases, never in the hashed meta, which it cannot
+            meta["tool_calls"] = [
+                {"id": c.get("id"), "name": c["name"]} for c in message.tool_calls
             ]
-            meta["tool_calls"] = calls
-            called = ", ".join(
-                f"{c['name']}({json.dumps(c['args'], ensure_ascii=False, sort_keys=True)})"
-                for c in calls
-            )
+            called = ", ".join(_call_text(c["name"], c["args"]) for c in message.tool_calls)
             text = f"{text}\n[called {called}]".strip()
         return NewEvent("response", text, session, "assistant", meta) if text.strip() else None
     if isinstance(message, ToolMessage):
@@ -255,6 +255,11 @@ def _entry(message: AnyMessage, session: str, asked_by: dict[str, str]) -> NewEv
             text = f"[{message.name}] {text}"
         return NewEvent("response", text, session, "tool", meta)
     return None
+
+
+def _call_text(name: str, args: Any) -> str:
+    """A tool call as the event's text shows it: ``name({"arg": "value"})``."""
+    return f"{name}({json.dumps(_jsonable(args), ensure_ascii=False, sort_keys=True)})"
 
 
 def _jsonable(value: Any) -> Any:

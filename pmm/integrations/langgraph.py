@@ -17,14 +17,38 @@ when an ``index`` config gives an embedding function (``{"embed": fn, "dims": 38
 "fields": ["text"]}``: the fields' text is embedded once per put and the vector kept in the
 log's ``embeddings`` table); both are fused by reciprocal rank (``mode="hybrid"``, the default
 with an index). ``filter`` matches values (``{"type": "note"}`` or operators ``$eq``, ``$ne``,
-``$gt``, ``$gte``, ``$lt``, ``$lte``); ``limit`` and ``offset`` page the result. TTL is not
-supported (``supports_ttl`` is False).
+``$gt``, ``$gte``, ``$lt``, ``$lte``); ``limit`` and ``offset`` page the result. A search
+ranks within its namespace and the namespaces under it, whatever the rest of the log holds
+(each namespace session is searched on its own, the hits merged by score).
+
+The namespace sessions (``lgstore/...``) are reserved: ``Mind.remember/context/recall/
+history`` refuse them and ``Mind.recall`` refuses the store's kinds, so items are reached
+only through this store (``Mind.forget`` and ``pmm forget`` still erase them).
+
+TTL (LangGraph's, ``supports_ttl`` is True): ``put(..., ttl=minutes)`` or
+``PMMStore(..., ttl={"default_ttl": 60, "refresh_on_read": True,
+"sweep_interval_minutes": 5})``. An item expires ``ttl`` minutes after it was written or
+last read (reads refresh it unless ``refresh_ttl=False`` or ``refresh_on_read`` is False);
+an expired item is hidden from get, search and list_namespaces at once, and
+:meth:`PMMStore.sweep_ttl` (run every ``sweep_interval_minutes`` by a background thread,
+:meth:`PMMStore.stop_ttl_sweeper` stops it) erases it and its earlier versions with
+``forget``: no byte of its value stays in the file. The expiry time is kept outside the
+chain (``store_expiry``), so a read writes no event.
+
+    store = PMMStore("pmm.db", ttl={"default_ttl": 30, "sweep_interval_minutes": 1})
+    store.put(("sessions", "s1"), "otp", {"code": "493021"}, ttl=5)
+    store.sweep_ttl()                                    # items erased now (0 if none)
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import logging
+import math
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -43,17 +67,22 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
+from pmm.context.sessions import STORE_SESSION_ROOT
 from pmm.errors import InvalidInputError
 from pmm.mind import Mind
 from pmm.recall.fusion import rrf_fuse
 from pmm.records import Event, NewEvent
 
+log = logging.getLogger(__name__)
+
 PUT_KIND = "store_put"
 DELETE_KIND = "store_delete"
-SESSION_ROOT = "lgstore"
+SESSION_ROOT = STORE_SESSION_ROOT
+TTL_REASON = "store item expired (LangGraph TTL)"
 EMBEDDING_MODEL_PREFIX = "langgraph-store"
 SearchMode = Literal["hybrid", "keyword", "semantic"]
 
@@ -73,10 +102,12 @@ class PMMStore(BaseStore):
     """A LangGraph ``BaseStore`` whose items live in a PMM log (see the module docstring).
 
     ``index`` is LangGraph's ``IndexConfig`` (``embed``, ``dims``, ``fields``); without it
-    search is keyword-only. ``mode`` picks the rankers when an index is configured.
+    search is keyword-only. ``mode`` picks the rankers when an index is configured. ``ttl``
+    is LangGraph's ``TTLConfig`` (``default_ttl``, ``refresh_on_read``,
+    ``sweep_interval_minutes``: a background sweeper starts with the store).
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
@@ -85,8 +116,14 @@ class PMMStore(BaseStore):
         mind: Mind | None = None,
         index: IndexConfig | None = None,
         mode: SearchMode | None = None,
+        ttl: TTLConfig | None = None,
         **settings: Any,
     ) -> None:
+        self.ttl_config = _checked_ttl_config(ttl)
+        self._sweeper: threading.Thread | None = None
+        self._stop_sweeping = threading.Event()
+        self.last_sweep_error: BaseException | None = None
+        """The error of the background sweeper's last pass (None when it succeeded)."""
         self.mind = mind if mind is not None else Mind(db_path, **settings)
         self._own_mind = mind is None
         self.index_config = index
@@ -101,11 +138,104 @@ class PMMStore(BaseStore):
         if mode != "keyword" and index is None:
             raise InvalidInputError(f"mode={mode!r} needs an index config with an embed function")
         self.mode: SearchMode = mode
+        if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
+            self.start_ttl_sweeper()
 
     def close(self) -> None:
-        """Close the Mind this store opened (not one passed in)."""
+        """Stop the TTL sweeper and close the Mind this store opened (not one passed in)."""
+        self.stop_ttl_sweeper()
         if self._own_mind:
             self.mind.close()
+
+    # -- TTL ---------------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Erase every expired item (and its earlier versions) with ``forget``, in one
+        request: no byte of their values stays in the file. Returns how many expired
+        items were erased (0 when none had expired)."""
+        store = self.mind.store
+        expired = store.expired(time.time())
+        if not expired:
+            return 0
+        targets: set[int] = set()
+        items = 0
+        for event in store.get_many(expired).values():
+            if event.kind != PUT_KIND or event.session_id is None or event.content is None:
+                continue
+            items += 1
+            key = event.meta.get("key")
+            versions = store.events(session_id=event.session_id, kinds=(PUT_KIND,))
+            targets.update(
+                e.id
+                for e in versions
+                if e.id <= event.id and e.meta.get("key") == key and e.content is not None
+            )
+        if targets:
+            self.mind.forget(event_ids=sorted(targets), reason=TTL_REASON)
+        return items
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Run :meth:`sweep_ttl` every ``sweep_interval_minutes`` (default: the TTL
+        config's) in a daemon thread until :meth:`stop_ttl_sweeper` or :meth:`close`; the
+        future completes when it stops. A failed pass is logged and kept in
+        ``last_sweep_error``; the next pass runs as planned."""
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        if not interval:
+            future.set_result(None)
+            return future
+        if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
+            raise InvalidInputError(
+                f"sweep_interval_minutes must be a positive number, got {interval!r}"
+            )
+        if self._sweeper is not None and self._sweeper.is_alive():
+            future.set_result(None)
+            return future
+        self._stop_sweeping.clear()
+
+        def sweep_loop() -> None:
+            while not self._stop_sweeping.wait(float(interval) * 60):
+                try:
+                    swept = self.sweep_ttl()
+                    self.last_sweep_error = None
+                except Exception as exc:  # kept and logged; the next pass runs as planned
+                    self.last_sweep_error = exc
+                    log.exception("PMMStore TTL sweep failed")
+                    continue
+                if swept:
+                    log.info("PMMStore swept %d expired items", swept)
+            future.set_result(None)
+
+        self._sweeper = threading.Thread(target=sweep_loop, daemon=True, name="pmm-ttl-sweeper")
+        self._sweeper.start()
+        return future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the background sweeper; returns whether it stopped within ``timeout``."""
+        sweeper = self._sweeper
+        if sweeper is None or not sweeper.is_alive():
+            return True
+        self._stop_sweeping.set()
+        sweeper.join(timeout)
+        if sweeper.is_alive():
+            return False
+        self._sweeper = None
+        return True
+
+    def _visible(self, events: list[Event], refresh: bool) -> list[Event]:
+        """The items of ``events`` a read may return: not erased, not expired; their TTL
+        pushed back when ``refresh``."""
+        kept = [e for e in events if e.content is not None]
+        if not kept:
+            return kept
+        now = time.time()
+        expiry = self.mind.store.expiry(e.id for e in kept)
+        kept = [e for e in kept if expiry.get(e.id, math.inf) > now]
+        if refresh and expiry:
+            self.mind.store.refresh_expiry([e.id for e in kept if e.id in expiry], now)
+        return kept
 
     # -- BaseStore ---------------------------------------------------------------------
 
@@ -144,6 +274,8 @@ class PMMStore(BaseStore):
         latest = self._latest(op.namespace, op.key)
         if not latest or latest[0].kind != PUT_KIND:
             return None
+        if not self._visible(latest[:1], op.refresh_ttl):
+            return None
         found = _item(latest[0])
         return Item(
             value=found.value,
@@ -155,8 +287,11 @@ class PMMStore(BaseStore):
 
     def _put(self, op: PutOp) -> None:
         session = namespace_session(op.namespace)
+        ttl = _checked_ttl(op.ttl)
         previous = self._latest(op.namespace, op.key)
         live = previous[0] if previous and previous[0].kind == PUT_KIND else None
+        if live is not None and not self._visible([live], refresh=False):
+            live = None  # expired or erased: a put starts a new item
         if op.value is None:
             if live is not None:
                 self.mind.remember_many([NewEvent(DELETE_KIND, "", session, None, {"key": op.key})])
@@ -170,6 +305,8 @@ class PMMStore(BaseStore):
         }
         content = json.dumps(op.value, ensure_ascii=False, sort_keys=True, default=str)
         [event] = self.mind.remember_many([NewEvent(PUT_KIND, content, session, None, meta)])
+        if ttl is not None:
+            self.mind.store.set_expiry([(event.id, ttl, time.time() + ttl * 60)])
         if self.index_config is not None and op.index is not False:
             self._embed(event.id, op.value, op.index)
 
@@ -197,19 +334,17 @@ class PMMStore(BaseStore):
         ]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        live = self._live_under(op.namespace_prefix)
+        live = self._visible(self._live_under(op.namespace_prefix), refresh=False)
         if op.filter:
             live = [e for e in live if _matches(_value(e), op.filter)]
         if not op.query or not op.query.strip():
             live.sort(key=lambda e: e.id, reverse=True)  # newest first
-            return [_item(e, None) for e in live[op.offset : op.offset + op.limit]]
+            return self._page(live[op.offset : op.offset + op.limit], None, op.refresh_ttl)
         by_id = {e.id: e for e in live}
         rankings: dict[str, list[int]] = {}
         scores: dict[int, float] = {}
         if self.mode != "semantic":
-            depth = max(200, 10 * (op.offset + op.limit))
-            hits = self.mind.recall(op.query, depth, mode="keyword", kinds=(PUT_KIND,))
-            rankings["keyword"] = [h.event.id for h in hits if h.event.id in by_id]
+            rankings["keyword"] = self._keyword_ranking(op.query, live)
         if self.mode != "keyword":
             similarity = self._similarity(op.query, list(by_id))
             rankings["semantic"] = sorted(similarity, key=lambda i: -similarity[i])
@@ -219,7 +354,28 @@ class PMMStore(BaseStore):
         else:
             ranked = [(i, s) for i, s, _ in rrf_fuse(rankings)]
         page = ranked[op.offset : op.offset + op.limit]
-        return [_item(by_id[i], float(s)) for i, s in page]
+        return self._page([by_id[i] for i, _ in page], [float(s) for _, s in page], op.refresh_ttl)
+
+    def _page(
+        self, events: list[Event], scores: list[float] | None, refresh: bool
+    ) -> list[SearchItem]:
+        """The search result for ``events``; their TTL pushed back when ``refresh``."""
+        if refresh and events:
+            self.mind.store.refresh_expiry([e.id for e in events], time.time())
+        return [_item(e, None if scores is None else scores[n]) for n, e in enumerate(events)]
+
+    def _keyword_ranking(self, query: str, live: list[Event]) -> list[int]:
+        """The live items' ids by BM25 (best first), ranked within their namespaces only:
+        each namespace session is searched on its own, as deep as it holds puts, so that
+        no other namespace's items can push them out of the result."""
+        wanted = {e.id for e in live}
+        store = self.mind.store
+        hits: list[tuple[int, float]] = []
+        for session in sorted({e.session_id for e in live if e.session_id is not None}):
+            depth = store.count(session_id=session, kinds=(PUT_KIND,))
+            hits += store.search_text(query, limit=depth, session_id=session, kinds=(PUT_KIND,))
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        return [i for i, _ in hits if i in wanted]
 
     def _similarity(self, query: str, event_ids: list[int]) -> dict[int, float]:
         wanted = set(event_ids)
@@ -235,7 +391,11 @@ class PMMStore(BaseStore):
         return {i: float(s) for (i, _), s in zip(stored, sims, strict=True)}
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {session_namespace(e.session_id) for e in self._live_under(()) if e.session_id}
+        namespaces = {
+            session_namespace(e.session_id)
+            for e in self._visible(self._live_under(()), refresh=False)
+            if e.session_id
+        }
         if op.match_conditions:
             namespaces = {
                 ns for ns in namespaces if all(_match(c, ns) for c in op.match_conditions)
@@ -244,6 +404,36 @@ class PMMStore(BaseStore):
             namespaces = {ns[: op.max_depth] for ns in namespaces}
         ordered = sorted(namespaces)
         return ordered[op.offset : op.offset + op.limit]
+
+
+def _checked_ttl(ttl: float | None) -> float | None:
+    """A put's TTL in minutes (None: never expires); raises for anything else."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl):
+        raise InvalidInputError(f"ttl must be a number of minutes or None, got {ttl!r}")
+    if ttl <= 0:
+        raise InvalidInputError(f"ttl must be more than 0 minutes, got {ttl!r}")
+    return float(ttl)
+
+
+def _checked_ttl_config(config: TTLConfig | None) -> TTLConfig | None:
+    """LangGraph's ``TTLConfig``, checked (unknown keys and bad values raise)."""
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        raise InvalidInputError(f"ttl must be a TTLConfig dict, got {type(config).__name__}")
+    known = {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}
+    unknown = sorted(set(config) - known)
+    if unknown:
+        raise InvalidInputError(f"unknown TTLConfig keys {unknown}: use {sorted(known)}")
+    _checked_ttl(config.get("default_ttl"))
+    interval = config.get("sweep_interval_minutes")
+    if interval is not None:
+        _checked_ttl(interval)
+    if not isinstance(config.get("refresh_on_read", True), bool):
+        raise InvalidInputError("refresh_on_read must be True or False")
+    return config
 
 
 def _value(event: Event) -> dict[str, Any]:

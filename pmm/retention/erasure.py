@@ -7,6 +7,7 @@ Usage (each backend drives the policy; this module holds no SQL)::
 
     with EventStore("pmm.db") as store:
         report = forget(store, session_id="alice", reason="user asked (GDPR art. 17)")
+        forget(store, session_ids=["bob/t1", "bob/t2"], reason="account deleted")  # one scrub
         report.erased          # [1, 2, 3, ...]  ids whose text, digest, vectors, edges are gone
         report.markers         # the chained ``redaction`` events that record it (ids + reason)
         report.wal_truncated   # True: the -wal file was checkpointed and cut to 0 bytes
@@ -20,13 +21,18 @@ built from the erased text). The chained columns stay: the row's hash covers
 ``content_sha256``, not the text, so the chain keeps verifying. One ``redaction`` event per
 affected session records the ids and the reason, never the text or the ``match`` string.
 
-Then the file is scrubbed: every full-text index is rebuilt from the remaining text
-(:meth:`EventStore.rebuild_search_indexes`: FTS5 keeps deleted terms in its segments until
-a merge), ``secure_delete`` zeroes freed cells, ``VACUUM`` rewrites the file without free
-pages, and ``wal_checkpoint(TRUNCATE)`` empties the -wal file. Not erasable: ``meta`` (it is
-hashed; keep secrets out of meta and out of the ``reason``), rows of the earlier PMM
-(``hash_version`` 0, whose hash covers the text itself), and copies outside the file
-(backups, exports, ``.bak-*`` files of a legacy upgrade).
+Then the indexes and the file are scrubbed, once per request however many sessions it
+names (``session_ids``: every thread of a user): the turn index deletes the erased rows
+and the window index rewrites the windows of their sessions (nothing else is re-read), and
+both merge their segments into one (FTS5 ``optimize``: a deleted term stays in the old
+segments until they are merged); ``secure_delete`` zeroes freed cells and pages,
+``VACUUM`` rewrites the file without free pages, and ``wal_checkpoint(TRUNCATE)`` empties
+the -wal file. The VACUUM stays: SQLite's ``secure_delete`` alone leaves copies of rows
+that b-tree rebalancing moved earlier in the unallocated part of pages (measured: about
+1% of erased rows' text survived without it). Not erasable: ``meta`` (it is hashed; keep
+secrets out of meta and out of the ``reason``), rows of the earlier PMM (``hash_version``
+0, whose hash covers the text itself), and copies outside the file (backups, exports,
+``.bak-*`` files of a legacy upgrade).
 """
 
 from __future__ import annotations
@@ -93,20 +99,28 @@ def file_bytes(path: str) -> int:
 
 
 def checked_request(
-    event_ids: Iterable[int] | None, session_id: str | None, match: str | None, reason: str
-) -> set[int]:
-    """The ids of a :func:`forget` request once its arguments are checked (every backend
-    runs these checks); raises :class:`InvalidInputError` for a bad one."""
+    event_ids: Iterable[int] | None,
+    session_id: str | None,
+    match: str | None,
+    reason: str,
+    session_ids: Iterable[str] | None = None,
+) -> tuple[set[int], list[str]]:
+    """The ids and sessions (``session_id`` and ``session_ids`` together, in order, each
+    once) of a :func:`forget` request once its arguments are checked (every backend runs
+    these checks); raises :class:`InvalidInputError` for a bad one."""
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInputError("forget() needs a reason, e.g. reason='user asked'")
     ids = _checked_ids(event_ids)
     if session_id is not None and (not isinstance(session_id, str) or not session_id):
         raise InvalidInputError(f"session_id must be a non-empty string, got {session_id!r}")
+    sessions = _checked_sessions(session_ids)
+    if session_id is not None and session_id not in sessions:
+        sessions.insert(0, session_id)
     if match is not None and (not isinstance(match, str) or not match.strip()):
         raise InvalidInputError(f"match must be a non-empty text, got {match!r}")
-    if not ids and session_id is None and match is None:
-        raise InvalidInputError("forget() needs event_ids, session_id or match")
-    return ids
+    if not ids and not sessions and match is None and session_ids is None:
+        raise InvalidInputError("forget() needs event_ids, session_id(s) or match")
+    return ids, sessions
 
 
 def check_picked(
@@ -131,12 +145,13 @@ def check_picked(
             raise EventNotFoundError(f"no event with id {empty[0]} holding text to redact")
 
 
-def check_targets(targets: set[int], session_id: str | None, match: str | None) -> None:
+def check_targets(targets: set[int], sessions: list[str], match: str | None) -> None:
     """Raise :class:`EventNotFoundError` when a :func:`forget` request picked nothing."""
     if not targets:
+        named = ", ".join(repr(s) for s in sessions[:5]) + (", ..." if len(sessions) > 5 else "")
         raise EventNotFoundError(
             "nothing to forget: no event matched"
-            + (f" session {session_id!r}" if session_id is not None else "")
+            + (f" session{'s' if len(sessions) > 1 else ''} {named}" if sessions else "")
             + (" the given text" if match is not None else "")
         )
 
@@ -174,6 +189,23 @@ def redaction_entries(sessions: dict[str | None, list[int]], reason: str) -> lis
 
 
 # -- internals -------------------------------------------------------------------------
+
+
+def _checked_sessions(session_ids: Iterable[str] | None) -> list[str]:
+    if session_ids is None:
+        return []
+    if isinstance(session_ids, (str, bytes)) or not isinstance(
+        session_ids, (list, tuple, set, frozenset)
+    ):
+        raise InvalidInputError(
+            f"session_ids must be a list of session ids, got {type(session_ids).__name__}"
+        )
+    sessions: dict[str, None] = {}
+    for value in session_ids:
+        if not isinstance(value, str) or not value:
+            raise InvalidInputError(f"session ids are non-empty strings, got {value!r}")
+        sessions[value] = None
+    return list(sessions)
 
 
 def _checked_ids(event_ids: Iterable[int] | None) -> set[int]:

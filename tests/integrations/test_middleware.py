@@ -41,9 +41,8 @@ def test_tool_round_is_stored_with_roles_and_links(db: str) -> None:
     assert [e.meta["message_id"] for e in events] == [
         m.id for m in (human, call, tool_result, answer)
     ]
-    assert events[1].meta["tool_calls"] == [
-        {"id": "call_1", "name": "get_weather", "args": {"city": "Lisbon"}}
-    ]
+    assert events[1].meta["tool_calls"] == [{"id": "call_1", "name": "get_weather"}]
+    assert events[1].content == '[called get_weather({"city": "Lisbon"})]'
     assert events[2].meta["tool_call_id"] == "call_1"
     assert events[2].meta["ai_message_id"] == call.id
     assert events[2].content == "[get_weather] Sunny, 22C in Lisbon"

@@ -96,21 +96,22 @@ def forget(
     *,
     event_ids: Iterable[int] | None = None,
     session_id: str | None = None,
+    session_ids: Iterable[str] | None = None,
     match: str | None = None,
     reason: str,
     require_text: bool = False,
 ) -> ErasureReport:
-    """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
-    case-insensitive substring of their text, summary or keywords), as
-    :func:`pmm.storage.sqlite.erasure.forget` does on SQLite (``require_text``: refuse
-    events whose text is gone already, as ``redact`` does); nothing is written when it
-    raises."""
-    ids = checked_request(event_ids, session_id, match, reason)
+    """Erase the events picked by ``event_ids``, ``session_id``, ``session_ids`` and/or
+    ``match`` (a case-insensitive substring of their text, summary or keywords), with one
+    rewrite of the tables per request, as :func:`pmm.storage.sqlite.erasure.forget` does on
+    SQLite (``require_text``: refuse events whose text is gone already, as ``redact``
+    does); nothing is written when it raises."""
+    ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
     db = store._db
     before = table_bytes(db)
     with db.write() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-        targets, derived, skipped = _select(conn, ids, session_id, match, require_text)
+        targets, derived, skipped = _select(conn, ids, sessions, match, require_text)
         markers = _erase(store, conn, targets | derived, reason)
     rewrite(db)
     report = ErasureReport(
@@ -130,7 +131,7 @@ def forget(
 def _select(
     conn: psycopg.Connection[Any],
     ids: set[int],
-    session_id: str | None,
+    sessions: list[str],
     match: str | None,
     require_text: bool,
 ) -> tuple[set[int], set[int], list[int]]:
@@ -144,9 +145,9 @@ def _select(
     check_picked(rows, ids, require_text=require_text)
     targets = set(ids)
     skipped: set[int] = set()
-    if session_id is not None:
+    if sessions:
         for event_id, kind in conn.execute(
-            "SELECT id, kind FROM events WHERE session_id = %s", (session_id,)
+            "SELECT id, kind FROM events WHERE session_id = ANY(%s)", (sessions,)
         ):
             (skipped if kind in PROTECTED_KINDS else targets).add(int(event_id))
     if match is not None:
@@ -162,7 +163,7 @@ def _select(
             for event_id, *texts in cur:
                 if matches(needle, texts):
                     targets.add(int(event_id))
-    check_targets(targets, session_id, match)
+    check_targets(targets, sessions, match)
     derived = {
         int(r[0])
         for r in conn.execute(
@@ -192,6 +193,7 @@ def _erase(
         (ids,),
     )
     conn.execute("DELETE FROM embeddings WHERE event_id = ANY(%s)", (ids,))
+    conn.execute("DELETE FROM store_expiry WHERE event_id = ANY(%s)", (ids,))
     conn.execute("DELETE FROM edges WHERE src = ANY(%s) OR dst = ANY(%s)", (ids, ids))
     sync_windows(conn, [(r[1], int(r[0])) for r in placed], store.window_radius)
     conn.execute(BUMP)

@@ -66,3 +66,48 @@ class MetaKeys:
             f"SELECT {COLUMNS} FROM events WHERE id IN ({latest}) ORDER BY id", params
         )
         return [event_from_row(r) for r in rows]
+
+
+class StoreExpiry:
+    """When LangGraph store items expire (``store_expiry``, migration 0005), as SQLite's
+    :class:`pmm.storage.sqlite.meta_keys.StoreExpiry` (needs ``self._db``)."""
+
+    _db: Database
+
+    def set_expiry(self, rows: Iterable[tuple[int, float, float]]) -> None:
+        """Record ``(event_id, ttl_minutes, expires_at)`` rows (replacing earlier ones)."""
+        with self._db.write() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO store_expiry(event_id, ttl_minutes, expires_at) VALUES (%s, %s, %s)"
+                " ON CONFLICT (event_id) DO UPDATE SET ttl_minutes = excluded.ttl_minutes,"
+                " expires_at = excluded.expires_at",
+                list(rows),
+            )
+
+    def refresh_expiry(self, event_ids: Iterable[int], now: float) -> int:
+        """Set these events' expiry to ``now`` plus their TTL (those not yet expired)."""
+        ids = sorted(set(event_ids))
+        if not ids:
+            return 0
+        with self._db.write() as conn:
+            cur = conn.execute(
+                "UPDATE store_expiry SET expires_at = %s + ttl_minutes * 60"
+                " WHERE expires_at > %s AND event_id = ANY(%s)",
+                (now, now, ids),
+            )
+            return int(cur.rowcount)
+
+    def expiry(self, event_ids: Iterable[int]) -> dict[int, float]:
+        """``{event_id: expires_at}`` of those of ``event_ids`` that have a TTL."""
+        rows = self._db.read(
+            "SELECT event_id, expires_at FROM store_expiry WHERE event_id = ANY(%s)",
+            (sorted(set(event_ids)),),
+        )
+        return {int(r[0]): float(r[1]) for r in rows}
+
+    def expired(self, now: float) -> list[int]:
+        """The events whose expiry is at or before ``now``, ascending."""
+        rows = self._db.read(
+            "SELECT event_id FROM store_expiry WHERE expires_at <= %s ORDER BY event_id", (now,)
+        )
+        return [int(r[0]) for r in rows]

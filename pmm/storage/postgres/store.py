@@ -37,7 +37,7 @@ from pmm.records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.consolidation import ConsolidationData
 from pmm.storage.postgres.derived import DerivedData
-from pmm.storage.postgres.meta_keys import MetaKeys
+from pmm.storage.postgres.meta_keys import MetaKeys, StoreExpiry
 from pmm.storage.postgres.rows import BUMP, COLUMNS, INSERT, filters
 from pmm.storage.postgres.vectors import setup_vectors
 from pmm.storage.postgres.windows import (
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
 
-class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
+class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, EventReads):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;
@@ -182,15 +182,24 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
         *,
         event_ids: Iterable[int] | None = None,
         session_id: str | None = None,
+        session_ids: Iterable[str] | None = None,
         match: str | None = None,
         reason: str,
     ) -> ErasureReport:
-        """Erase events (by id, session and/or a case-insensitive ``match``) so that their
-        text leaves the tables' data files, recorded as chained ``redaction`` events; see
+        """Erase events (by id, session(s) and/or a case-insensitive ``match``) so that
+        their text leaves the tables' data files, recorded as chained ``redaction`` events;
+        one table rewrite per request however many sessions; see
         :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps)."""
         from pmm.storage.postgres.erasure import forget
 
-        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
+        return forget(
+            self,
+            event_ids=event_ids,
+            session_id=session_id,
+            session_ids=session_ids,
+            match=match,
+            reason=reason,
+        )
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False

@@ -82,3 +82,66 @@ def _meta_path(field: str) -> str:
     if not field.isidentifier():
         raise InvalidInputError(f"meta field must be a plain name, got {field!r}")
     return f"json_extract(meta, '$.{field}')"
+
+
+class StoreExpiry(SqliteBase):
+    """When LangGraph store items expire (``store_expiry``, migrations/0014): not chained,
+    so that a read can push the time back without writing an event::
+
+        store.set_expiry([(ev.id, 30.0, time.time() + 1800)])   # (event, TTL min, Unix s)
+        store.refresh_expiry([ev.id], time.time())               # now + its TTL again
+        store.expiry([ev.id])                                    # {ev.id: 1700000000.0}
+        store.expired(time.time())                               # ids past their time
+    """
+
+    def set_expiry(self, rows: Iterable[tuple[int, float, float]]) -> None:
+        """Record ``(event_id, ttl_minutes, expires_at)`` rows (replacing earlier ones)."""
+        with self._lock, self._write() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO store_expiry(event_id, ttl_minutes, expires_at)"
+                " VALUES (?, ?, ?)",
+                list(rows),
+            )
+
+    def refresh_expiry(self, event_ids: Iterable[int], now: float) -> int:
+        """Set these events' expiry to ``now`` plus their TTL (those not yet expired);
+        returns how many were refreshed."""
+        ids = sorted(set(event_ids))
+        if not ids:
+            return 0
+        with self._lock, self._write() as conn:
+            done = 0
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                done += conn.execute(
+                    "UPDATE store_expiry SET expires_at = ? + ttl_minutes * 60"
+                    f" WHERE expires_at > ? AND event_id IN ({','.join('?' * len(chunk))})",
+                    [now, now, *chunk],
+                ).rowcount
+            return done
+
+    def expiry(self, event_ids: Iterable[int]) -> dict[int, float]:
+        """``{event_id: expires_at}`` of those of ``event_ids`` that have a TTL."""
+        ids = sorted(set(event_ids))
+        found: dict[int, float] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            found.update(
+                (int(r[0]), float(r[1]))
+                for r in self._read(
+                    "SELECT event_id, expires_at FROM store_expiry"
+                    f" WHERE event_id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+            )
+        return found
+
+    def expired(self, now: float) -> list[int]:
+        """The events whose expiry is at or before ``now``, ascending."""
+        return [
+            int(r[0])
+            for r in self._read(
+                "SELECT event_id FROM store_expiry WHERE expires_at <= ? ORDER BY event_id",
+                (now,),
+            )
+        ]

@@ -10,18 +10,32 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pmm.errors import InvalidInputError
 from pmm.storage.sqlite.connection import SqliteBase, translate
 from pmm.storage.sqlite.rows import filters
-from pmm.storage.sqlite.windows import sync_windows, windows_pending
+from pmm.storage.sqlite.windows import (
+    replace_windows,
+    session_windows,
+    sync_windows,
+    windows_pending,
+)
 from pmm.storage.terms import QueryTerms, pick_terms
 from pmm.text.stemmer import folded, query_tokens
 from pmm.text.window_keys import WINDOW_SKIP
 from pmm.text.words import search_terms
 
 log = logging.getLogger(__name__)
+
+_FTS_DELETE = (
+    "INSERT INTO events_fts(events_fts, rowid, summary, keywords, content, tags)"
+    " SELECT 'delete', id, summary, keywords, content, tags FROM events_fts_source WHERE id = ?"
+)
+_FTS_INSERT = (
+    "INSERT INTO events_fts(rowid, summary, keywords, content, tags)"
+    " SELECT id, summary, keywords, content, tags FROM events_fts_source WHERE id = ?"
+)
 
 _SEARCH_KEYS = {
     "turn": ("events_fts", "{summary keywords content}", "bm25(events_fts, 2.0, 3.0, 1.0, 0.0)"),
@@ -92,19 +106,58 @@ class SearchIndex(SqliteBase):
         if (not newest or newest <= upto) and not self._windows_pending():
             return 0
         with self._lock, self._write() as conn:
-            upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]
-            newest = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-            if newest > upto:
-                conn.execute(
-                    "INSERT INTO events_fts(rowid, summary, keywords, content, tags)"
-                    " SELECT id, summary, keywords, content, tags FROM events_fts_source"
-                    " WHERE id > ? AND id <= ?",
-                    (upto, newest),
-                )
-                conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
-            if windows_pending(conn, self.window_radius):
-                sync_windows(conn, self.window_radius)
-            return int(max(0, newest - upto))
+            return self._sync_locked(conn)
+
+    def _sync_locked(self, conn: sqlite3.Connection) -> int:
+        """:meth:`sync_search_index` inside the caller's write transaction."""
+        upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]
+        newest = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+        if newest > upto:
+            conn.execute(
+                "INSERT INTO events_fts(rowid, summary, keywords, content, tags)"
+                " SELECT id, summary, keywords, content, tags FROM events_fts_source"
+                " WHERE id > ? AND id <= ?",
+                (upto, newest),
+            )
+            conn.execute("UPDATE fts_state SET indexed_upto = ?", (newest,))
+        if windows_pending(conn, self.window_radius):
+            sync_windows(conn, self.window_radius)
+        return int(max(0, newest - upto))
+
+    def erase_search_terms(
+        self,
+        conn: sqlite3.Connection,
+        placed: dict[str | None, list[int]],
+        erase_text: Callable[[], object],
+    ) -> None:
+        """Run ``erase_text`` (which clears the text, summary and keywords of the events
+        ``placed`` lists, ``{session: [ids]}``) inside the caller's write transaction and
+        keep both full-text indexes exact, touching only those events: the turn index
+        deletes their rows (the update trigger does it for plain text; compressed rows
+        here, through the decoding view), the window index rewrites the windows of their
+        sessions that change. Then both indexes merge their segments into one
+        (``optimize``): FTS5 keeps a deleted term in its old segments until they are
+        merged, and the merge drops it. With ``PRAGMA secure_delete`` on, the old segments'
+        pages are zeroed as they are freed. Far cheaper than :meth:`rebuild_search_indexes`
+        on a large file, which re-reads every text."""
+        self._sync_locked(conn)  # every event indexed, windows in step: deletes are exact
+        ids = sorted(i for found in placed.values() for i in found)
+        packed: list[tuple[int]] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            packed += conn.execute(
+                "SELECT id FROM events WHERE typeof(content) = 'blob'"
+                f" AND id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+        before = session_windows(conn, placed, self.window_radius)
+        conn.executemany(_FTS_DELETE, packed)  # the trigger skips compressed rows
+        erase_text()
+        conn.executemany(_FTS_INSERT, packed)
+        replace_windows(conn, before, session_windows(conn, placed, self.window_radius))
+        conn.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
+        conn.execute("INSERT INTO events_window_fts(events_window_fts) VALUES ('optimize')")
+        self._doc_freq.clear()
 
     def _windows_pending(self) -> bool:
         with self._lock:

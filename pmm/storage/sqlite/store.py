@@ -34,7 +34,7 @@ from pmm.retention.compression import CompressAfter
 from pmm.storage.sqlite import schema
 from pmm.storage.sqlite.connection import default_busy_timeout, open_connection
 from pmm.storage.sqlite.consolidation import ConsolidationData
-from pmm.storage.sqlite.meta_keys import MetaKeys
+from pmm.storage.sqlite.meta_keys import MetaKeys, StoreExpiry
 from pmm.storage.sqlite.readonly import open_read_only, read_only_reason, refuse_pending_migrations
 from pmm.storage.sqlite.rows import COLUMNS
 from pmm.storage.sqlite.search import SearchIndex
@@ -53,7 +53,7 @@ DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 """Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
 
 
-class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
+class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpiry):
     """The event log in one SQLite file (see the module docstring for an example).
 
     ``path`` may be ``":memory:"`` for a throwaway log. ``max_content_bytes`` caps one
@@ -138,14 +138,23 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         *,
         event_ids: Iterable[int] | None = None,
         session_id: str | None = None,
+        session_ids: Iterable[str] | None = None,
         match: str | None = None,
         reason: str,
     ) -> ErasureReport:
-        """Erase events so that no byte of their text stays in the file (see
+        """Erase events so that no byte of their text stays in the file, in one request
+        and one scrub however many sessions ``session_ids`` names (see
         :func:`pmm.storage.sqlite.erasure.forget`)."""
         from pmm.storage.sqlite.erasure import forget
 
-        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
+        return forget(
+            self,
+            event_ids=event_ids,
+            session_id=session_id,
+            session_ids=session_ids,
+            match=match,
+            reason=reason,
+        )
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False

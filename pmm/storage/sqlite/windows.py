@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from collections.abc import Iterable
 
 from pmm.storage.sqlite.stored_text import TEXT_SQL
 from pmm.text.window_keys import (
@@ -113,3 +114,51 @@ def _sync_session(
         [(i, texts[i], date_words(ts_of[i]), tag) for i in changed if i in texts],
     )
     return sum(1 for i in changed if i in texts)
+
+
+def session_windows(
+    conn: sqlite3.Connection, sessions: Iterable[str | None], radius: int
+) -> dict[str | None, dict[int, tuple[str, str]]]:
+    """``{session: {turn id: (body, date words)}}``: every window row the index holds for
+    these sessions once it is in step with the log (:func:`sync_windows` ran in the same
+    transaction), computed from the log as it is now. An erasure takes it before and after
+    erasing, and :func:`replace_windows` rewrites only the rows that differ."""
+    found: dict[str | None, dict[int, tuple[str, str]]] = {}
+    for session in sessions:
+        fetched = conn.execute(
+            f"SELECT id, kind, ts, coalesce({TEXT_SQL}, summary) FROM events"
+            f" WHERE session_id IS ? AND kind IN ({_KIND_MARKS}) ORDER BY id",
+            (session, *_KINDS),
+        ).fetchall()
+        rows = [WindowRow(r[0], r[1], r[3]) for r in fetched]
+        ts_of = {r[0]: r[2] for r in fetched}
+        bodies = window_bodies(rows, radius, [r.id for r in rows if r.kind in WINDOW_KINDS])
+        found[session] = {i: (body, date_words(ts_of[i])) for i, body in bodies.items()}
+    return found
+
+
+def replace_windows(
+    conn: sqlite3.Connection,
+    before: dict[str | None, dict[int, tuple[str, str]]],
+    after: dict[str | None, dict[int, tuple[str, str]]],
+) -> int:
+    """Delete the window rows of ``before`` that ``after`` changes or drops and insert the
+    new ones (both from :func:`session_windows`), then forget the turns the update trigger
+    marked dirty: they are rewritten here, so no later sync rebuilds the whole index.
+    Returns how many rows were written."""
+    written = 0
+    for session, old in before.items():
+        new = after.get(session, {})
+        tag = session_tag(session)
+        conn.executemany(  # contentless: a row goes with the very text it was indexed with
+            "INSERT INTO events_window_fts(events_window_fts, rowid, body, dates, tags)"
+            " VALUES ('delete', ?, ?, ?, ?)",
+            [(i, body, dates, tag) for i, (body, dates) in old.items() if new.get(i) != old[i]],
+        )
+        added = [(i, body, dates, tag) for i, (body, dates) in new.items() if old.get(i) != new[i]]
+        conn.executemany(
+            "INSERT INTO events_window_fts(rowid, body, dates, tags) VALUES (?, ?, ?, ?)", added
+        )
+        written += len(added)
+    conn.execute("DELETE FROM window_dirty")
+    return written

@@ -113,6 +113,47 @@ def test_session_summaries_built_from_erased_turns_go_too(log: Any) -> None:
     assert log.get(other.id).content == FILLER[0] and log.verify().ok
 
 
+def test_several_sessions_go_in_one_request_with_one_rewrite(
+    mind: Mind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pmm.storage.postgres.erasure as pg_erasure
+    import pmm.storage.sqlite.erasure as sqlite_erasure
+
+    fill(mind)
+    mind.remember_turn("carol's own note about kayaks", "Noted, kayaks.", session_id="carol")
+    mind.dream()
+    rewrites: list[str] = []
+    real_rewrite, real_scrub = pg_erasure.rewrite, sqlite_erasure.scrub
+
+    def counted_rewrite(db: Any) -> None:
+        rewrites.append("tables")
+        real_rewrite(db)
+
+    def counted_scrub(store: Any) -> bool:
+        rewrites.append("file")
+        return real_scrub(store)
+
+    monkeypatch.setattr(pg_erasure, "rewrite", counted_rewrite)
+    monkeypatch.setattr(sqlite_erasure, "scrub", counted_scrub)
+    ids = sorted(mind.store.event_ids(session_id="alice") + mind.store.event_ids(session_id="bob"))
+    carol = mind.store.event_ids(session_id="carol")
+
+    report = mind.forget(session_ids=["alice", "bob"], reason="account deleted")
+
+    assert len(rewrites) == 1
+    assert report.erased == ids
+    assert sorted(m.session_id or "" for m in report.markers) == ["alice", "bob"]
+    assert mind.recall("quokkaberry", k=5, mode="keyword") == []
+    assert mind.recall("weather Oslo", k=5, mode="keyword") == []
+    assert window_ids(mind, "quokkaberry") == set() and window_ids(mind, "oslo") == set()
+    assert [h.event.id for h in mind.recall("kayaks", k=5, mode="keyword")] and all(
+        mind.store.get(i).content for i in carol
+    )
+    assert mind.verify().ok
+    with pytest.raises(InvalidInputError):
+        mind.forget(session_ids="carol", reason="r")  # type: ignore[arg-type]
+
+
 def test_bad_requests_change_nothing(log: Any) -> None:
     first = log.append("prompt", SECRET, session_id="s", role="user")
     head = log.head()

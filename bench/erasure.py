@@ -1,0 +1,184 @@
+"""Seconds to erase one user's threads from a 100,000-event SQLite file, the old way (one
+request per session, each rebuilding every full-text index and vacuuming the file) beside
+the new one (one request for all of them: only the erased rows and their sessions' windows
+leave the indexes, the segments are merged, one VACUUM), on copies of the same file.
+
+    python bench/erasure.py                      # 100,000 events, no vectors (the default)
+    python bench/erasure.py --vectors 384        # with a 384-dim vector per turn (MiniLM's)
+    python bench/erasure.py --events 20000 --sessions 1 3
+
+The file: turns of 50 per thread, 3 threads per user, made-up Zipf-distributed words,
+each turn digested (summary and keywords), as ``pmm dream`` leaves a file. Each run checks
+that no byte of the erased threads' secrets is left in the .db and -wal files, that every
+other thread's secret is, and that the chain verifies. Target (issue 20): erasing one user
+(3 threads) of a 100,000-event file in at most 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pmm.records import NewEvent  # noqa: E402
+from pmm.retention.erasure import file_bytes, forget  # noqa: E402
+from pmm.storage.sqlite import EventStore  # noqa: E402
+from pmm.storage.sqlite.search import SearchIndex  # noqa: E402
+
+PER_THREAD = 50
+THREADS = 3
+TARGET_S = 5.0
+
+
+def secret(session: int) -> str:
+    return f"zq{session:06d}passportx"
+
+
+def build(path: Path, events: int, dim: int, seed: int) -> None:
+    rng = random.Random(seed)
+    syllables = "ka lo mi ra ten sor vel dan pri mo lu shi ber gan tor el an is or um".split()
+    vocab = sorted(
+        {"".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(30_000)}
+    )
+    weights = 1.0 / np.arange(1, len(vocab) + 1) ** 1.07
+    cumulative = np.cumsum(weights / weights.sum())
+    draw = np.random.default_rng(seed)
+    with EventStore(path) as store:
+        batch: list[NewEvent] = []
+        for session in range(events // PER_THREAD):
+            name = f"user{session // THREADS}/thread{session % THREADS}"
+            for turn in range(PER_THREAD):
+                picks = np.searchsorted(cumulative, draw.random(rng.randint(8, 40)))
+                text = " ".join(vocab[min(i, len(vocab) - 1)] for i in picks).capitalize() + "."
+                if turn == 7:
+                    text += f" My passport number is {secret(session)}."
+                user = turn % 2 == 0
+                batch.append(
+                    NewEvent(
+                        "prompt" if user else "response",
+                        text,
+                        name,
+                        "user" if user else "assistant",
+                        None,
+                        None,
+                    )
+                )
+            if len(batch) >= 5000:
+                _store(store, batch, dim, draw)
+                batch = []
+        _store(store, batch, dim, draw)
+        store.sync_search_index()
+
+
+def _store(store: EventStore, batch: list[NewEvent], dim: int, draw: np.random.Generator) -> None:
+    if not batch:
+        return
+    stored = store.append_many(batch)
+    store.set_digests(
+        [(e.id, (e.content or "")[:80], (e.content or "").split()[:4], "rules") for e in stored]
+    )
+    if dim:
+        vectors = draw.standard_normal((len(stored), dim)).astype(np.float32)
+        store.put_embeddings(
+            "bench", dim, [(e.id, v.tobytes()) for e, v in zip(stored, vectors, strict=True)]
+        )
+
+
+@contextmanager
+def old_path() -> Iterator[None]:
+    """The erasure before issue 20: every index rebuilt from the whole log."""
+    new = SearchIndex.erase_search_terms
+
+    def rebuild(
+        self: SearchIndex, conn: object, placed: object, erase_text: Callable[[], object]
+    ) -> None:
+        erase_text()
+        self.rebuild_search_indexes(conn)  # type: ignore[arg-type]
+
+    SearchIndex.erase_search_terms = rebuild  # type: ignore[assignment,method-assign]
+    try:
+        yield
+    finally:
+        SearchIndex.erase_search_terms = new  # type: ignore[method-assign]
+
+
+def erase(base: Path, folder: Path, sessions: list[int], old: bool) -> tuple[float, int, int]:
+    """Seconds, bytes before and after erasing ``sessions`` from a copy of ``base``."""
+    path = folder / "copy.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    shutil.copy(base, path)
+    names = [f"user{s // THREADS}/thread{s % THREADS}" for s in sessions]
+    with EventStore(path) as store:
+        before = file_bytes(str(path))
+        started = time.perf_counter()
+        if old:
+            with old_path():
+                for name in names:
+                    forget(store, session_id=name, reason="bench")
+        else:
+            forget(store, session_ids=names, reason="bench")
+        seconds = time.perf_counter() - started
+        assert store.verify().ok
+        after = file_bytes(str(path))
+    data = b"".join(
+        Path(str(path) + s).read_bytes() for s in ("", "-wal") if Path(str(path) + s).exists()
+    )
+    assert not [s for s in sessions if secret(s).encode() in data], "erased text left"
+    assert secret(max(sessions) + 1).encode() in data  # and the other threads kept theirs
+    return seconds, before, after
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--vectors", type=int, default=0, metavar="DIM", help="0 = none")
+    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="pmm-erasure-") as tmp:
+        base = Path(tmp) / "base.db"
+        started = time.perf_counter()
+        build(base, args.events, args.vectors, args.seed)
+        size = file_bytes(str(base))
+        print(
+            f"{args.events:,} events ({args.events // PER_THREAD:,} threads of {PER_THREAD}, "
+            f"{args.vectors or 'no'} vectors), {size:,} B, built in "
+            f"{time.perf_counter() - started:.0f} s"
+        )
+        print(
+            f"{'erase':<22}{'old s':>9}{'new s':>9}{'speedup':>9}{'bytes before':>16}"
+            f"{'bytes after (old)':>19}{'bytes after (new)':>19}"
+        )
+        user = random.Random(args.seed).randrange(args.events // PER_THREAD // THREADS - 2)
+        for count in args.sessions:
+            sessions = [user * THREADS + t for t in range(count)]
+            old_s, before, old_after = erase(base, Path(tmp), sessions, old=True)
+            new_s, _, new_after = erase(base, Path(tmp), sessions, old=False)
+            label = f"{count} thread{'s' if count > 1 else ''} of a user"
+            print(
+                f"{label:<22}{old_s:>9.2f}{new_s:>9.2f}{old_s / new_s:>8.1f}x{before:>16,}"
+                f"{old_after:>19,}{new_after:>19,}"
+            )
+            if count == THREADS:
+                verdict = "met" if new_s <= TARGET_S else "MISSED"
+                print(
+                    f"target: one user ({THREADS} threads) <= {TARGET_S:.0f} s: "
+                    f"{new_s:.2f} s, {verdict}"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
