@@ -5,7 +5,8 @@
     ctx.text()        # "Key information:\n- Name: Ana\n\nRecent conversation:\nHuman: ..."
     ctx.messages()    # [SystemMessage(...), HumanMessage(...), AIMessage(...)]
 
-The newest turn is always kept (cut to fit if it alone exceeds the budget); then the key
+Turns without text (erased) are left out. The newest turn is always kept (cut to fit if
+it alone exceeds the budget); then the key
 facts (up to a fifth of the budget) and relevant memories (up to three tenths); then older
 turns, newest first, until the budget is spent. The shown history starts with a user
 turn whenever it holds one (older assistant turns before it are left out). With no facts
@@ -180,6 +181,9 @@ def assemble(
     """
     count = counter.count
     newline = 1
+    # A turn with no text (erased by forget) is shown nowhere: no empty "Human: " line.
+    history = [t for t in history if t.text.strip()]
+    memories = [m for m in memories if m.text.strip()]
 
     def turn_cost(turn: Turn) -> int:
         if as_messages:

@@ -207,6 +207,11 @@ def _shown_text(event: Event) -> str:
     return event.content if event.content is not None else "(redacted)"
 
 
+def format_size(n: int) -> str:
+    """``1,536`` → ``1.5 KiB``: how ``pmm stats`` and the chat's ``/stats`` show sizes."""
+    return _bytes(n)
+
+
 def _bytes(n: int) -> str:
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
