@@ -87,3 +87,19 @@ def test_linked_parts_read_back_whole_even_when_a_limit_cuts_them(tmp_path: Path
         assert mind.verify().ok
         with pytest.raises(InvalidInputError, match="over the 1,024-byte"):
             mind.remember(text, role="user", session_id="s")  # the strict API refuses it
+
+
+def test_context_over_a_linked_message_fits_the_budget(mind: Mind) -> None:
+    """The newest part of a 2 MB message is cut to fit (counting only a prefix of it), and
+    the next message shows whole."""
+    big = "pasted log line\n" * 125_000
+    mind.remember_safely([NewEvent("prompt", big, "s", "user")], where="test")
+    context = mind.context("s", budget_tokens=300)
+    assert context.tokens <= 300 and context.history[-1].text.endswith("…")
+    assert big.endswith(context.history[-1].text[:-1][-200:]) or big.startswith(
+        context.history[-1].text[:-1]
+    )
+    assert mind.counter.count(context.text()) <= 300
+    mind.remember("I live in Porto.", role="user", session_id="s")
+    after = mind.context("s", budget_tokens=300)
+    assert after.facts == ["Lives in: Porto"] and after.history[-1].text == "I live in Porto."
