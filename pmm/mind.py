@@ -107,9 +107,9 @@ class Mind:
             on_superseded=self._contexts.forget_facts,
         )
         self._worker = self._processor.start_worker(self.process_pending)
-        # A Mind dropped without close() still releases its thread and file when collected
-        # (at interpreter exit the worker's own hook flushes instead).
-        # Either way the store's close checkpoints the -wal file into the .db file.
+        # A Mind dropped without close() still releases its thread and file when collected;
+        # one still open at interpreter exit is closed by _close_open_minds. Either way the
+        # store's close checkpoints the -wal file into the .db file.
         self._finalizer = weakref.finalize(self, _release, self.store, self._worker)
         self._finalizer.atexit = False
         _OPEN.add(self)  # closed at interpreter exit when the caller never did
