@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -102,6 +103,7 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.max_token_limit = max_token_limit
         self.trim_to = trim_to
         self._left_out: OrderedDict[str, None] = OrderedDict()  # message ids not to retry
+        self._left_out_lock = threading.Lock()
 
     def close(self) -> None:
         """Close the Mind this middleware opened (not one passed in)."""
@@ -228,9 +230,10 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return [e.id for e in self.mind.remember_many(prepared.entries)]
 
     def _leave_out(self, message_id: str) -> None:
-        self._left_out[message_id] = None
-        while len(self._left_out) > LEFT_OUT_KEPT:
-            self._left_out.popitem(last=False)
+        with self._left_out_lock:  # runs of many threads share one middleware
+            self._left_out[message_id] = None
+            while len(self._left_out) > LEFT_OUT_KEPT:
+                self._left_out.popitem(last=False)
 
     def _after(
         self, state: AgentState[Any], config: RunnableConfig | None
