@@ -10,6 +10,12 @@ at most ``--baseline-seconds``: that baseline commits with SQLite's default roll
 and can be slow on some disks, so it may stop early, and says so), prints the ratio of the two
 throughputs, and times ``verify()`` over the PMM file (rows per second).
 
+The same appends run again on another fresh file with ``synchronous="full"``
+(``PMM_SQLITE_SYNCHRONOUS=full``: every commit waits for the -wal file to reach the disk,
+so an acknowledged append survives a power cut or an OS crash, not only a killed process)
+for at most ``--full-events`` events, and its p50/p99 and throughput print beside the
+default ``normal`` mode's.
+
 Targets: append p50 <= 100 us (issue 11's goal: 30 us); >= 2x SQLChatMessageHistory's
 throughput; verify >= 100,000 rows/s. This is a report: it always exits 0.
 """
@@ -52,11 +58,11 @@ def message(i: int) -> str:
     return f"message {i}: I moved to Lisbon last spring and the trams are lovely " + "x" * (i % 64)
 
 
-def bench_pmm(folder: Path, n: int) -> dict[str, Any]:
-    path = folder / "pmm.db"
+def bench_pmm(folder: Path, n: int, synchronous: str = "normal") -> dict[str, Any]:
+    path = folder / f"pmm-{synchronous}.db"
     latencies: list[float] = []
     clock = time.perf_counter_ns
-    with EventStore(path) as store:
+    with EventStore(path, synchronous=synchronous) as store:
         started = time.perf_counter()
         for i in range(n):
             t0 = clock()
@@ -88,6 +94,7 @@ def bench_pmm(folder: Path, n: int) -> dict[str, Any]:
         "verify_s": verify_s,
         "verify_rows_per_s": report.rows / verify_s if verify_s else float("inf"),
         "bytes": sum(os.path.getsize(f) for f in (str(path), f"{path}-wal") if os.path.exists(f)),
+        "synchronous": synchronous,
     }
 
 
@@ -149,14 +156,25 @@ def main(argv: list[str] | None = None) -> int:
         default=40.0,
         help="time budget for the SQLChatMessageHistory baseline (40 s)",
     )
+    parser.add_argument(
+        "--full-events",
+        type=int,
+        default=5_000,
+        help="events appended with synchronous=full beside the default (5000; 0 = skip)",
+    )
     parser.add_argument("--out-json", type=Path, help="also write the numbers here as JSON")
     args = parser.parse_args(argv)
     n = max(1, args.events)
+    n_full = min(n, max(0, args.full_events))
 
     with tempfile.TemporaryDirectory(prefix="pmm-bench-") as tmp:
         folder = Path(tmp)
         print(f"PMM EventStore: appending {n:,} events, one transaction each ...", flush=True)
         pmm = bench_pmm(folder, n)
+        full: dict[str, Any] | None = None
+        if n_full:
+            print(f"PMM EventStore, synchronous=full: appending {n_full:,} events ...", flush=True)
+            full = bench_pmm(folder, n_full, "full")
         print(f"SQLChatMessageHistory: up to {n:,} add_message calls ...", flush=True)
         base = bench_langchain(folder, n, args.baseline_seconds)
 
@@ -178,6 +196,17 @@ def main(argv: list[str] | None = None) -> int:
         ("PMM append p99", f"{pmm['p99_us']:,.1f} us", "", ""),
         ("PMM append throughput", f"{pmm['events_per_s']:,.0f} events/s", "", ""),
     ]
+    if full is not None:
+        rows += [
+            ("PMM append p50, synchronous=full", f"{full['p50_us']:,.1f} us", "", ""),
+            ("PMM append p99, synchronous=full", f"{full['p99_us']:,.1f} us", "", ""),
+            (
+                "PMM throughput, synchronous=full",
+                f"{full['events_per_s']:,.0f} events/s",
+                "",
+                f"{full['events_per_s'] / pmm['events_per_s']:.2f}x normal",
+            ),
+        ]
     if "error" in base:
         rows.append(("SQLChatMessageHistory", "unavailable", "", ""))
         rows.append(("throughput ratio", "n/a", f">= {TARGET_RATIO:.0f}x", "MISS"))
@@ -222,6 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         f"PMM: {pmm['events']:,} events in {pmm['seconds']:.2f} s, {pmm['bytes']:,} bytes on "
         f"disk; verify ok={pmm['verify_ok']} in {pmm['verify_s'] * 1000:.1f} ms (median of 3)"
     )
+    if full is not None:
+        print(
+            f"PMM synchronous=full: {full['events']:,} events in {full['seconds']:.2f} s "
+            "(normal: survives a killed process; full: also a power cut or an OS crash)"
+        )
     if "error" in base:
         print(f"SQLChatMessageHistory could not run: {base['error']}")
     else:
@@ -246,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps(
                 {
                     "pmm": pmm,
+                    "pmm_synchronous_full": full,
                     "sql_chat_message_history": base,
                     "ratio": ratio,
                     "targets": {

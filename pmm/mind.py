@@ -15,6 +15,8 @@ argument wins over the environment, which wins over ``.env`` and the defaults.
 
 from __future__ import annotations
 
+import atexit
+import logging
 import weakref
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -31,10 +33,14 @@ from pmm.context.tokens import TokenCounter, get_token_counter
 from pmm.dream.processing import Processor
 from pmm.dream.upkeep import Upkeep
 from pmm.errors import InvalidInputError
+from pmm.events.hashing import normalize_ts
 from pmm.events.turns import CLEAR_KIND, TURN_KINDS, kind_for_role
 from pmm.records import DreamReport, Event, Hit, NewEvent, VerifyReport
 from pmm.settings import Settings
 from pmm.storage import EventLog, open_store
+from pmm.storage.safe_append import join_parts, prepare, warn_once
+
+log = logging.getLogger("pmm")
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -83,6 +89,7 @@ class Mind:
             max_content_bytes=settings.max_content_bytes,
             timeout=settings.busy_timeout_ms / 1000,
             window_radius=settings.recall_window,
+            synchronous=settings.sqlite_synchronous,
         )
         self.counter: TokenCounter = get_token_counter()
         self._closed = False
@@ -101,10 +108,12 @@ class Mind:
             on_superseded=self._contexts.forget_facts,
         )
         self._worker = self._processor.start_worker(self.process_pending)
-        # A Mind dropped without close() still releases its thread and file when collected
-        # (at interpreter exit the worker's own hook flushes instead).
+        # A Mind dropped without close() still releases its thread and file when collected;
+        # one still open at interpreter exit is closed by _close_open_minds. Either way the
+        # store's close checkpoints the -wal file into the .db file.
         self._finalizer = weakref.finalize(self, _release, self.store, self._worker)
         self._finalizer.atexit = False
+        _OPEN.add(self)  # closed at interpreter exit when the caller never did
 
     @property
     def settings(self) -> Settings:
@@ -119,10 +128,13 @@ class Mind:
 
     def close(self) -> None:
         """Finish background work (within ``flush_timeout``), compress old texts briefly
-        (``PMM_COMPRESS_AFTER``, SQLite: :meth:`Upkeep.compress_in_passing`), close the file."""
+        (``PMM_COMPRESS_AFTER``, SQLite: :meth:`Upkeep.compress_in_passing`), checkpoint
+        the -wal file into the database file and close it. Interpreter exit closes a Mind
+        left open, and collecting an unclosed Mind closes its file, checkpointed, too."""
         if self._closed:
             return
         self._closed = True
+        _OPEN.discard(self)
         if self._worker is not None:
             self._worker.close()
         try:
@@ -189,10 +201,21 @@ class Mind:
 
     def remember_many(self, entries: Sequence[NewEvent]) -> list[Event]:
         """Append several events in one transaction, then digest/embed per the mode
-        (each :class:`NewEvent` may carry its conversation time in ``ts``)."""
-        for entry in entries:
+        (each :class:`NewEvent` may carry its conversation time in ``ts``).
+
+        Nothing is stored when one entry is refused: an empty or whitespace-only turn, a
+        text over ``max_content_bytes``, NUL or a lone surrogate raise
+        :class:`~pmm.errors.InvalidInputError` (see :meth:`remember_safely` for the lenient
+        append of messages a caller cannot fix)."""
+        for number, entry in enumerate(entries, 1):
             if entry.role is not None:
                 kind_for_role(entry.role)  # validates the role
+            content = entry.content
+            if entry.kind in TURN_KINDS and isinstance(content, str) and not content.strip():
+                raise InvalidInputError(
+                    f"entry {number} is an empty turn ({entry.role or entry.kind}): a turn "
+                    "needs some text; leave it out"
+                )
         events = self.store.append_many(entries)
         inline = self._derived_enabled and self.settings.summary_mode == "inline"
         if not inline:  # inline digests rewrite these rows now: readers read them back
@@ -200,6 +223,23 @@ class Mind:
         if self._derived_enabled:
             self._processor.appended(events, inline=inline)
         return events
+
+    def remember_safely(self, entries: Sequence[NewEvent], *, where: str) -> list[Event]:
+        """Store what ``entries`` hold, whatever they hold (what the LangChain integrations
+        call; see :mod:`pmm.storage.safe_append`): an oversized text as linked parts, NUL and lone
+        surrogates as U+FFFD, empty turns and entries the store refuses left out; one
+        warning (naming ``where``) lists what was changed or left out::
+
+            mind.remember_safely([NewEvent("prompt", big_text, "alice", "user")], where="app")
+        """
+        for entry in entries:  # a bad session or time is the caller's error, not the text's
+            if entry.session_id is not None:
+                self._session(entry.session_id)
+            if entry.ts is not None:
+                normalize_ts(entry.ts)
+        prepared = prepare(entries, self.settings.max_content_bytes)
+        warn_once(prepared.problems, where)
+        return self.remember_many(prepared.entries) if prepared.entries else []
 
     def clear(self, session_id: str | None = None) -> Event:
         """Start this session's history afresh. Nothing is deleted: a chained ``clear``
@@ -215,9 +255,20 @@ class Mind:
         *,
         limit: int | None = None,
         kinds: Sequence[str] = TURN_KINDS,
+        include_erased: bool = False,
     ) -> list[Event]:
-        """This session's turns since its last clear, oldest first (``limit`` = newest N)."""
-        return self._contexts.history(self._session(session_id), limit=limit, kinds=kinds)
+        """This session's turns since its last clear, oldest first (``limit`` = the newest
+        N events), each with its text in ``content``::
+
+            [e.content.lower() for e in mind.history("alice")]
+
+        A message stored as linked parts (see :mod:`pmm.storage.safe_append`) comes back as one
+        event with the whole text. Turns whose text is gone, erased by :meth:`forget` or
+        compacted away by :meth:`compact`, are left out; ``include_erased=True`` returns
+        them too, with ``content=None`` (a compacted turn keeps its ``summary``)."""
+        session = self._session(session_id)
+        events = join_parts(self._contexts.history(session, limit=limit, kinds=kinds), self.store)
+        return events if include_erased else [e for e in events if e.content is not None]
 
     def context(
         self,
@@ -417,6 +468,22 @@ class Mind:
     def _consolidate(self) -> tuple[SummaryReport, ContradictionReport, int]:
         """Dream's consolidation step (pmm/dream/policy.py); a no-op with summaries off."""
         return self._upkeep.consolidate()
+
+
+_OPEN: weakref.WeakSet[Mind] = weakref.WeakSet()
+"""Minds not closed yet (weakly held: a dropped Mind is still collected)."""
+
+
+@atexit.register
+def _close_open_minds() -> None:
+    """At interpreter exit, close every Mind the program left open (README quick starts
+    never call close()): the worker finishes, and the -wal file is checkpointed into the
+    .db file, which then holds everything on its own."""
+    for mind in list(_OPEN):
+        try:
+            mind.close()
+        except Exception as exc:  # one Mind's failure must not keep the others open
+            log.warning("closing %r at exit failed (%s: %s)", mind, type(exc).__name__, exc)
 
 
 def _release(store: EventLog, worker: BackgroundWorker | None) -> None:

@@ -23,6 +23,7 @@ SummaryMode = Literal["inline", "background", "deferred"]
 SummarizerName = Literal["auto", "llm", "local", "heuristic"]
 RecallScope = Literal["session", "all"]
 DeviceName = Literal["auto", "cpu", "cuda", "mps"]
+SqliteSynchronous = Literal["normal", "full"]
 
 SIGNED_SETTINGS = frozenset({"summary_prior"})
 """Numeric settings that may be negative."""
@@ -107,6 +108,8 @@ class Settings:
     """Check key facts with spaCy's parser and entities too (needs the [local] extra)."""
     busy_timeout_ms: int = 30000
     """How long a write waits for another process's lock on the database, in milliseconds."""
+    sqlite_synchronous: SqliteSynchronous = "normal"
+    """SQLite durability: normal survives a killed process; full also a power cut or an OS crash."""
     compress_after: str = ""
     """Compress old turns' text in upkeep or pmm compress: newest N kept plain, or an age (30d)."""
 
@@ -233,6 +236,7 @@ def _literal_choices(annotation: Any) -> tuple[str, ...]:
             "SummarizerName": SummarizerName,
             "RecallScope": RecallScope,
             "DeviceName": DeviceName,
+            "SqliteSynchronous": SqliteSynchronous,
         }.get(annotation)
         if isinstance(annotation, str)
         else annotation

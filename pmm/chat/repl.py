@@ -307,7 +307,10 @@ class Chat:
         )
 
     def show_stats(self) -> None:
+        from pmm.text.sizes import format_size
+
         stats = self.mind.stats()
+        size = int(stats["bytes_on_disk"])  # the same figure `pmm stats` shows
         sessions = stats["by_session"]
         here = self.mind.store.count(session_id=self.session)
         pending = (
@@ -318,7 +321,7 @@ class Chat:
         self.write(
             f"{_count(stats['events'], 'event')} ({_count(stats['turns'], 'turn')}: a turn "
             f"is one message) in {_count(len(sessions), 'session')}, {here:,} of the events "
-            f"in {self.session!r}{pending}; {stats['bytes_on_disk']:,} bytes in {stats['path']}"
+            f"in {self.session!r}{pending}; {format_size(size)} ({size:,} bytes) in {stats['path']}"
         )
 
     def show_verify(self) -> None:

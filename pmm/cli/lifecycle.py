@@ -18,7 +18,6 @@ from pathlib import Path
 from pmm.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
-    _bytes,
     _db_path,
     _emit,
     _existing_db,
@@ -26,6 +25,7 @@ from pmm.cli.output import (
 )
 from pmm.errors import InvalidInputError
 from pmm.storage import is_postgres_url, open_store
+from pmm.text.sizes import format_size
 
 
 def cmd_redact(args: argparse.Namespace) -> int:
@@ -52,7 +52,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             before = file_bytes(path)
             done = scrub(store)
             after = file_bytes(path)
-        text = f"rewrote {path}: {_bytes(before)} -> {_bytes(after)}" + (
+        text = f"rewrote {path}: {format_size(before)} -> {format_size(after)}" + (
             "" if done else "; another process still holds it: the -wal file was not emptied"
         )
         _emit(args, {"wal_truncated": done, "bytes_before": before, "bytes_after": after}, text)
@@ -70,7 +70,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         f"forgot {len(report.erased)} events"
         + (f" ({len(report.derived)} session summaries built from them)" if report.derived else "")
         + f"; recorded as event(s) {', '.join(str(m.id) for m in report.markers)}",
-        f"size: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
+        f"size: {format_size(report.bytes_before)} -> {format_size(report.bytes_after)}",
     ]
     if is_postgres_url(path):
         lines.append(
@@ -90,7 +90,8 @@ def _rewrite_postgres(args: argparse.Namespace, path: str) -> int:
     with PostgresEventStore(path) as store:
         before, after = store.rewrite_tables()
     text = (
-        f"rewrote the tables of {store.path}: {_bytes(before)} -> {_bytes(after)}; PostgreSQL's "
+        f"rewrote the tables of {store.path}: {format_size(before)} -> {format_size(after)};"
+        " PostgreSQL's "
         "WAL (pg_wal), archives, replicas and backups keep old bytes until they are recycled"
     )
     return _emit(args, {"bytes_before": before, "bytes_after": after}, text)
@@ -101,7 +102,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
     report = backup(_existing_db(args), args.file)
     text = (
-        f"backed up {report.verify.rows} events ({_bytes(report.bytes)}) to {report.target}"
+        f"backed up {report.verify.rows} events ({format_size(report.bytes)}) to {report.target}"
         f" in {report.seconds:.2f}s; head {report.verify.head}"
     )
     return _emit(args, report.to_dict(), text)
@@ -183,8 +184,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
     text = "\n".join(
         [
             f"{verb} the raw text of {len(report.compacted)} digested turns"
-            f" ({_bytes(report.raw_bytes)} of text)",
-            f"file: {_bytes(report.bytes_before)} -> {_bytes(report.bytes_after)}",
+            f" ({format_size(report.raw_bytes)} of text)",
+            f"file: {format_size(report.bytes_before)} -> {format_size(report.bytes_after)}",
             f"compacted rows in the log: {total}; chain "
             + ("verifies" if verified.ok else f"DOES NOT VERIFY: {verified.reason}"),
         ]
@@ -208,11 +209,12 @@ def cmd_compress(args: argparse.Namespace) -> int:
     data = {**report.to_dict(), "verify": verified.to_dict()}
     verb = "would compress" if report.dry_run else "compressed"
     lines = [
-        f"{verb} {report.compressed} texts: {_bytes(report.bytes_before)}"
-        + ("" if report.dry_run else f" -> {_bytes(report.bytes_after)}")
+        f"{verb} {report.compressed} texts: {format_size(report.bytes_before)}"
+        + ("" if report.dry_run else f" -> {format_size(report.bytes_after)}")
         + (f" (dictionary {report.dictionary_id}" + (", new)" if report.trained else ")"))
         * (report.dictionary_id is not None),
-        f"file: {_bytes(before)} (free pages are reused; `pmm compact` or VACUUM returns them)",
+        f"file: {format_size(before)}"
+        " (free pages are reused; `pmm compact` or VACUUM returns them)",
         "chain " + ("verifies" if verified.ok else f"DOES NOT VERIFY: {verified.reason}"),
     ]
     _emit(args, data, "\n".join(lines))

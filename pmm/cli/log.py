@@ -23,7 +23,6 @@ from pmm.cli.output import (
     EXIT_OK,
     _abs,
     _applied_lines,
-    _bytes,
     _db_path,
     _emit,
     _error,
@@ -43,6 +42,7 @@ from pmm.errors import (
 from pmm.events.turns import TURN_KINDS
 from pmm.records import Event
 from pmm.storage import EventLog, open_store
+from pmm.text.sizes import format_size
 from pmm.text.words import snippet
 
 # -- commands ------------------------------------------------------------------------
@@ -119,7 +119,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     lines = [
         f"database: {Path(stats['path']).resolve()}",
         f"schema version: {stats['schema_version']}",
-        f"size on disk: {_bytes(int(stats['bytes_on_disk']))}",
+        f"size on disk: {format_size(int(stats['bytes_on_disk']))}",
         f"events: {stats['events']:,}   turns: {turns:,}",
         "",
         _digest_line(stats, turns, pending),

@@ -3,7 +3,7 @@ database.
 
 ``EXIT_OK``/``EXIT_FAILED``/``EXIT_USAGE`` and ``exit_code_of``; ``_emit`` (text or ``--json``),
 ``_error``/``_json_error``/``_fail``; ``_db_path``/``_existing_db``/``_sqlite_store``/``_opened``/
-``_mind`` to find and open the log; and formatting (``_table``, ``_bytes``, ``_percent``,
+``_mind`` to find and open the log; and formatting (``_table``, ``format_size``, ``_percent``,
 ``_progress``). Command modules import from here; this module imports no other CLI module::
 
     return _emit(args, {"events": n}, f"events: {n}")
@@ -205,15 +205,6 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def _shown_text(event: Event) -> str:
     return event.content if event.content is not None else "(redacted)"
-
-
-def _bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def _percent(part: int, whole: int) -> str:

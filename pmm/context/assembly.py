@@ -5,7 +5,8 @@
     ctx.text()        # "Key information:\n- Name: Ana\n\nRecent conversation:\nHuman: ..."
     ctx.messages()    # [SystemMessage(...), HumanMessage(...), AIMessage(...)]
 
-The newest turn is always kept (cut to fit if it alone exceeds the budget); then the key
+Turns without text (erased) are left out. The newest turn is always kept (cut to fit if
+it alone exceeds the budget); then the key
 facts (up to a fifth of the budget) and relevant memories (up to three tenths); then older
 turns, newest first, until the budget is spent. The shown history starts with a user
 turn whenever it holds one (older assistant turns before it are left out). With no facts
@@ -14,7 +15,7 @@ and no memories the text is exactly LangChain's buffer format (``Human: ...\\nAI
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,10 @@ SUMMARY_SHARE = 0.25
 """Share of the budget the stored session summary may take (when older turns do not fit)."""
 MESSAGE_OVERHEAD = 4
 """Tokens a chat API adds per message (role and separators), counted in messages mode."""
+MAX_CHARS_PER_TOKEN = 16
+"""Characters per token assumed when only a prefix of a long text is counted: four times
+what real text averages, so that a prefix of ``(budget + 2) * 16`` characters is over a budget
+that the whole text is over (only speed depends on it, never the result's validity)."""
 
 FACTS_HEADER = "Key information:"
 MEMORIES_HEADER = "Relevant memories:"
@@ -141,11 +146,24 @@ def _head_sections(
     return sections
 
 
+def count_upto(count: Callable[[str], int], text: str, cap: int) -> int:
+    """``count(text)`` when it is at most ``cap``; otherwise some number over ``cap``,
+    found by counting only a prefix (a 1 MB turn never fits a context budget, and counting
+    all of it takes a second). A prefix costs no more than the whole text (give or take a
+    token at the cut, covered by the margin), so a prefix over ``cap`` proves the text is;
+    a prefix within it (a text of unusually long tokens) falls back to counting it all."""
+    window = (max(cap, 0) + 2) * MAX_CHARS_PER_TOKEN
+    if len(text) <= window:
+        return count(text)
+    head = count(text[:window])
+    return head if head > cap + 1 else count(text)
+
+
 def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter) -> str:
     """The longest prefix of ``text`` (plus an ellipsis) that costs at most ``max_tokens``."""
-    if counter.count(text) <= max_tokens:
+    if count_upto(counter.count, text, max_tokens) <= max_tokens:
         return text
-    lo, hi = 0, len(text)
+    lo, hi = 0, min(len(text), (max(max_tokens, 0) + 2) * MAX_CHARS_PER_TOKEN)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if counter.count(text[:mid] + "…") <= max_tokens:
@@ -180,11 +198,14 @@ def assemble(
     """
     count = counter.count
     newline = 1
+    # A turn with no text (erased by forget) is shown nowhere: no empty "Human: " line.
+    history = [t for t in history if t.text.strip()]
+    memories = [m for m in memories if m.text.strip()]
 
-    def turn_cost(turn: Turn) -> int:
+    def turn_cost(turn: Turn) -> int:  # exact when it fits the budget (see count_upto)
         if as_messages:
-            return count(turn.text) + MESSAGE_OVERHEAD
-        return count(_turn_line(turn, human_prefix, ai_prefix)) + newline
+            return count_upto(count, turn.text, budget) + MESSAGE_OVERHEAD
+        return count_upto(count, _turn_line(turn, human_prefix, ai_prefix), budget) + newline
 
     remaining = max(budget, 0)
     shown: list[Turn] = []
@@ -228,7 +249,8 @@ def assemble(
             cap = min(remaining, int(budget * MEMORIES_SHARE))
             spent = count(MEMORIES_HEADER) + 2 * newline
             for memory in memories:
-                cost = count(_memory_line(memory, human_prefix, ai_prefix)) + newline
+                cost = count_upto(count, _memory_line(memory, human_prefix, ai_prefix), cap)
+                cost += newline
                 if spent + cost > cap:
                     continue
                 kept_memories.append(memory)

@@ -18,6 +18,10 @@ duplicated across steps or checkpoints.
 After the agent finishes, the run's human, AI and tool messages are appended to the log,
 each exactly once: every event carries the LangChain ``message_id`` in its meta, and ids
 already stored in the session are skipped (re-runs, streaming, interrupts and resumes).
+What a message holds never fails the run or the thread: a message over
+``max_content_bytes`` (a pasted file, a 3 MB tool result) is stored in full as linked parts,
+NUL and lone surrogates as U+FFFD, an empty message is left out, the others of the run are
+stored, and one warning names what was changed (see :mod:`pmm.storage.safe_append`).
 An AI message's tool calls are stored in its text (``[called name({"arg": ...})]``, erasable
 like any text) and only their ids and names in meta (``tool_calls``), which is hashed and
 never erased: a passport number passed to a tool goes with ``forget``. Tool results are
@@ -40,6 +44,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -61,11 +67,14 @@ from langgraph.runtime import Runtime
 from pmm.errors import InvalidInputError
 from pmm.mind import Mind
 from pmm.records import NewEvent
+from pmm.storage.safe_append import prepare, warn_once
 
 log = logging.getLogger(__name__)
 
 CONTEXT_HEADER = "Memory (PMM) of this conversation and earlier ones:"
 SessionResolver = Callable[[RunnableConfig], str]
+LEFT_OUT_KEPT = 10_000
+"""How many left-out message ids a middleware remembers (so each is reported once)."""
 
 
 class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -96,6 +105,8 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.session_id = session_id
         self.max_token_limit = max_token_limit
         self.trim_to = trim_to
+        self._left_out: OrderedDict[str, None] = OrderedDict()  # message ids not to retry
+        self._left_out_lock = threading.Lock()
 
     def close(self) -> None:
         """Close the Mind this middleware opened (not one passed in)."""
@@ -182,9 +193,19 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def remember_messages(self, session: str, messages: Sequence[AnyMessage]) -> list[int]:
         """Append the messages this session does not hold yet (by message id); returns
-        the new event ids."""
+        the new event ids.
+
+        What a message holds never fails the run (see :mod:`pmm.storage.safe_append`): an
+        oversized one is stored in full as linked parts, NUL and lone surrogates as
+        U+FFFD; an empty one, or one the log still refuses, is left out; the others are
+        stored, and one warning per run names what was changed or left out (a message
+        left out is named once, not again on every later run of the thread)."""
         candidates = [
-            m for m in messages if isinstance(m, (HumanMessage, AIMessage, ToolMessage)) and m.id
+            m
+            for m in messages
+            if isinstance(m, (HumanMessage, AIMessage, ToolMessage))
+            and m.id
+            and str(m.id) not in self._left_out
         ]
         if not candidates:
             return []
@@ -195,14 +216,27 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 for call in message.tool_calls:
                     if call.get("id"):
                         asked_by[str(call["id"])] = str(message.id)
-        entries = [
-            entry
-            for m in candidates
-            if str(m.id) not in stored
-            for entry in [_entry(m, session, asked_by)]
-            if entry is not None
-        ]
-        return [e.id for e in self.mind.remember_many(entries)] if entries else []
+        fresh = [m for m in candidates if str(m.id) not in stored]
+        entries = [_entry(m, session, asked_by) for m in fresh]
+        problems: list[str] = []
+        for message, entry in zip(fresh, entries, strict=True):
+            if entry is None and not isinstance(message, AIMessage):  # an empty AI turn is normal
+                problems.append(f"message {message.id} ({message.type}): empty, left out")
+                self._leave_out(str(message.id))
+        kept = [e for e in entries if e is not None]
+        prepared = prepare(kept, self.mind.settings.max_content_bytes)
+        for index in prepared.left_out:
+            self._leave_out(str((kept[index].meta or {})["message_id"]))
+        warn_once([*problems, *prepared.problems], f"PMMMiddleware (session {session!r})")
+        if not prepared.entries:
+            return []
+        return [e.id for e in self.mind.remember_many(prepared.entries)]
+
+    def _leave_out(self, message_id: str) -> None:
+        with self._left_out_lock:  # runs of many threads share one middleware
+            self._left_out[message_id] = None
+            while len(self._left_out) > LEFT_OUT_KEPT:
+                self._left_out.popitem(last=False)
 
     def _after(
         self, state: AgentState[Any], config: RunnableConfig | None

@@ -10,8 +10,11 @@
     )
 
 ``messages`` returns the session's turns since its last ``clear()`` (all of them, or the
-compact, budgeted context when ``max_token_limit`` is set). ``add_messages`` appends them
-as chained events in one transaction. Sessions never see each other's messages.
+compact, budgeted context when ``max_token_limit`` is set; an erased turn leaves no
+message, a compacted one shows its summary). ``add_messages`` appends them as chained
+events in one transaction, storing what each message holds: an oversized one as linked
+parts, NUL and lone surrogates as U+FFFD, an empty turn left out, with one warning per
+call (see :mod:`pmm.storage.safe_append`). Sessions never see each other's messages.
 """
 
 from __future__ import annotations
@@ -53,8 +56,15 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
             return self.mind.context(
                 self.session_id, budget_tokens=self.max_token_limit, as_messages=True
             ).messages()
-        events = self.mind.history(self.session_id, kinds=_HISTORY_KINDS)
-        return [to_message(*turn_role(e), e.meta) for e in events]
+        out: list[BaseMessage] = []
+        for event in self.mind.history(self.session_id, kinds=_HISTORY_KINDS, include_erased=True):
+            role, text = turn_role(event)
+            if event.content is None:  # compacted: its summary; erased: no message at all
+                if not event.summary:
+                    continue
+                text = event.summary
+            out.append(to_message(role, text, event.meta))
+        return out
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         entries = []
@@ -73,7 +83,7 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
                     meta or None,
                 )
             )
-        self.mind.remember_many(entries)
+        self.mind.remember_safely(entries, where=f"PMMChatMessageHistory({self.session_id!r})")
 
     def clear(self) -> None:
         self.mind.clear(self.session_id)

@@ -240,13 +240,21 @@ class PMMStore(BaseStore):
     # -- BaseStore ---------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run Get/Put/Search/ListNamespaces operations in order."""
+        """Run Get/Put/Search/ListNamespaces operations in order.
+
+        A put the log refuses (a value over ``max_content_bytes``, a value that is not a
+        dict, NUL in a key...) does not stop the others: every other operation runs, and
+        then one :class:`~pmm.errors.InvalidInputError` names each refused put."""
         results: list[Result] = []
+        refused: list[str] = []
         for op in ops:
             if isinstance(op, GetOp):
                 results.append(self._get(op))
             elif isinstance(op, PutOp):
-                self._put(op)
+                try:
+                    self._put(op)
+                except InvalidInputError as exc:
+                    refused.append(f"put {op.namespace!r}/{op.key!r}: {exc}")
                 results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
@@ -254,6 +262,10 @@ class PMMStore(BaseStore):
                 results.append(self._list_namespaces(op))
             else:
                 raise InvalidInputError(f"unknown store operation: {type(op).__name__}")
+        if refused:
+            raise InvalidInputError(
+                f"{len(refused)} put(s) refused, every other operation done: " + "; ".join(refused)
+            )
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:

@@ -34,6 +34,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from pmm.errors import InvalidInputError
 from pmm.integrations.messages import message_text
 from pmm.mind import Mind
+from pmm.records import NewEvent
 from pmm.settings import gather_setting_keywords
 
 TS_KEY = "pmm_ts"
@@ -111,14 +112,24 @@ class PersistentMindMemory(BaseMemory):
         return {self.memory_key: context.messages() if self.return_messages else context.text()}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
-        """Append the user's input and the AI's output as two chained events."""
+        """Append the user's input and the AI's output as two chained events (one
+        transaction). What the texts hold never fails the chain: an oversized text is
+        stored as linked parts, NUL and lone surrogates as U+FFFD, an empty one is left
+        out, with one warning (see :mod:`pmm.storage.safe_append`)."""
         user_text = self._input_text(inputs)
         if user_text is None:
             raise InvalidInputError(
                 f"save_context got no user input among {sorted(inputs)}: pass the chain inputs"
             )
         ai_text = message_text(outputs[self._output_key(outputs)])
-        self.pmm.remember_turn(user_text, ai_text, session_id=self.session, ts=inputs.get(TS_KEY))
+        ts = inputs.get(TS_KEY)
+        self.pmm.remember_safely(
+            [
+                NewEvent("prompt", user_text, self.session, "user", None, ts),
+                NewEvent("response", ai_text, self.session, "assistant", None, ts),
+            ],
+            where=f"PersistentMindMemory.save_context({self.session!r})",
+        )
 
     def clear(self) -> None:
         """Start this session afresh. The log keeps everything: a chained marker is

@@ -29,6 +29,8 @@ def open_store(target: str | os.PathLike[str], **options: Any) -> EventLog:
     if is_postgres_url(target):
         from pmm.storage.postgres import PostgresEventStore
 
+        # SQLite's durability knob: a PostgreSQL commit is durable (synchronous_commit).
+        options.pop("synchronous", None)
         return PostgresEventStore(str(target), **options)
     from pmm.storage.sqlite import EventStore
 

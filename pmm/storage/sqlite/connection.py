@@ -26,6 +26,7 @@ from pmm.errors import (
     CorruptDatabaseError,
     DatabaseError,
     DiskFullError,
+    InvalidInputError,
     NotADatabaseError,
     ReadOnlyDatabaseError,
 )
@@ -110,7 +111,12 @@ def default_busy_timeout() -> float:
     return Settings.load().busy_timeout_ms / 1000
 
 
-def open_connection(path: str, timeout: float) -> sqlite3.Connection:
+SYNCHRONOUS_MODES = ("normal", "full")
+"""SQLite ``synchronous`` modes PMM offers (in WAL mode): ``normal`` survives a killed
+process, ``full`` a power cut or an OS crash too."""
+
+
+def open_connection(path: str, timeout: float, synchronous: str = "normal") -> sqlite3.Connection:
     if path != ":memory:":
         target = Path(path)
         folder = target.parent
@@ -130,13 +136,17 @@ def open_connection(path: str, timeout: float) -> sqlite3.Connection:
                 f"folder {folder} is not writable: SQLite needs to create its -wal and -shm "
                 "files beside the database"
             )
+    if synchronous not in SYNCHRONOUS_MODES:
+        raise InvalidInputError(
+            f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, got {synchronous!r}"
+        )
     try:
         conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
         raise translate(exc, path) from exc
     try:
         enable_wal(conn, timeout)
-        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     except sqlite3.Error as exc:

@@ -13,16 +13,23 @@ Usage::
 
 Appends take SQLite's write lock (``BEGIN IMMEDIATE``) before reading the head, so any
 number of threads and processes appending to one file extend one chain and lose nothing.
-The file is in WAL mode with ``synchronous=NORMAL``: an acknowledged append survives the
-process being killed; a power cut may lose the last transactions but never breaks the chain.
+The file is in WAL mode. With ``synchronous="normal"`` (``PMM_SQLITE_SYNCHRONOUS``, the
+default) an acknowledged append survives the process being killed, but a power cut or an
+OS crash may lose the last transactions (never breaking the chain); ``synchronous="full"``
+syncs the -wal file on every commit, so an acknowledged append survives those too (see
+``bench/append.py`` for the cost). :meth:`EventStore.close` and interpreter exit copy the
+-wal file into the database file (:meth:`EventStore.checkpoint`).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import logging
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +58,19 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 """Largest content one event may hold (1 MiB); bigger text is refused, not truncated."""
+CHECKPOINT_WAIT_MS = 200
+"""How long :meth:`EventStore.checkpoint` waits for other connections' locks."""
+log = logging.getLogger(__name__)
+_LIVE: weakref.WeakSet[EventStore] = weakref.WeakSet()
+"""Open stores, checkpointed at interpreter exit (weakly held: never kept alive)."""
+
+
+@atexit.register
+def _checkpoint_live_stores() -> None:
+    """At interpreter exit, checkpoint every store still open (a script that never called
+    close()), so that its ``.db`` file alone holds everything it wrote."""
+    for store in list(_LIVE):
+        store.checkpoint()
 
 
 class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpiry):
@@ -69,6 +89,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         timeout: float | None = None,
         window_radius: int = DEFAULT_WINDOW_RADIUS,
+        synchronous: str = "normal",
     ) -> None:
         if timeout is None:
             timeout = default_busy_timeout()
@@ -82,6 +103,8 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
             raise InvalidInputError(f"window_radius must be an int 0..20, got {window_radius!r}")
         self.window_radius = window_radius
         self._lock = threading.RLock()
+        self._timeout = timeout
+        self._open = False
         self._doc_freq: dict[str, tuple[int, int]] = {}  # term -> (docs, indexed rows then)
         self.read_only_reason = None if self.path == ":memory:" else read_only_reason(self.path)
         """Why the file cannot be written (it was opened read-only), or None."""
@@ -95,7 +118,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
                 self._conn.close()
                 raise
             return
-        self._conn = open_connection(self.path, timeout)
+        self._conn = open_connection(self.path, timeout, synchronous)
         self._text = StoredText(self._conn)  # before migrating: 0008 calls pmm_unhex
         try:
             self.applied_migrations = schema.migrate(
@@ -104,13 +127,43 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
         except BaseException:
             self._conn.close()
             raise
+        self._open = True
+        _LIVE.add(self)
 
     # -- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the file. The store cannot be used afterwards."""
+        """Checkpoint the -wal file into the database file (:meth:`checkpoint`), then close
+        the file. The store cannot be used afterwards; closing twice is harmless."""
         with self._lock:
+            if self._open:
+                self.checkpoint()
+                self._open = False
+                _LIVE.discard(self)
             self._conn.close()
+
+    def checkpoint(self) -> bool:
+        """Copy what the -wal file holds into the database file and empty it
+        (``wal_checkpoint(TRUNCATE)``), so that the ``.db`` file alone holds every
+        acknowledged event; returns whether it got all of it.
+
+        Close, interpreter exit and the collection of an unclosed :class:`pmm.Mind` call
+        it. It waits at most :data:`CHECKPOINT_WAIT_MS` for other connections: while
+        another process reads or writes the file, what it still needs stays in the -wal
+        file (SQLite copies it when the last connection closes), and this returns False."""
+        if self.path == ":memory:" or self.read_only_reason is not None or not self._open:
+            return True
+        with self._lock:
+            try:
+                self._conn.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
+                try:
+                    busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                finally:
+                    self._conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+            except sqlite3.Error as exc:
+                log.info("%s: checkpoint not done (%s); the -wal file keeps the rest", self, exc)
+                return False
+        return not busy
 
     def __enter__(self) -> EventStore:
         return self

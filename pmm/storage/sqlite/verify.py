@@ -36,7 +36,13 @@ class Inspection(DerivedData):
         total, digested, with_text = self._read(
             "SELECT count(*), count(digest_method), count(content) FROM events"
         )[0]
-        files = [self.path + suffix for suffix in ("", "-wal", "-shm")]
+        # The database's own size as of its last commit (pages x page size): what the .db
+        # file holds once checkpointed, the same whether or not a -wal file holds part of
+        # it, so every reader of the same log reports the same figure (the -wal and -shm
+        # files come and go with the connections; ``wal_bytes`` says what the -wal holds).
+        pages = self._read("PRAGMA page_count")[0][0]
+        page_size = self._read("PRAGMA page_size")[0][0]
+        wal = self.path + "-wal"
         return {
             "path": self.path,
             "events": total,
@@ -47,7 +53,8 @@ class Inspection(DerivedData):
             "digested": digested,
             "with_text": with_text,
             "embeddings": self.embedding_models(),
-            "bytes_on_disk": sum(os.path.getsize(f) for f in files if os.path.exists(f)),
+            "bytes_on_disk": int(pages) * int(page_size),
+            "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
             "schema_version": self._read("PRAGMA user_version")[0][0],
         }
 
