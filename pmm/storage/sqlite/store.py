@@ -36,7 +36,12 @@ from . import schema
 from .connection import default_busy_timeout, open_connection
 from .consolidation import ConsolidationData
 from .meta_keys import MetaKeys
-from .readonly import open_read_only, read_only_reason, refuse_pending_migrations
+from .readonly import (
+    add_missing_columns,
+    open_read_only,
+    read_only_reason,
+    refuse_pending_migrations,
+)
 from .rows import COLUMNS
 from .search import SearchIndex
 from .text import StoredText, pack_digest
@@ -91,6 +96,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
             self.applied_migrations = []
             try:
                 refuse_pending_migrations(self._conn, self.path)
+                add_missing_columns(self._conn)
             except BaseException:
                 self._conn.close()
                 raise
@@ -219,6 +225,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
                     e.summary,
                     keywords,
                     e.digest_method,
+                    e.user_id,
                 )
             )
         with self._lock, self._write() as conn:
@@ -226,7 +233,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
                 raise InvalidInputError(
                     f"{self.path} already holds events: import only into a new, empty database"
                 )
-            marks = ",".join("?" * 14)
+            marks = ",".join("?" * 15)
             try:
                 conn.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
             except sqlite3.IntegrityError as exc:

@@ -38,6 +38,17 @@ def session_tag(session_id: str | None) -> str:
     return "s" + (session_id or "").encode("utf-8").hex() + "0"
 
 
+def user_tag(user_id: str) -> str:
+    """The token a ``tags`` column holds for a user (see migrations/0013)."""
+    return "u" + user_id.encode("utf-8").hex() + "0"
+
+
+def tags_of(session_id: str | None, user_id: str | None) -> str:
+    """A row's ``tags``: its session's token, and its user's when it has one."""
+    tag = session_tag(session_id)
+    return tag if user_id is None else tag + " " + user_tag(user_id)
+
+
 def windows_pending(conn: sqlite3.Connection, radius: int) -> bool:
     """Whether :func:`sync_windows` has anything to do (cheap: three indexed reads)."""
     upto, built, body_format, newest, dirty = conn.execute(
@@ -101,7 +112,15 @@ def _sync_session(
     counted: dict[int, dict[str, tuple[str, int]]] = {}
     texts = window_bodies(rows, radius, targets, counted)
     before = window_bodies([r for r in rows if r.id <= upto], radius, targets, counted)
-    tag = session_tag(session)
+    # A session belongs to one user (a session's user changes only by assign_user, which
+    # marks its turns dirty, so the index is rebuilt with the new tags).
+    owner = None
+    if session is not None:
+        row = conn.execute(
+            "SELECT user_id FROM events WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session,)
+        ).fetchone()
+        owner = row[0] if row else None
+    tag = tags_of(session, owner)
     changed = sorted(i for i in targets if texts.get(i) != before.get(i))
     conn.executemany(  # contentless: a row goes with the very text it was indexed with
         "INSERT INTO events_window_fts(events_window_fts, rowid, body, dates, tags)"
