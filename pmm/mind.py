@@ -9,6 +9,20 @@
         print(mind.context("alice", query="where do I live?").text())
         mind.verify().ok
 
+Users and threads: a *user* (tenant) owns *sessions* (threads). Pass ``user_id=`` and each
+event stores it; a session belongs to one user (writing or reading another user's thread
+raises :class:`~pmm.errors.InvalidInputError`). ``context`` of a user's thread shows that
+thread's recent turns and rolling summary, and, in the ``user`` scope (``PMM_RECALL_SCOPE``,
+the default whenever a user is known), key facts and relevant memories from all of her
+threads, each labelled with its thread and date. Nothing crosses users unless the scope is
+``all`` (the whole log: single-user apps only)::
+
+        mind.remember_turn("I live in Lisbon", "Noted!", session_id="t1", user_id="alice")
+        mind.context("t2", query="where do I live?", user_id="alice").text()  # knows Lisbon
+        mind.recall("Lisbon", user_id="alice")           # all of alice's threads, no one else's
+        mind.forget(user_id="alice", reason="account deleted")   # every thread of hers
+        mind.assign_user("old-session", "bob")   # a session written before users, once
+
 Keyword arguments are PMM settings (``enable_summary`` = ``PMM_ENABLE_SUMMARY``, ...); an
 argument wins over the environment, which wins over ``.env`` and the defaults.
 """
@@ -17,9 +31,11 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
+from .errors import InvalidInputError
 from .processing import Processor
 from .records import DreamReport, Event, Hit, NewEvent, VerifyReport
 from .session_context import (
@@ -33,6 +49,13 @@ from .storage import EventLog, open_store
 from .tokens import TokenCounter, get_token_counter
 from .turns import CLEAR_KIND, TURN_KINDS, kind_for_role
 from .upkeep import Upkeep
+from .users import (
+    SessionOwners,
+    checked_user,
+    export_events,
+    user_erasure_ids,
+    user_stats,
+)
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -98,6 +121,7 @@ class Mind:
             llm=llm,
             on_superseded=self._contexts.forget_facts,
         )
+        self._owners = SessionOwners(self.store)
         self._worker = self._processor.start_worker(self.process_pending)
         # A Mind dropped without close() still releases its thread and file when collected
         # (at interpreter exit the worker's own hook flushes instead).
@@ -155,14 +179,18 @@ class Mind:
         kind: str | None = None,
         meta: dict[str, Any] | None = None,
         ts: datetime | str | None = None,
+        user_id: str | None = None,
     ) -> Event:
         """Append one turn or note; ``kind`` defaults from ``role`` (user → prompt,
         assistant → response, system/tool → event). ``ts`` is the conversation time
         (``datetime``, naive = UTC, or ISO-8601 text) for imports of past conversations;
-        None = now. It is the row's hashed ``ts``, and recall's date key."""
+        None = now. It is the row's hashed ``ts``, and recall's date key. ``user_id``: the
+        user whose thread ``session_id`` is (None: the session's user, if it has one)."""
         session = self._session(session_id)
         kind = kind or kind_for_role(role)
-        [event] = self.remember_many([NewEvent(kind, content, session, role, meta, ts)])
+        [event] = self.remember_many(
+            [NewEvent(kind, content, session, role, meta, ts, checked_user(user_id))]
+        )
         return event
 
     def remember_turn(
@@ -173,22 +201,34 @@ class Mind:
         session_id: str | None = None,
         meta: dict[str, Any] | None = None,
         ts: datetime | str | None = None,
+        user_id: str | None = None,
     ) -> tuple[Event, Event]:
         """Append one exchange, the user's turn and the AI's reply (two turns, two chained
-        events), atomically (``ts``: the conversation time, as in :meth:`remember`)."""
+        events), atomically (``ts``: the conversation time, ``user_id``: the thread's
+        user, as in :meth:`remember`)."""
         session = self._session(session_id)
-        user, ai = self.remember_many(
+        user = checked_user(user_id)
+        said, ai = self.remember_many(
             [
-                NewEvent("prompt", user_text, session, "user", meta, ts),
-                NewEvent("response", ai_text, session, "assistant", meta, ts),
+                NewEvent("prompt", user_text, session, "user", meta, ts, user),
+                NewEvent("response", ai_text, session, "assistant", meta, ts, user),
             ]
         )
-        return user, ai
+        return said, ai
 
-    def remember_many(self, entries: Sequence[NewEvent]) -> list[Event]:
+    def remember_many(
+        self, entries: Sequence[NewEvent], *, user_id: str | None = None
+    ) -> list[Event]:
         """Append several events in one transaction, then digest/embed per the mode
-        (each :class:`NewEvent` may carry its conversation time in ``ts``)."""
+        (each :class:`NewEvent` may carry its conversation time in ``ts`` and its user in
+        ``user_id``; ``user_id`` here is the user of those that carry none). An event
+        under another user than its session's raises :class:`InvalidInputError` and
+        nothing is stored."""
+        user = checked_user(user_id)
+        if user is not None:
+            entries = [e if e.user_id is not None else replace(e, user_id=user) for e in entries]
         for entry in entries:
+            checked_user(entry.user_id)
             if entry.role is not None:
                 kind_for_role(entry.role)  # validates the role
         events = self.store.append_many(entries)
@@ -199,11 +239,16 @@ class Mind:
             self._processor.appended(events, inline=inline)
         return events
 
-    def clear(self, session_id: str | None = None) -> Event:
+    def clear(self, session_id: str | None = None, *, user_id: str | None = None) -> Event:
         """Start this session's history afresh. Nothing is deleted: a chained ``clear``
-        marker is appended and history (and key facts) start after it."""
+        marker is appended and history (and key facts) start after it. A user's other
+        threads keep theirs."""
         session = self._session(session_id)
-        return self.store.append(CLEAR_KIND, "history cleared", session_id=session, role="system")
+        user = self._owners.resolve(session, user_id)
+        [event] = self.store.append_many(
+            [NewEvent(CLEAR_KIND, "history cleared", session, "system", None, None, user)]
+        )
+        return event
 
     # -- reading ---------------------------------------------------------------------
 
@@ -213,9 +258,13 @@ class Mind:
         *,
         limit: int | None = None,
         kinds: Sequence[str] = TURN_KINDS,
+        user_id: str | None = None,
     ) -> list[Event]:
-        """This session's turns since its last clear, oldest first (``limit`` = newest N)."""
-        return self._contexts.history(self._session(session_id), limit=limit, kinds=kinds)
+        """This session's turns since its last clear, oldest first (``limit`` = newest N).
+        With ``user_id``, the session must be hers (or new)."""
+        session = self._session(session_id)
+        self._owners.resolve(session, user_id)
+        return self._contexts.history(session, limit=limit, kinds=kinds)
 
     def context(
         self,
@@ -227,8 +276,15 @@ class Mind:
         ai_prefix: str = "AI",
         as_messages: bool = False,
         linked_turns: int = 0,
+        user_id: str | None = None,
     ) -> Context:
         """The compact, role-labelled memory of a session within ``budget_tokens``.
+
+        ``user_id`` (or the session's own user) makes the session a thread of that user:
+        in the ``user`` scope (the default then) key facts and relevant memories come from
+        all of her threads, labelled with their thread and date, while recent turns and
+        the summary stay this thread's. Another user's thread raises
+        :class:`InvalidInputError`.
 
         Newest turns come first and whole; older turns use their summary when summaries
         are on; "Key information" lists what the user said about themselves; with a
@@ -238,14 +294,16 @@ class Mind:
         makes "Relevant memories" the summary's ``k`` turns that best match ``query``
         (deterministic: no recall ranking), instead of recall's hits.
         """
+        session = self._session(session_id)
         return self._contexts.context(
-            self._session(session_id),
+            session,
             query,
             budget_tokens,
             human_prefix=human_prefix,
             ai_prefix=ai_prefix,
             as_messages=as_messages,
             linked_turns=linked_turns,
+            user=self._owners.resolve(session, user_id),
         )
 
     def recall(
@@ -256,19 +314,25 @@ class Mind:
         session_id: str | None = None,
         mode: str | None = None,
         kinds: Sequence[str] | None = None,
+        user_id: str | None = None,
     ) -> list[Hit]:
         """Events relevant to ``query``, best first: ``mode`` ``keyword`` (BM25),
         ``semantic`` (embeddings) or ``hybrid`` (both, fused by reciprocal rank); None =
-        hybrid when embeddings are on, else keyword. ``session_id=None`` searches every
-        session."""
+        hybrid when embeddings are on, else keyword. ``user_id`` searches all of that
+        user's sessions and nothing else; ``session_id`` one session (of ``user_id``, when
+        given); neither: the whole log (every user's: for single-user apps)."""
+        user = checked_user(user_id)
         if session_id is not None:
             session_id = self._session(session_id)
+            if user is not None:
+                self._owners.resolve(session_id, user)
         return self._get_recaller().recall(
             query,
             k,
             session_id=session_id,
             mode=mode or default_recall_mode(self.settings),
             kinds=kinds,
+            user_id=user,
         )
 
     # -- derived data ----------------------------------------------------------------
@@ -316,8 +380,12 @@ class Mind:
         """Walk the hash chain (see :meth:`pmm.storage.base.EventLog.verify`)."""
         return self.store.verify(expect_head=expect_head)
 
-    def stats(self) -> dict[str, Any]:
-        """Counts by kind/session/role, digest and embedding coverage, size on disk."""
+    def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
+        """Counts by kind/session/role, digest and embedding coverage, size on disk; with
+        ``user_id``, that user's counts alone (:func:`pmm.users.user_stats`)."""
+        user = checked_user(user_id)
+        if user is not None:
+            return user_stats(self.store, user)
         worker = self._processor.worker_status(revive=not self._closed)
         return self._upkeep.stats(self.counter.name, worker)
 
@@ -347,6 +415,7 @@ class Mind:
         session_id: str | None = None,
         match: str | None = None,
         reason: str,
+        user_id: str | None = None,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file (see
         :mod:`pmm.erasure`): by id, a whole session, and/or every event whose text,
@@ -355,12 +424,51 @@ class Mind:
             report = mind.forget(session_id="alice", reason="user asked")
             report.erased, [m.id for m in report.markers]
 
+        ``user_id`` alone erases every session (thread) of that user in one request (one
+        rewrite of the file), and nothing of any other user; with ``session_id``,
+        ``event_ids`` or ``match`` it keeps to her events (another user's session or
+        event raises :class:`InvalidInputError`)::
+
+            mind.forget(user_id="alice", reason="account deleted")
+
         Digesting and embedding wait while it runs, so no digest or vector of the erased
         text is written back afterwards; the context and recall drop the events at once.
         """
+        user = checked_user(user_id)
+        if user is not None:
+            if session_id is not None:
+                self._owners.resolve(self._session(session_id), user)
+            event_ids = user_erasure_ids(self.store, user, event_ids, match, session_id)
+            match = None
         return self._upkeep.forget(
             event_ids=event_ids, session_id=session_id, match=match, reason=reason
         )
+
+    # -- users -------------------------------------------------------------------------
+
+    def assign_user(self, session_id: str, user_id: str, *, reason: str = "") -> Event:
+        """Give a session written without a user (before users, or by an app that had
+        none) its user, once: its events take ``user_id`` and a chained
+        ``user_assigned`` event (returned) records it. Refuses a session that already has
+        a user, or has no events::
+
+            mind.assign_user("alice-2024", "alice")   # `pmm assign-user alice-2024 alice`
+        """
+        user = checked_user(user_id)
+        if user is None:
+            raise InvalidInputError("user_id is required: the user the session belongs to")
+        event = self.store.assign_user(self._session(session_id), user, reason=reason)
+        self._contexts.forget_facts()
+        return event
+
+    def export(self, out: str | IO[str], *, user_id: str | None = None) -> int:
+        """Write the log as JSON lines, one event a line with every field (the format of
+        ``pmm export`` / ``pmm import``), to a path or an open text file; with ``user_id``,
+        only that user's events. Returns how many were written::
+
+            mind.export("alice.jsonl", user_id="alice")
+        """
+        return export_events(self.store, out, checked_user(user_id))
 
     def compress(
         self, after: str | int | None = None, *, dry_run: bool = False, retrain: bool = False
