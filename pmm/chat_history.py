@@ -12,6 +12,12 @@
 ``messages`` returns the session's turns since its last ``clear()`` (all of them, or the
 compact, budgeted context when ``max_token_limit`` is set). ``add_messages`` appends them
 as chained events in one transaction. Sessions never see each other's messages.
+
+With ``user_id`` the session is one of that user's threads: its messages are stored under
+her, a thread of another user is refused, and with ``max_token_limit`` the context adds her
+other threads' key facts and relevant memories (never another user's)::
+
+    PMMChatMessageHistory(thread_id, mind=mind, user_id="alice")
 """
 
 from __future__ import annotations
@@ -40,9 +46,11 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
         *,
         mind: Mind | None = None,
         max_token_limit: int | None = None,
+        user_id: str | None = None,
         **settings: Any,
     ) -> None:
         self.session_id = session_id
+        self.user_id = user_id
         self.max_token_limit = max_token_limit
         self._owns_mind = mind is None
         self.mind = mind if mind is not None else Mind(db_path, **settings)
@@ -51,9 +59,12 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         if self.max_token_limit is not None:
             return self.mind.context(
-                self.session_id, budget_tokens=self.max_token_limit, as_messages=True
+                self.session_id,
+                budget_tokens=self.max_token_limit,
+                as_messages=True,
+                user_id=self.user_id,
             ).messages()
-        events = self.mind.history(self.session_id, kinds=_HISTORY_KINDS)
+        events = self.mind.history(self.session_id, kinds=_HISTORY_KINDS, user_id=self.user_id)
         return [to_message(*turn_role(e), e.meta) for e in events]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
@@ -73,10 +84,10 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
                     meta or None,
                 )
             )
-        self.mind.remember_many(entries)
+        self.mind.remember_many(entries, user_id=self.user_id)
 
     def clear(self) -> None:
-        self.mind.clear(self.session_id)
+        self.mind.clear(self.session_id, user_id=self.user_id)
 
     def close(self) -> None:
         """Close the Mind this history opened (not one passed in)."""

@@ -25,6 +25,7 @@ from ..records import Event
 from ..storage import EventLog, open_store
 from ..text import snippet
 from ..turns import TURN_KINDS
+from ..users import checked_user
 from .jsonl import _output, _read_export
 from .output import (
     EXIT_FAILED,
@@ -90,6 +91,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    if getattr(args, "user", None) is not None:
+        from .users import cmd_user_stats
+
+        return cmd_user_stats(args)
     path = _existing_db(args)
     with _mind(path) as mind:
         stats = mind.stats()
@@ -237,12 +242,15 @@ def _unique_hash(store: EventLog, prefix: str) -> str:
 def cmd_tail(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     with open_store(path) as store:
-        events = store.events(session_id=args.session, newest_first=True, limit=args.n)
+        events = store.events(
+            session_id=args.session, newest_first=True, limit=args.n, user_id=args.user
+        )
     events.reverse()
     if args.json:
         return _emit(args, [e.to_dict() for e in events], "")
     if not events:
         where = f" in session {args.session!r}" if args.session else ""
+        where += f" of user {args.user!r}" if args.user is not None else ""
         return _emit(args, [], f"no events{where}")
     rows = [
         [str(e.id), e.ts, e.session_id or "", e.role or "", e.kind, snippet(_shown_text(e))]
@@ -275,7 +283,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     count = 0
     head: Event | None = None
     with open_store(path) as store, _output(args.file) as out:
-        for event in store.iter_events():
+        user = checked_user(args.user)
+        events = store.iter_events() if user is None else store.events(user_id=user)
+        for event in events:
             out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
             count += 1
             head = event
