@@ -368,3 +368,23 @@ def test_repl_user_and_search(db: Path) -> None:
         assert any("Lisbon" in line for line in lines) and not any("Oslo" in x for x in lines)
         chat.handle("/session b1")
         assert chat.session == "a9" and "not switched" in lines[-1]
+
+
+def test_the_search_indexes_stay_consistent_through_assignment_and_erasure(db: Path) -> None:
+    with Mind(str(db), enable_summary=True, summarizer="heuristic", summary_mode="inline") as mind:
+        mind.remember_turn("alpha beta", "gamma", session_id="s")
+        mind.remember_turn("delta talk", "epsilon", session_id="o")
+        mind.remember_turn("zeta", "eta", session_id="u1", user_id="carol")
+        mind.store.sync_search_index()
+        conn = mind.store._conn  # type: ignore[attr-defined]
+        tags = {r[0] for r in conn.execute("SELECT tags FROM events_fts_source")}
+        # rows without a user are tagged exactly as before migration 0013
+        assert tags == {"s730", "s6F0", "s7531" + "0 u" + b"carol".hex().upper() + "0"}
+        mind.assign_user("o", "bob")
+        mind.forget(event_ids=[1], reason="test")
+        mind.remember("theta", role="user", session_id="o")
+        assert mind.store.search_text("delta", user_id="bob")
+        assert mind.store.search_text("delta", key="window", user_id="bob")
+        for table in ("events_fts", "events_window_fts"):
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+        assert mind.verify().ok
