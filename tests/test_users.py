@@ -388,3 +388,18 @@ def test_the_search_indexes_stay_consistent_through_assignment_and_erasure(db: P
         for table in ("events_fts", "events_window_fts"):
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
         assert mind.verify().ok
+
+
+def test_compaction_covers_users_rows(db: Path) -> None:
+    with Mind(str(db), enable_summary=True, summarizer="heuristic", summary_mode="inline") as mind:
+        said, _ = mind.remember_turn(
+            "We took the night train from Lisbon to Porto and talked about books " * 4,
+            "That sounds like a lovely trip, tell me more about the books " * 4,
+            session_id="t1",
+            user_id="ann",
+            ts="2020-01-01T00:00:00Z",
+        )
+        report = mind.compact(older_than="30d")
+        assert said.id in report.compacted and report.marker is not None
+        assert mind.store.get(said.id).content is None
+        assert mind.verify().ok

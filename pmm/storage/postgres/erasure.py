@@ -44,7 +44,7 @@ from ...erasure import (
     matches,
     redaction_entries,
 )
-from ...hashing import HASH_VERSION, LEGACY_HASH_VERSION
+from ...hashing import LEGACY_HASH_VERSION
 from ...records import Event
 from .connection import APPEND_LOCK, Database
 from .rows import BUMP
@@ -217,10 +217,10 @@ def compact(
     sql = (
         "SELECT id, summary, octet_length(content), session_id FROM events"
         " WHERE content IS NOT NULL AND summary IS NOT NULL AND digest_method IS NOT NULL"
-        " AND digest_method <> 'redacted' AND hash_version = %s AND ts < %s"
+        " AND digest_method <> 'redacted' AND hash_version <> %s AND ts < %s"
         " AND kind <> ALL(%s)"
     )
-    params: list[Any] = [HASH_VERSION, cutoff_ts, list(PROTECTED_KINDS)]
+    params: list[Any] = [LEGACY_HASH_VERSION, cutoff_ts, list(PROTECTED_KINDS)]
     if session_id is not None:
         sql += " AND session_id = %s"
         params.append(session_id)
