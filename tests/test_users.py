@@ -403,3 +403,15 @@ def test_compaction_covers_users_rows(db: Path) -> None:
         assert said.id in report.compacted and report.marker is not None
         assert mind.store.get(said.id).content is None
         assert mind.verify().ok
+
+
+def test_recover_keeps_users_and_checks_their_rows(db: Path, tmp_path: Path) -> None:
+    from pmm.backup import recover
+
+    with Mind(str(db)) as mind:
+        seed(mind)
+        mind.remember_turn("old", "row", session_id="legacy")
+    report = recover(db, tmp_path / "new.db")
+    assert report.unverified == [] and report.broken_links == [] and report.salvaged == 8
+    with EventStore(tmp_path / "new.db") as store:
+        assert store.verify().ok and store.count(user_id="alice") == 4
