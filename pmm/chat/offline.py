@@ -57,12 +57,15 @@ class OfflineResponder:
     banner = "OFFLINE (no OPENAI_API_KEY): replies come from memory only"
     reply_kind = OFFLINE_REPLY_KIND
 
-    def reply(self, mind: Mind, session: str, text: str) -> str:
+    def reply(self, mind: Mind, session: str, text: str, user: str | None = None) -> str:
         if not is_question(text):
             return f"{OFFLINE_PREFIX} Noted: I'll remember that."
-        facts = relevant_facts(mind.context(session, query=None).facts, text)
-        scope = None if mind.settings.recall_scope == "all" else session
-        hits = mind.recall(text, 3, session_id=scope)
+        facts = relevant_facts(mind.context(session, query=None, user_id=user).facts, text)
+        scope = mind.settings.recall_scope
+        if user is not None and scope == "user":  # all of her threads, no one else's
+            hits = mind.recall(text, 3, user_id=user)
+        else:
+            hits = mind.recall(text, 3, session_id=None if scope == "all" else session)
         said = [_said(h) for h in hits if _is_answer(h, text)]
         parts: list[str] = []
         if facts:

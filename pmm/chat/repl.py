@@ -14,7 +14,11 @@ and answers from memory alone (key facts and the best recalled turns), so the me
 tried anywhere. Either way every exchange is saved as two chained events before the reply
 is shown: what you have seen answered is in the log.
 
-Commands: /help, /memory, /stats, /verify, /search TEXT, /session NAME, /quit.
+Commands: /help, /memory, /stats, /verify, /search TEXT, /session NAME, /user NAME, /quit.
+
+``--user alice`` (or ``/user alice``) makes the sessions Alice's threads: each keeps its own
+recent turns, her key facts and memories come from all of her threads, and ``/search``
+looks in hers alone, never in another user's.
 Ctrl-D or Ctrl-C at the prompt leaves; Ctrl-C while a reply is coming cancels that turn.
 """
 
@@ -32,7 +36,8 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from pmm.chat.offline import OfflineResponder
-from pmm.errors import MissingDependencyError, PMMError
+from pmm.context.users import checked_user
+from pmm.errors import InvalidInputError, MissingDependencyError, PMMError
 from pmm.records import NewEvent
 from pmm.settings import Settings
 from pmm.text.words import found_by, snippet
@@ -55,9 +60,11 @@ commands:
   /memory         the memory the model sees for this session
   /stats          what the event log holds
   /verify         check the log's hash chain
-  /search TEXT    recall the events most relevant to TEXT (all sessions)
+  /search TEXT    recall the events most relevant to TEXT (all of the user's threads;
+                  every session when no user is set)
   /dream          digest, embed and consolidate what is pending now (also done at exit)
   /session NAME   switch to another conversation
+  /user NAME [S]  act as user NAME (her thread S, or the current one if it is hers)
   /quit           leave (Ctrl-D and Ctrl-C at the prompt leave too)
 anything else is a message."""
 PROMPT = "you> "
@@ -74,7 +81,7 @@ class Responder(Protocol):
 
     banner: str
 
-    def reply(self, mind: Mind, session: str, text: str) -> str: ...
+    def reply(self, mind: Mind, session: str, text: str, user: str | None = None) -> str: ...
 
 
 # -- the two modes -------------------------------------------------------------------
@@ -95,8 +102,10 @@ class OnlineResponder:
         where = base_url or "api.openai.com"
         self.banner = f"online (classic chain): model {model} at {where}"
 
-    def reply(self, mind: Mind, session: str, text: str) -> str:
-        history: list[BaseMessage] = mind.context(session, query=text, as_messages=True).messages()
+    def reply(self, mind: Mind, session: str, text: str, user: str | None = None) -> str:
+        history: list[BaseMessage] = mind.context(
+            session, query=text, as_messages=True, user_id=user
+        ).messages()
         answer = self.chain.invoke({"input": text, "history": history})
         return str(answer)
 
@@ -139,13 +148,15 @@ class AgentResponder:
             self._mind = mind
         return self._agent
 
-    def reply(self, mind: Mind, session: str, text: str) -> str:
+    def reply(self, mind: Mind, session: str, text: str, user: str | None = None) -> str:
         import uuid
 
         from langchain_core.messages import HumanMessage, RemoveMessage
 
         agent = self._agent_for(mind)
         config: Any = {"configurable": {"thread_id": session}}
+        if user is not None:
+            config["configurable"]["user_id"] = user
         message = HumanMessage(content=text, id=str(uuid.uuid4()))
         try:
             result = agent.invoke({"messages": [message]}, config)
@@ -192,12 +203,14 @@ def _chat_model(model: str, api_key: str, base_url: str | None) -> BaseChatModel
 
 @dataclass
 class Chat:
-    """One chat: a Mind, the current session and a responder. :meth:`handle` runs a line."""
+    """One chat: a Mind, the current session (a thread of ``user`` when one is set) and a
+    responder. :meth:`handle` runs a line."""
 
     mind: Mind
     session: str
     responder: Responder
     write: Write = print
+    user: str | None = None
 
     def handle(self, line: str) -> bool:
         """Run one line (a message or a /command); False when the chat should end."""
@@ -207,7 +220,7 @@ class Chat:
         if text.startswith("/"):
             return self.command(text)
         try:
-            answer = self.responder.reply(self.mind, self.session, text)
+            answer = self.responder.reply(self.mind, self.session, text, self.user)
         except KeyboardInterrupt:
             self.write("\n(cancelled: that message was not saved)")
             return True
@@ -227,13 +240,14 @@ class Chat:
             if getattr(self.responder, "remembers", False):
                 pass  # the agent's middleware stored the exchange, each message once
             elif reply_kind == "response":
-                self.mind.remember_turn(text, answer, session_id=self.session)
+                self.mind.remember_turn(text, answer, session_id=self.session, user_id=self.user)
             else:
                 self.mind.remember_many(
                     [
                         NewEvent("prompt", text, self.session, "user", None),
                         NewEvent(reply_kind, answer, self.session, "assistant", None),
-                    ]
+                    ],
+                    user_id=self.user,
                 )
             self.write(REPLY_PREFIX + answer)
         return True
@@ -259,6 +273,12 @@ class Chat:
                 self.show_search(rest)
         elif name == "/dream":
             self.dream()
+        elif name == "/user":
+            if not rest:
+                who = "none: the whole log" if self.user is None else repr(self.user)
+                self.write(f"user: {who} (switch with /user NAME [SESSION])")
+            else:
+                self.switch_user(*rest.split(maxsplit=1))
         elif name == "/session":
             if not rest:
                 self.write(f"session: {self.session} (switch with /session NAME)")
@@ -296,7 +316,7 @@ class Chat:
         )
 
     def show_memory(self) -> None:
-        context = self.mind.context(self.session, query=None)
+        context = self.mind.context(self.session, query=None, user_id=self.user)
         body = context.text()
         if not body:
             self.write(f"(nothing remembered in session {self.session!r} yet)")
@@ -309,6 +329,12 @@ class Chat:
     def show_stats(self) -> None:
         from pmm.text.sizes import format_size
 
+        if self.user is not None:
+            mine = self.mind.stats(user_id=self.user)
+            self.write(
+                f"user {self.user!r}: {_count(mine['events'], 'event')} "
+                f"({_count(mine['turns'], 'turn')}) in {_count(mine['sessions'], 'thread')}"
+            )
         stats = self.mind.stats()
         size = int(stats["bytes_on_disk"])  # the same figure `pmm stats` shows
         sessions = stats["by_session"]
@@ -335,7 +361,7 @@ class Chat:
             self.write(f"chain FAILED at event {report.first_bad_id}: {report.reason}")
 
     def show_search(self, query: str) -> None:
-        hits = _recall(self.mind, query, k=5, session=None)
+        hits = _recall(self.mind, query, k=5, session=None, user=self.user)
         if not hits:
             self.write(f"nothing found for {query!r}")
             return
@@ -348,9 +374,25 @@ class Chat:
             )
 
     def switch(self, name: str) -> None:
-        turns = len(self.mind.history(name))  # validates the name
+        try:  # validates the name, and that the session is not another user's
+            turns = len(self.mind.history(name, user_id=self.user))
+        except InvalidInputError as exc:
+            self.write(f"(not switched: {exc})")
+            return
         self.session = name
         self.write(f"switched to session {name!r} ({turns} turns remembered)")
+
+    def switch_user(self, user: str, session: str | None = None) -> None:
+        """Act as ``user`` from now on, in her thread ``session`` (default: the current
+        session, when it is new or hers)."""
+        target = self.session if session is None else session
+        try:
+            turns = len(self.mind.history(target, user_id=user))
+        except InvalidInputError as exc:
+            self.write(f"(not switched: {exc}; name one of her threads: /user NAME SESSION)")
+            return
+        self.user, self.session = user, target
+        self.write(f"user {user!r}, session {target!r} ({turns} turns remembered)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -361,6 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, handlers=[log_handler])
     try:
         settings = Settings.load(db_path=args.db, session_id=args.session)
+        user = checked_user(args.user)
         api_key, base_url = _openai_env()
         responder: Responder
         if api_key:
@@ -382,7 +425,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print("Type a message, or /help for commands; Ctrl-D leaves.")
         _enable_line_editing()
-        chat = Chat(mind, settings.session_id, responder)
+        chat = Chat(mind, settings.session_id, responder, user=user)
+        if user is not None:
+            mind.history(settings.session_id, user_id=user)  # refuses another user's thread
         code = _loop(chat, log_handler)
         chat.dream(at_exit=True)
         return code
@@ -468,6 +513,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--session", help="the conversation to continue (default: PMM_SESSION_ID, else default)"
     )
+    parser.add_argument(
+        "--user",
+        help="the user whose threads these are (memory spans her threads, never another "
+        "user's; default: none, the whole log)",
+    )
     parser.add_argument("--model", help="chat model name (default: PMM_LLM_MODEL)")
     parser.add_argument(
         "--classic",
@@ -511,5 +561,7 @@ def _interrupts_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
-def _recall(mind: Mind, query: str, *, k: int, session: str | None) -> list[Hit]:
-    return mind.recall(query, k, session_id=session)
+def _recall(
+    mind: Mind, query: str, *, k: int, session: str | None, user: str | None = None
+) -> list[Hit]:
+    return mind.recall(query, k, session_id=session, user_id=user)

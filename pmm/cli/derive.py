@@ -128,7 +128,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         {"enable_embeddings": True} if mode in ("semantic", "hybrid") else {}
     )
     with _mind(path, **overrides) as mind:
-        hits = mind.recall(args.text, args.k, session_id=args.session, mode=mode)
+        hits = mind.recall(args.text, args.k, session_id=args.session, mode=mode, user_id=args.user)
     data = [
         {"rank": rank, "score": h.score, "rankers": h.rankers, "event": h.event.to_dict()}
         for rank, h in enumerate(hits, start=1)

@@ -35,6 +35,7 @@ _EVENT_FIELDS = {
     "summary": (False, (str, type(None))),
     "keywords": (False, (list,)),
     "digest_method": (False, (str, type(None))),
+    "user_id": (False, (str, type(None))),
 }
 
 

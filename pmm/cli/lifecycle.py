@@ -41,10 +41,12 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    from pmm.context.users import SessionOwners, checked_user, user_erasure_ids
     from pmm.retention.erasure import file_bytes
     from pmm.storage.sqlite.erasure import scrub
 
-    if args.scrub and not (args.event or args.session is not None or args.match is not None):
+    picked = args.event or args.session is not None or args.match is not None
+    if args.scrub and not (picked or args.user is not None):
         path = _existing_db(args)
         if is_postgres_url(path):
             return _rewrite_postgres(args, path)
@@ -57,14 +59,23 @@ def cmd_forget(args: argparse.Namespace) -> int:
         )
         _emit(args, {"wal_truncated": done, "bytes_before": before, "bytes_after": after}, text)
         return EXIT_OK if done else EXIT_FAILED
-    if not (args.event or args.session is not None or args.match is not None):
-        raise InvalidInputError("say what to forget: --event ID, --session S or --match TEXT")
+    if not (picked or args.user is not None):
+        raise InvalidInputError(
+            "say what to forget: --event ID, --session S, --match TEXT or --user U"
+        )
     if not args.yes:
         raise InvalidInputError("forget erases text for good: add --yes to confirm")
     path = _existing_db(args)
     with open_store(path) as store:  # a SQLite file or a PostgreSQL URL
+        event_ids, match = args.event, args.match
+        if args.user is not None:  # only her events, every thread of hers in one request
+            user = str(checked_user(args.user))
+            if args.session is not None:
+                SessionOwners(store).resolve(args.session, user)
+            event_ids = user_erasure_ids(store, user, args.event, args.match, args.session)
+            match = None
         report = store.forget(
-            event_ids=args.event, session_id=args.session, match=args.match, reason=args.reason
+            event_ids=event_ids, session_id=args.session, match=match, reason=args.reason
         )
     lines = [
         f"forgot {len(report.erased)} events"

@@ -35,6 +35,7 @@ from pmm.cli.output import (
     _shown_text,
     _table,
 )
+from pmm.context.users import checked_user
 from pmm.errors import (
     IntegrityError,
     InvalidInputError,
@@ -90,6 +91,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    if getattr(args, "user", None) is not None:
+        from pmm.cli.users import cmd_user_stats
+
+        return cmd_user_stats(args)
     path = _existing_db(args)
     with _mind(path) as mind:
         stats = mind.stats()
@@ -237,12 +242,15 @@ def _unique_hash(store: EventLog, prefix: str) -> str:
 def cmd_tail(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     with open_store(path) as store:
-        events = store.events(session_id=args.session, newest_first=True, limit=args.n)
+        events = store.events(
+            session_id=args.session, newest_first=True, limit=args.n, user_id=args.user
+        )
     events.reverse()
     if args.json:
         return _emit(args, [e.to_dict() for e in events], "")
     if not events:
         where = f" in session {args.session!r}" if args.session else ""
+        where += f" of user {args.user!r}" if args.user is not None else ""
         return _emit(args, [], f"no events{where}")
     rows = [
         [str(e.id), e.ts, e.session_id or "", e.role or "", e.kind, snippet(_shown_text(e))]
@@ -275,7 +283,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     count = 0
     head: Event | None = None
     with open_store(path) as store, _output(args.file) as out:
-        for event in store.iter_events():
+        user = checked_user(args.user)
+        events = store.iter_events() if user is None else store.events(user_id=user)
+        for event in events:
             out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
             count += 1
             head = event

@@ -39,6 +39,7 @@ from pmm.cli.log import (
     cmd_verify,
 )
 from pmm.cli.output import _positive_int
+from pmm.cli.users import cmd_assign_user
 
 EPILOG = """\
 examples:
@@ -46,6 +47,7 @@ examples:
   pmm stats --json
   pmm verify --expect-head 3f2a...        pin the head hash that verify printed
   pmm tail -n 20 --session alice
+  pmm search "passport" --user alice
   pmm export backup.jsonl && pmm import backup.jsonl --db restored.db
   PMM_SUMMARIZER=heuristic pmm dream
   pmm search "where do I live?" --mode keyword -k 5
@@ -126,11 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Lists what was applied. A database written by the earlier PMM is first copied to\n"
         "<name>.bak-<time>; the backup's path is printed.",
     )
-    command(
+    p = command(
         "stats",
         cmd_stats,
         "Counts by kind, session and role; digest and embedding coverage; size on disk.",
     )
+    p.add_argument("--user", metavar="U", help="only this user's events (by thread, kind, role)")
     p = command(
         "verify",
         cmd_verify,
@@ -147,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("tail", cmd_tail, "Show the newest events, oldest of them first.")
     p.add_argument("-n", type=_positive_int, default=10, metavar="N", help="how many (10)")
     p.add_argument("--session", metavar="S", help="only this session")
+    p.add_argument("--user", metavar="U", help="only this user's events (all her threads)")
     p = command(
         "show", cmd_show, "Show every field of one event.", "Exit 2 when there is no such event."
     )
@@ -160,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         "digest_method. `pmm import` restores it exactly. Embeddings are not exported.",
     )
     p.add_argument("file", metavar="FILE.jsonl", help="where to write ('-' = stdout)")
+    p.add_argument("--user", metavar="U", help="only this user's events (all her threads)")
     p = command(
         "import",
         cmd_import,
@@ -204,6 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-k", type=_positive_int, default=10, metavar="K", help="how many (10)")
     p.add_argument("--session", metavar="S", help="only this session (default: all)")
+    p.add_argument(
+        "--user",
+        metavar="U",
+        help="only this user's threads (default: the whole log, every user's)",
+    )
     command(
         "doctor",
         cmd_doctor,
@@ -217,6 +227,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id", type=int, help="the event id")
     p.add_argument("--reason", required=True, help="why (recorded in the log)")
+    p = command(
+        "assign-user",
+        cmd_assign_user,
+        "Give a session written without a user its user, once.",
+        "Its events take the user (recorded as a chained 'user_assigned' event); from then\n"
+        "on the session is one of that user's threads. A session that already has a user\n"
+        "is refused (exit 2).",
+    )
+    p.add_argument("session", help="the session (thread) id")
+    p.add_argument("user", help="the user id")
+    p.add_argument("--reason", help="why (recorded in the log; no secrets)")
     _add_storage_commands(command)
     return parser
 
@@ -236,6 +257,12 @@ def _add_storage_commands(
     )
     p.add_argument("--event", type=int, action="append", metavar="ID", help="an event id")
     p.add_argument("--session", metavar="S", help="every event of this session")
+    p.add_argument(
+        "--user",
+        metavar="U",
+        help="every event of every thread of this user (with --session/--event/--match: "
+        "only hers), in one rewrite; other users' events are untouched",
+    )
     p.add_argument("--match", metavar="TEXT", help="every event whose text holds TEXT")
     p.add_argument(
         "--reason", default="forget requested", help="why (recorded in the log; no secrets)"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from pmm.context.assembly import Context, Turn, assemble
 from pmm.context.recent_turns import RecentTurns
+from pmm.context.users import UserFacts, effective_scope
 from pmm.errors import ConfigurationError, InvalidInputError
 from pmm.events.roles import without_speaker
 from pmm.events.turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
@@ -123,6 +124,7 @@ class SessionContexts:
         self._sessions: dict[str, _SessionState] = {}
         self._lock = threading.RLock()
         self._recent = RecentTurns(store, counter)
+        self._user_facts = UserFacts(store, nlp=settings.facts_nlp)
 
     def context(
         self,
@@ -134,24 +136,30 @@ class SessionContexts:
         ai_prefix: str = "AI",
         as_messages: bool = False,
         linked_turns: int = 0,
+        user: str | None = None,
     ) -> Context:
-        """The compact, role-labelled memory of ``session`` (see :meth:`pmm.Mind.context`)."""
+        """The compact, role-labelled memory of ``session`` (see :meth:`pmm.Mind.context`),
+        a thread of ``user`` when one is known: in the ``user`` scope (the default then)
+        key facts and relevant memories come from all of her threads."""
         budget = self.settings.max_tokens if budget_tokens is None else budget_tokens
         if budget < 0:
             raise InvalidInputError(f"budget_tokens must be >= 0, got {budget}")
+        scope = effective_scope(self.settings.recall_scope, user)
         clear_after, facts = self.state(session)
+        if user is not None and scope != "session":
+            facts = self._user_facts.lines(user)
         window, complete = self._history_window(session, clear_after, budget)
         if self.settings.enable_summary:
             facts += self._topic_lines(session, clear_after)
         # Recall runs only when there is something older than the window to find.
-        look_back = not complete or self.settings.recall_scope == "all"
+        look_back = not complete or scope != "session"
         memories: list[Turn] = []
         # Consolidation hook: the stored session summary stands for turns that do not fit.
         summary = self._summary_lines(session, clear_after, complete, linked_turns)
         if linked_turns > 0:
             memories = self._linked_memories(session, clear_after, query or "", linked_turns)
         elif query and query.strip() and self.settings.recall_k and look_back:
-            memories = self._memories(query, session, clear_after, window)
+            memories = self._memories(query, session, clear_after, window, scope, user)
         return assemble(
             session_id=session,
             history=window,
@@ -247,6 +255,7 @@ class SessionContexts:
         """Drop what was read of every session: key facts are rebuilt on the next call."""
         with self._lock:
             self._sessions.clear()
+            self._user_facts.clear()
 
     def _new_state(self) -> _SessionState:
         return _SessionState(facts=FactBook(nlp=self.settings.facts_nlp))
@@ -310,18 +319,25 @@ class SessionContexts:
         return [f"Topics: {', '.join(top)}"] if top else []
 
     def _memories(
-        self, query: str, session: str, clear_after: int, window: list[Turn]
+        self,
+        query: str,
+        session: str,
+        clear_after: int,
+        window: list[Turn],
+        scope: str,
+        user: str | None,
     ) -> list[Turn]:
-        """Older turns relevant to ``query`` that are not in the recent window."""
+        """Older turns relevant to ``query`` that are not in the recent window: of this
+        session, of all the user's sessions (``user`` scope) or of the whole log (``all``)."""
         seen = {t.event_id for t in window}
-        scope_all = self.settings.recall_scope == "all"
         # Indexing new turns costs a write; within one session it can wait while every turn
         # not yet indexed is in the window anyway (the background worker and dream index).
-        sync = scope_all or not seen or self.store.search_index_upto() < min(seen) - 1
+        sync = scope != "session" or not seen or self.store.search_index_upto() < min(seen) - 1
         hits = self.recaller().recall(
             query,
             self.settings.recall_k * 2,  # some may predate this session's clear marker
-            session_id=None if scope_all else session,
+            session_id=session if scope == "session" else None,
+            user_id=user if scope == "user" else None,
             mode=default_recall_mode(self.settings),
             exclude_ids=seen,
             sync_index=sync,

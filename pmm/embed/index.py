@@ -369,16 +369,21 @@ class VectorIndex:
         session_id: str | None,
         key: tuple[str, ...] | None,
         allowed_ids: Iterable[int] | None,
+        user_id: str | None = None,
     ) -> IdArray:
-        """Event ids allowed by the session (and kinds) and by ``allowed_ids``."""
+        """Event ids allowed by the session or user (and kinds) and by ``allowed_ids``."""
         allowed = None
         if allowed_ids is not None:
             allowed = np.unique(np.fromiter(allowed_ids, dtype=np.int64))
-        if session_id is None:
+        if session_id is None and user_id is None:
             return allowed if allowed is not None else np.zeros(0, dtype=np.int64)
-        in_session = np.asarray(
-            self.store.event_ids(session_id=session_id, kinds=key), dtype=np.int64
-        )
+        if session_id is None:
+            ids = self.store.event_ids(user_id=user_id, kinds=key)
+        elif user_id is None:
+            ids = self.store.event_ids(session_id=session_id, kinds=key)
+        else:
+            ids = self.store.event_ids(session_id=session_id, kinds=key, user_id=user_id)
+        in_session = np.asarray(ids, dtype=np.int64)
         return in_session if allowed is None else np.intersect1d(in_session, allowed)
 
     def search(
@@ -390,10 +395,13 @@ class VectorIndex:
         kinds: Iterable[str] | str | None = None,
         allowed_ids: Iterable[int] | None = None,
         exclude_ids: Iterable[int] = (),
+        user_id: str | None = None,
     ) -> list[tuple[int, float]]:
         """The ``k`` events most similar to ``query_vec``: ``(event_id, cosine)``, best
-        first. ``session_id``, ``kinds`` and ``allowed_ids`` restrict the candidates (all
-        given ones apply); ``exclude_ids`` are never returned."""
+        first. ``session_id``, ``user_id``, ``kinds`` and ``allowed_ids`` restrict the
+        candidates (all given ones apply; a user's candidates are read from the log's index
+        of her events, so the cost follows her vectors, not everyone's); ``exclude_ids``
+        are never returned."""
         query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise InvalidInputError(
@@ -413,9 +421,10 @@ class VectorIndex:
             held = self._ids[: self._n]
             excluded = self._rows_of(np.fromiter(exclude_ids, dtype=np.int64))
             rows: IdArray | None = None
-            if session_id is not None or allowed_ids is not None:
-                rows = self._rows_of(self._candidates(session_id, key, allowed_ids))
-                if key is not None and session_id is None:
+            scoped = session_id is not None or user_id is not None
+            if scoped or allowed_ids is not None:
+                rows = self._rows_of(self._candidates(session_id, key, allowed_ids, user_id))
+                if key is not None and not scoped:
                     rows = rows[self._kind_mask(key)[rows]]
                 if excluded.size:
                     rows = np.setdiff1d(rows, excluded)

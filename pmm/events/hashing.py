@@ -5,6 +5,15 @@ Version 1 (every row PMM writes)::
     hash = sha256(canonical_json({id, ts, kind, session_id, role,
                                   content_sha256, meta, prev_hash}))
 
+Version 2 (rows PMM writes for a user, see :class:`pmm.records.NewEvent` ``user_id``)::
+
+    hash = sha256(canonical_json({id, ts, kind, session_id, role,
+                                  content_sha256, meta, prev_hash, user_id}))
+
+so that a row moved to another user no longer verifies. Rows without a user are still
+written as version 1: a session written before it had a user can be assigned one later
+(:meth:`pmm.Mind.assign_user`), which a chained ``user_assigned`` event records.
+
 Version 0 (rows written by the earlier PMM, kept verifying after migration)::
 
     hash = sha256((prev_hash or "") + "|" + kind + "|" + content + "|" + meta_json)
@@ -23,6 +32,7 @@ from typing import Any
 from pmm.errors import InvalidInputError
 
 HASH_VERSION = 1
+USER_HASH_VERSION = 2
 LEGACY_HASH_VERSION = 0
 
 _dumps = json.JSONEncoder(
@@ -89,8 +99,11 @@ def chain_payload(
     content_sha256: str,
     meta_json: str,
     prev_hash: str | None,
+    user_id: str | None = None,
+    with_user: bool = False,
 ) -> str:
-    """The canonical JSON that a version-1 row's hash covers.
+    """The canonical JSON that a version-1 row's hash covers (version 2 with
+    ``with_user``: the same fields and ``user_id``).
 
     ``meta_json`` must already be ``canonical_json(meta)``; it is spliced in as is, so a
     stored meta edited even in its spacing no longer verifies. Equal, by construction and
@@ -114,12 +127,14 @@ def chain_payload(
         + _q(session_id)
         + ',"ts":'
         + _q(ts)
+        + (',"user_id":' + _q(user_id) if with_user else "")
         + "}"
     )
 
 
 def chain_hash(**fields: Any) -> str:
-    """The version-1 hash of a row (see :func:`chain_payload` for the fields)."""
+    """The version-1 hash of a row (version 2 with ``with_user=True``; see
+    :func:`chain_payload` for the fields)."""
     return sha256_hex(chain_payload(**fields))
 
 

@@ -74,14 +74,22 @@ class FactBook:
     ['Lives in: Lisbon']
 
     ``nlp=True`` runs each turn through spaCy as well (``PMM_FACTS_NLP``).
+
+    The facts of a user's many threads go in one book, each value with its ``source``
+    (the thread and date it was said in), shown by ``lines(sources=True)``; a thread's
+    clear marker drops that thread's values (:meth:`drop_source_session`)::
+
+        book.add("I live in Porto", source=("thread-1", "2026-11-20"))
+        book.lines(sources=True)      # ['Lives in: Porto (thread thread-1, 2026-11-20)']
     """
 
     def __init__(self, max_values: int = 5, *, nlp: bool = False) -> None:
         self.max_values = max_values
         self.nlp = nlp
         self._facts: dict[str, list[str]] = {}
+        self._sources: dict[tuple[str, str], tuple[str, str]] = {}
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, *, source: tuple[str, str] | None = None) -> None:
         for fact in extract_facts(text, nlp=self.nlp):
             values = self._facts.setdefault(fact.attribute, [])
             if _single_valued(fact.attribute):
@@ -89,6 +97,21 @@ class FactBook:
             elif fact.value.lower() not in (v.lower() for v in values):
                 values.append(fact.value)
                 del values[: -self.max_values]
+            if source is not None:
+                self._sources[fact.attribute, fact.value.lower()] = source
+
+    def drop_source_session(self, session: str) -> None:
+        """Forget the values said in thread ``session`` (its history was cleared)."""
+        for attribute in list(self._facts):
+            values = self._facts[attribute]
+            values[:] = [
+                v
+                for v in values
+                if self._sources.get((attribute, v.lower()), ("", ""))[0] != session
+            ]
+            if not values:
+                del self._facts[attribute]
+        self._sources = {k: v for k, v in self._sources.items() if v[0] != session}
 
     def extend(self, texts: Iterable[str]) -> None:
         for text in texts:
@@ -96,6 +119,7 @@ class FactBook:
 
     def clear(self) -> None:
         self._facts.clear()
+        self._sources.clear()
 
     def __bool__(self) -> bool:
         return bool(self._facts)
@@ -103,11 +127,17 @@ class FactBook:
     def values(self, attribute: str) -> list[str]:
         return list(self._facts.get(attribute, []))
 
-    def lines(self) -> list[str]:
-        """One ``Label: value, value`` line per attribute, names first."""
+    def lines(self, *, sources: bool = False) -> list[str]:
+        """One ``Label: value, value`` line per attribute, names first (with ``sources``,
+        each value followed by the thread and date it was said in)."""
         order = list(LABELS)
         keys = sorted(self._facts, key=lambda a: (order.index(a) if a in order else len(order), a))
         return [
-            f"{LABELS.get(key, key[0].upper() + key[1:])}: {', '.join(self._facts[key])}"
+            f"{LABELS.get(key, key[0].upper() + key[1:])}: "
+            + ", ".join(self._shown(key, v, sources) for v in self._facts[key])
             for key in keys
         ]
+
+    def _shown(self, attribute: str, value: str, sources: bool) -> str:
+        source = self._sources.get((attribute, value.lower())) if sources else None
+        return value if source is None else f"{value} (thread {source[0]}, {source[1]})"

@@ -36,7 +36,17 @@ through the context, nothing is lost.
 
 The session is the run's ``thread_id`` (``config["configurable"]["thread_id"]``); pass
 ``session_id="alice"`` to pin one, or a callable ``session_id=lambda config: ...`` to map a
-run to a session (e.g. one memory per user across threads).
+run to a session.
+
+Users and threads: the user is ``config["configurable"]["user_id"]`` when the run has one
+(or ``user_id="alice"``, or a callable ``user_id=lambda config: ...``); the session stays
+the thread. Each thread's messages are stored under its user; the context of a thread
+holds its own earlier turns, and (scope ``user``, the default) key facts and relevant
+memories from all of that user's threads, labelled with thread and date, never another
+user's. A thread id already used by another user is refused (InvalidInputError)::
+
+    agent.invoke({"messages": [...]},
+                 {"configurable": {"thread_id": "t-42", "user_id": "alice"}})
 """
 
 from __future__ import annotations
@@ -76,13 +86,16 @@ SessionResolver = Callable[[RunnableConfig], str]
 LEFT_OUT_KEPT = 10_000
 """How many left-out message ids a middleware remembers (so each is reported once)."""
 
+UserResolver = Callable[[RunnableConfig], str | None]
+
 
 class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Persistent memory for ``create_agent`` (see the module docstring).
 
     ``mind`` shares an open :class:`~pmm.Mind`; otherwise ``db_path`` and the PMM settings
     in ``settings`` (``enable_summary=True``, ...) open one. ``max_token_limit`` caps the
-    injected context (default: the ``max_tokens`` setting).
+    injected context (default: the ``max_tokens`` setting). ``user_id``: the run's user
+    (a string, or a callable of the run config; default: ``configurable.user_id``).
     """
 
     def __init__(
@@ -91,6 +104,7 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         mind: Mind | None = None,
         session_id: str | SessionResolver | None = None,
+        user_id: str | UserResolver | None = None,
         max_token_limit: int | None = None,
         trim_to: int | None = None,
         **settings: Any,
@@ -103,6 +117,7 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.mind = mind if mind is not None else Mind(db_path, **settings)
         self._own_mind = mind is None
         self.session_id = session_id
+        self.user_id = user_id
         self.max_token_limit = max_token_limit
         self.trim_to = trim_to
         self._left_out: OrderedDict[str, None] = OrderedDict()  # message ids not to retry
@@ -131,6 +146,21 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         thread = (config.get("configurable") or {}).get("thread_id")
         return str(thread) if thread is not None else self.mind.settings.session_id
 
+    def user_for(self, config: RunnableConfig | None) -> str | None:
+        """The user of a run: the fixed ``user_id``, the callable's answer, or the run's
+        ``configurable.user_id``; None when there is none (the thread's own user, if it
+        has one, is used then)."""
+        if isinstance(self.user_id, str):
+            return self.user_id
+        config = config or {}
+        if self.user_id is not None:
+            user = self.user_id(config)
+        else:
+            user = (config.get("configurable") or {}).get("user_id")
+        if user is not None and (not isinstance(user, str) or not user.strip()):
+            raise InvalidInputError(f"the run's user_id must be a non-empty str, got {user!r}")
+        return user
+
     @staticmethod
     def _run_config() -> RunnableConfig | None:
         try:
@@ -140,10 +170,12 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- before the model --------------------------------------------------------------
 
-    def context_text(self, session: str, messages: Sequence[BaseMessage]) -> str:
+    def context_text(
+        self, session: str, messages: Sequence[BaseMessage], user_id: str | None = None
+    ) -> str:
         """The PMM context for a model call over ``messages`` (empty when there is none):
         facts, memories relevant to the latest human message, and remembered turns that
-        are not among ``messages``."""
+        are not among ``messages`` (of ``user_id``'s threads, when given)."""
         query = next((str(m.text) for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         budget = (
             self.mind.settings.max_tokens
@@ -153,7 +185,7 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         budget -= self.mind.counter.count(CONTEXT_HEADER) + 1
         if budget <= 0:
             return ""
-        context = self.mind.context(session, query=query, budget_tokens=budget)
+        context = self.mind.context(session, query=query, budget_tokens=budget, user_id=user_id)
         if context.history:
             in_state = {m.id for m in messages if m.id}
             events = self.mind.store.get_many(t.event_id for t in context.history)
@@ -179,21 +211,25 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        session = self.session_for(self._run_config())
-        return handler(self._with_text(request, self.context_text(session, request.messages)))
+        config = self._run_config()
+        text = self.context_text(self.session_for(config), request.messages, self.user_for(config))
+        return handler(self._with_text(request, text))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        session = self.session_for(self._run_config())
-        text = await asyncio.to_thread(self.context_text, session, request.messages)
+        config = self._run_config()
+        session, user = self.session_for(config), self.user_for(config)
+        text = await asyncio.to_thread(self.context_text, session, request.messages, user)
         return await handler(self._with_text(request, text))
 
     # -- after the agent ---------------------------------------------------------------
 
-    def remember_messages(self, session: str, messages: Sequence[AnyMessage]) -> list[int]:
-        """Append the messages this session does not hold yet (by message id); returns
-        the new event ids.
+    def remember_messages(
+        self, session: str, messages: Sequence[AnyMessage], user_id: str | None = None
+    ) -> list[int]:
+        """Append the messages this session does not hold yet (by message id), under
+        ``user_id`` when given; returns the new event ids.
 
         What a message holds never fails the run (see :mod:`pmm.storage.safe_append`): an
         oversized one is stored in full as linked parts, NUL and lone surrogates as
@@ -230,7 +266,7 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         warn_once([*problems, *prepared.problems], f"PMMMiddleware (session {session!r})")
         if not prepared.entries:
             return []
-        return [e.id for e in self.mind.remember_many(prepared.entries)]
+        return [e.id for e in self.mind.remember_many(prepared.entries, user_id=user_id)]
 
     def _leave_out(self, message_id: str) -> None:
         with self._left_out_lock:  # runs of many threads share one middleware
@@ -242,7 +278,7 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: AgentState[Any], config: RunnableConfig | None
     ) -> dict[str, Any] | None:
         messages = state["messages"]
-        self.remember_messages(self.session_for(config), messages)
+        self.remember_messages(self.session_for(config), messages, self.user_for(config))
         if self.trim_to is None or len(messages) <= self.trim_to:
             return None
         removed = _older_than_window(messages, self.trim_to)

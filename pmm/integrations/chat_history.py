@@ -15,6 +15,12 @@ message, a compacted one shows its summary). ``add_messages`` appends them as ch
 events in one transaction, storing what each message holds: an oversized one as linked
 parts, NUL and lone surrogates as U+FFFD, an empty turn left out, with one warning per
 call (see :mod:`pmm.storage.safe_append`). Sessions never see each other's messages.
+
+With ``user_id`` the session is one of that user's threads: its messages are stored under
+her, a thread of another user is refused, and with ``max_token_limit`` the context adds her
+other threads' key facts and relevant memories (never another user's)::
+
+    PMMChatMessageHistory(thread_id, mind=mind, user_id="alice")
 """
 
 from __future__ import annotations
@@ -43,9 +49,11 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
         *,
         mind: Mind | None = None,
         max_token_limit: int | None = None,
+        user_id: str | None = None,
         **settings: Any,
     ) -> None:
         self.session_id = session_id
+        self.user_id = user_id
         self.max_token_limit = max_token_limit
         self._owns_mind = mind is None
         self.mind = mind if mind is not None else Mind(db_path, **settings)
@@ -54,10 +62,15 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         if self.max_token_limit is not None:
             return self.mind.context(
-                self.session_id, budget_tokens=self.max_token_limit, as_messages=True
+                self.session_id,
+                budget_tokens=self.max_token_limit,
+                as_messages=True,
+                user_id=self.user_id,
             ).messages()
         out: list[BaseMessage] = []
-        for event in self.mind.history(self.session_id, kinds=_HISTORY_KINDS, include_erased=True):
+        for event in self.mind.history(
+            self.session_id, kinds=_HISTORY_KINDS, include_erased=True, user_id=self.user_id
+        ):
             role, text = turn_role(event)
             if event.content is None:  # compacted: its summary; erased: no message at all
                 if not event.summary:
@@ -83,10 +96,12 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
                     meta or None,
                 )
             )
-        self.mind.remember_safely(entries, where=f"PMMChatMessageHistory({self.session_id!r})")
+        self.mind.remember_safely(
+            entries, where=f"PMMChatMessageHistory({self.session_id!r})", user_id=self.user_id
+        )
 
     def clear(self) -> None:
-        self.mind.clear(self.session_id)
+        self.mind.clear(self.session_id, user_id=self.user_id)
 
     def close(self) -> None:
         """Close the Mind this history opened (not one passed in)."""

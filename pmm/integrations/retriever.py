@@ -9,6 +9,12 @@
 Each ``Document`` holds the turn's text (its summary when ``use_summaries`` and one exists);
 metadata carries ``event_id``, ``session_id``, ``role``, ``kind``, ``ts``, ``keywords``,
 ``summary``, ``score`` and ``rankers`` (which rankers found it, at which rank).
+
+``user_id`` keeps recall to one user's threads (all of them, or ``session_id`` among
+them): no other user's turn is ever a candidate. Without it the whole log is searched,
+which is for single-user apps::
+
+    PMMRetriever(mind=mind, user_id="alice").invoke("where do I live?")
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ class PMMRetriever(BaseRetriever):
     db_path: str | None = None
     k: int = 10
     session_id: str | None = None
-    """Search one session; None searches every session."""
+    """Search one session; None searches every session (of ``user_id``, when set)."""
+    user_id: str | None = None
+    """Search only this user's sessions; None: every user's (single-user apps)."""
     mode: Literal["hybrid", "keyword", "semantic"] | None = None
     """``hybrid``, ``keyword`` or ``semantic``; None = hybrid with embeddings, else keyword."""
     kinds: list[str] | None = None
@@ -52,7 +60,9 @@ class PMMRetriever(BaseRetriever):
     @model_validator(mode="before")
     @classmethod
     def _collect_settings(cls, data: Any) -> Any:
-        return gather_setting_keywords(data, exclude=frozenset({"db_path", "session_id"}))
+        return gather_setting_keywords(
+            data, exclude=frozenset({"db_path", "session_id", "user_id"})
+        )
 
     _own_mind: Mind | None = PrivateAttr(default=None)
 
@@ -73,10 +83,13 @@ class PMMRetriever(BaseRetriever):
         session_id: str | None = None,
         mode: Literal["hybrid", "keyword", "semantic"] | None = None,
         kinds: list[str] | None = None,
+        user_id: str | None = None,
     ) -> list[Document]:
-        """``k``, ``session_id``, ``mode`` and ``kinds`` given at call time
+        """``k``, ``session_id``, ``mode``, ``kinds`` and ``user_id`` given at call time
         (``retriever.invoke(q, k=1)``) win over the fields."""
-        return self._documents(query, k=k, session_id=session_id, mode=mode, kinds=kinds)
+        return self._documents(
+            query, k=k, session_id=session_id, mode=mode, kinds=kinds, user_id=user_id
+        )
 
     async def _aget_relevant_documents(
         self,
@@ -87,10 +100,17 @@ class PMMRetriever(BaseRetriever):
         session_id: str | None = None,
         mode: Literal["hybrid", "keyword", "semantic"] | None = None,
         kinds: list[str] | None = None,
+        user_id: str | None = None,
     ) -> list[Document]:
         """Runs the (blocking) search in a worker thread, off the event loop."""
         return await asyncio.to_thread(
-            self._documents, query, k=k, session_id=session_id, mode=mode, kinds=kinds
+            self._documents,
+            query,
+            k=k,
+            session_id=session_id,
+            mode=mode,
+            kinds=kinds,
+            user_id=user_id,
         )
 
     def _documents(
@@ -101,6 +121,7 @@ class PMMRetriever(BaseRetriever):
         session_id: str | None,
         mode: Literal["hybrid", "keyword", "semantic"] | None,
         kinds: list[str] | None,
+        user_id: str | None = None,
     ) -> list[Document]:
         hits = self.pmm.recall(
             query,
@@ -108,6 +129,7 @@ class PMMRetriever(BaseRetriever):
             session_id=self.session_id if session_id is None else session_id,
             mode=self.mode if mode is None else mode,
             kinds=self.kinds if kinds is None else kinds,
+            user_id=self.user_id if user_id is None else user_id,
         )
         documents = []
         for hit in hits:
@@ -118,6 +140,7 @@ class PMMRetriever(BaseRetriever):
             metadata: dict[str, Any] = {
                 "event_id": event.id,
                 "session_id": event.session_id,
+                "user_id": event.user_id,
                 "role": role,
                 "kind": event.kind,
                 "ts": event.ts,

@@ -194,14 +194,17 @@ class Recaller:
         kinds: Iterable[str] | str | None = None,
         exclude_ids: Iterable[int] = (),
         sync_index: bool = True,
+        user_id: str | None = None,
     ) -> list[Hit]:
         """The ``k`` events most relevant to ``query``, best first.
 
-        ``session_id=None`` searches every session. ``mode`` is ``hybrid`` (BM25 and
-        cosine similarity, fused), ``keyword`` or ``semantic``. ``kinds`` defaults to the
-        turn kinds (``prompt``, ``response``). ``exclude_ids`` (e.g. the turns already in
-        the prompt) are left out before ranking. Text is searched as plain words: FTS5
-        syntax in ``query`` never raises. An empty query recalls nothing.
+        ``session_id=None`` searches every session; ``user_id`` keeps to that user's
+        sessions (every ranker filters by her first: no other user's event is a candidate).
+        ``mode`` is ``hybrid`` (BM25 and cosine similarity, fused), ``keyword`` or
+        ``semantic``. ``kinds`` defaults to the turn kinds (``prompt``, ``response``).
+        ``exclude_ids`` (e.g. the turns already in the prompt) are left out before
+        ranking. Text is searched as plain words: FTS5 syntax in ``query`` never raises.
+        An empty query recalls nothing.
         ``sync_index=False`` lets the keyword ranker skip events appended since the last
         search (for a caller that already holds them, like the context's recent window).
         """
@@ -255,6 +258,7 @@ class Recaller:
                     sync=sync_index,
                     key=ranker,
                     date_weight=date_weight,
+                    **({} if user_id is None else {"user_id": user_id}),
                 )
             return [i for i, _ in found if i not in excluded]
 
@@ -269,7 +273,9 @@ class Recaller:
             if weights.get(ranker, 0) > 0 and ranker not in rankings:
                 rankings[ranker] = keyword(ranker)
         if vector is not None and weights.get("dense", 0) > 0:
-            rankings["dense"] = self._semantic(vector, depth, session_id, kind_list, excluded)
+            rankings["dense"] = self._semantic(
+                vector, depth, session_id, kind_list, excluded, user_id
+            )
         fused = rrf_fuse(rankings, weights=weights)
         hits: list[Hit] = []
         start = 0
@@ -281,6 +287,8 @@ class Recaller:
                 event = events.get(event_id)
                 if event is None or (event.content is None and not event.summary):
                     continue  # redacted after the rankers read it
+                if user_id is not None and event.user_id != user_id:
+                    continue  # never another user's: checked on the row itself too
                 hits.append(Hit(event, score, ranks))
         from pmm.dream.consolidation import consolidated_hits  # the one consolidation hook
 
@@ -358,6 +366,7 @@ class Recaller:
         session_id: str | None,
         kinds: tuple[str, ...],
         excluded: set[int],
+        user_id: str | None = None,
     ) -> list[int]:
         if self.embedder is None:  # checked by recall(); keeps mypy sure
             raise ConfigurationError("semantic recall needs an embedder")
@@ -367,7 +376,7 @@ class Recaller:
         if served is not None:
             found = served(
                 self.embedder.model_name, vector, depth, session_id=session_id, kinds=kinds,
-                exclude_ids=excluded,
+                exclude_ids=excluded, **({} if user_id is None else {"user_id": user_id}),
             )  # fmt: skip
             if found is not None:
                 return [i for i, _ in found]
@@ -375,8 +384,9 @@ class Recaller:
         if index is None:
             raise ConfigurationError("semantic recall needs an embedder")
         found = index.search(
-            vector, depth, session_id=session_id, kinds=kinds, exclude_ids=excluded
-        )
+            vector, depth, session_id=session_id, kinds=kinds, exclude_ids=excluded,
+            user_id=user_id,
+        )  # fmt: skip
         return [i for i, _ in found]
 
 

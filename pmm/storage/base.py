@@ -3,7 +3,9 @@
 :class:`pmm.storage.sqlite.EventStore` (SQLite) and
 :class:`pmm.storage.postgres.PostgresEventStore` implement it, with the same meaning for
 every call: appends extend one hash chain (see :mod:`pmm.events.chain`), derived data (digests,
-vectors, edges) never touches the chain, and ``verify`` walks it.
+vectors, edges) never touches the chain, and ``verify`` walks it. Each event may carry the
+user (tenant) its session belongs to: an append without a user takes its session's, one
+under another user is refused, and reads filter by ``user_id`` through an index.
 
     def archive(log: EventLog) -> None:
         for event in log.iter_events():
@@ -76,6 +78,7 @@ class EventLog(Protocol):
         before_id: int | None = None,
         newest_first: bool = False,
         limit: int | None = None,
+        user_id: str | None = None,
     ) -> list[Event]: ...
     def turn_rows(
         self,
@@ -85,14 +88,23 @@ class EventLog(Protocol):
         after_id: int | None = None,
         before_id: int | None = None,
         limit: int | None = None,
+        user_id: str | None = None,
     ) -> list[TurnRow]: ...
     def iter_events(self, *, batch: int = 1000, after_id: int = 0) -> Iterator[Event]: ...
     def head(self) -> Event | None: ...
     def count(
-        self, *, session_id: str | None = None, kinds: Iterable[str] | None = None
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        user_id: str | None = None,
     ) -> int: ...
     def last_id(
-        self, *, session_id: str | None = None, kinds: Iterable[str] | None = None
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        user_id: str | None = None,
     ) -> int: ...
     def event_ids(
         self,
@@ -100,7 +112,12 @@ class EventLog(Protocol):
         session_id: str | None = None,
         kinds: Iterable[str] | None = None,
         after_id: int | None = None,
+        user_id: str | None = None,
     ) -> list[int]: ...
+
+    # users (tenants): a session belongs to one user
+    def session_owner(self, session_id: str) -> tuple[bool, str | None]: ...
+    def assign_user(self, session_id: str, user_id: str, *, reason: str = "") -> Event: ...
 
     # derived data
     def undigested(
@@ -179,6 +196,7 @@ class EventLog(Protocol):
         sync: bool = True,
         key: str = "turn",
         date_weight: float = 1.0,
+        user_id: str | None = None,
     ) -> list[tuple[int, float]]: ...
     def stats(self) -> dict[str, Any]: ...
     def verify(self, *, expect_head: str | None = None) -> VerifyReport: ...

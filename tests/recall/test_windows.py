@@ -4,10 +4,14 @@ session (never across sessions or clear markers) and through its conversation da
 from __future__ import annotations
 
 import sqlite3
+import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from store_helpers import N_MIGRATIONS, with_users, without_users
 
 from pmm.errors import InvalidInputError
 from pmm.events.hashing import normalize_ts
@@ -104,9 +108,11 @@ def test_an_existing_file_gets_window_keys_for_its_old_turns(
 ) -> None:
     path = tmp_path / "old.db"
     every = schema.load_migrations()
-    monkeypatch.setattr(schema, "load_migrations", lambda: [m for m in every if m.version <= 5])
+    older = with_users([m for m in every if m.version <= 5])
+    monkeypatch.setattr(schema, "load_migrations", lambda: older)
     with EventStore(path) as old:
         ids = [turn(old, t) for t in ("I planted tomatoes", "how are they doing?", "great")]
+    without_users(path)
     with sqlite3.connect(path) as conn:
         assert not conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = 'events_window_fts'"
@@ -115,7 +121,7 @@ def test_an_existing_file_gets_window_keys_for_its_old_turns(
     with EventStore(path) as new:
         # meta-key indexes, window keys, binary digests, compression, contentless
         # windows, lean full-text indexes
-        assert [m.version for m in new.applied_migrations] == [6, 7, 8, 9, 10, 11, 12]
+        assert [m.version for m in new.applied_migrations] == list(range(6, N_MIGRATIONS + 1))
         assert window_hits(new, "tomatoes") == ids
         assert new.verify().ok
 

@@ -117,6 +117,7 @@ class DerivedData:
         session_id: str | None = None,
         kinds: Sequence[str] | None = None,
         exclude_ids: Iterable[int] = (),
+        user_id: str | None = None,
     ) -> list[tuple[int, float]] | None:
         """The ``k`` events whose ``model`` vectors are nearest ``query`` by pgvector's HNSW
         index, re-scored exactly: ``(event_id, cosine)`` best first; None without pgvector
@@ -124,8 +125,9 @@ class DerivedData:
         if self.vector_backend != PGVECTOR:
             return None
         return search_candidates(
-            self._db, model, query, k, session_id=session_id, kinds=kinds, exclude_ids=exclude_ids
-        )
+            self._db, model, query, k, session_id=session_id, kinds=kinds,
+            exclude_ids=exclude_ids, user_id=user_id,
+        )  # fmt: skip
 
     def count_compacted(self) -> int:
         """Rows whose raw text was compacted away (they keep a summary)."""
@@ -180,6 +182,7 @@ class DerivedData:
         sync: bool = True,
         key: str = "turn",
         date_weight: float = 1.0,
+        user_id: str | None = None,
     ) -> list[tuple[int, float]]:
         """``(event_id, score)`` by full-text rank (``ts_rank_cd``), best first, over one key:
         ``key="turn"``: the event's summary, keywords and content (``"content"`` or
@@ -188,7 +191,9 @@ class DerivedData:
         scales the date against the text, see :mod:`pmm.storage.postgres.windows`). The
         query is taken as plain words, any of which may match, never as syntax; very common
         words are dropped as on SQLite (see :mod:`pmm.storage.terms`). ``sync`` is accepted
-        for parity: PostgreSQL indexes each row in the transaction that writes it."""
+        for parity: PostgreSQL indexes each row in the transaction that writes it.
+        ``user_id`` keeps to that user's events (all her sessions), read first through
+        ``events_by_user``."""
         if key not in SEARCH_KEYS:
             raise InvalidInputError(f"key must be one of {', '.join(SEARCH_KEYS)}, got {key!r}")
         words = search_terms(query)
@@ -207,25 +212,32 @@ class DerivedData:
                 " WHERE strpos(l, E'\\\\') = 0)"
             )
         tsquery = " || ".join([one] * len(terms.words))
-        where, params = filters(session_id, kinds, None, None)
+        where, params = filters(session_id, kinds, None, None, user_id)
         table, rank = "events", "ts_rank_cd(search, q)"
         if key == "window":
             table = "(SELECT event_id AS id, session_id, kind, search FROM event_windows)"
+            if user_id is not None:
+                table = (
+                    "(SELECT w.event_id AS id, w.session_id, w.kind, w.search, e.user_id"
+                    " FROM event_windows w JOIN events e ON e.id = w.event_id)"
+                )
             # Normalised by length (| 1: divided by 1 + log(length)), as BM25 does: a turn's
             # window that holds more turns must not outrank the turn itself.
             rank = f"ts_rank_cd('{window_weights(date_weight)}', search, q, 1)"
         order = "score DESC, id DESC"
         if terms.common:
             rank, order = "0.0", "id DESC"
-        # A session's rows are read first through its index (a few hundred, typically): the
-        # planner would otherwise walk the words' posting lists over every session.
-        source = f"(SELECT id, search FROM {table} AS base{where})" if session_id else table
-        where = "" if session_id else where.replace(" WHERE ", " AND ")
+        # A session's (or a user's) rows are read first through its index (a few hundred,
+        # typically): the planner would otherwise walk the words' posting lists over every
+        # session.
+        scoped = session_id is not None or user_id is not None
+        source = f"(SELECT id, search FROM {table} AS base{where})" if scoped else table
+        where = "" if scoped else where.replace(" WHERE ", " AND ")
         sql = (
             f"WITH t(q) AS (SELECT {tsquery}) SELECT id, {rank} AS score"
             f" FROM {source} AS e, t WHERE search @@ q{where} ORDER BY {order} LIMIT %s"
         )
-        if session_id:
+        if scoped:
             sql = sql.replace(f" FROM {source} AS e", " FROM scoped AS e")
             sql = f"WITH scoped AS MATERIALIZED {source}, " + sql.removeprefix("WITH ")
             rows = self._db.read(sql, [*params, *terms.words, int(limit)])

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pmm.events.hashing import HASH_VERSION, LEGACY_HASH_VERSION
+from pmm.events.hashing import LEGACY_HASH_VERSION
 from pmm.records import Event
 from pmm.retention.compaction import CompactionReport, compaction_marker, cutoff
 from pmm.retention.erasure import (
@@ -220,10 +220,10 @@ def compact(
     sql = (
         "SELECT id, summary, octet_length(content), session_id FROM events"
         " WHERE content IS NOT NULL AND summary IS NOT NULL AND digest_method IS NOT NULL"
-        " AND digest_method <> 'redacted' AND hash_version = %s AND ts < %s"
+        " AND digest_method <> 'redacted' AND hash_version <> %s AND ts < %s"
         " AND kind <> ALL(%s)"
     )
-    params: list[Any] = [HASH_VERSION, cutoff_ts, list(PROTECTED_KINDS)]
+    params: list[Any] = [LEGACY_HASH_VERSION, cutoff_ts, list(PROTECTED_KINDS)]
     if session_id is not None:
         sql += " AND session_id = %s"
         params.append(session_id)

@@ -7,11 +7,12 @@ from typing import Any
 
 COLUMNS = (
     "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
-    " hash_version, summary, keywords, digest_method"
+    " hash_version, summary, keywords, digest_method, user_id"
 )
 INSERT = (
     "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
-    " prev_hash, hash, hash_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " prev_hash, hash, hash_version, user_id)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 BUMP = "UPDATE data_version SET version = version + 1"
 
@@ -21,12 +22,16 @@ def filters(
     kinds: Iterable[str] | None,
     after_id: int | None,
     before_id: int | None,
+    user_id: str | None = None,
 ) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     if session_id is not None:
         clauses.append("session_id = %s")
         params.append(session_id)
+    if user_id is not None:
+        clauses.append("user_id = %s")
+        params.append(user_id)
     if kinds is not None:
         clauses.append("kind = ANY(%s)")
         params.append([kinds] if isinstance(kinds, str) else list(kinds))

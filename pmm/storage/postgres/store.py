@@ -31,7 +31,15 @@ from pmm.errors import (
     IntegrityError,
     InvalidInputError,
 )
-from pmm.events.chain import ChainWalker, CheckedEvent, check_new_event, seal
+from pmm.events.chain import (
+    ASSIGN_KIND,
+    ChainWalker,
+    CheckedEvent,
+    check_new_event,
+    owner_error,
+    resolve_owners,
+    seal,
+)
 from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from pmm.records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
@@ -149,16 +157,22 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
     ) -> list[Event]:
         # Two round trips: (lock, head, the sessions' last turns) and (insert, window keys).
         sessions = {c.entry.session_id for c in checked if c.entry.kind in WINDOW_KINDS}
+        owned = sorted({c.entry.session_id for c in checked if c.entry.session_id is not None})
         with conn.pipeline():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
             head_cur = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1")
             tails = prefetch_tails(conn, sessions, self.window_radius) if sessions else []
+            owner_cur = conn.execute(_OWNERS, (owned,)) if owned else None
+        owners = {} if owner_cur is None else {r[0]: r[1] for r in owner_cur.fetchall()}
+        checked = resolve_owners(
+            checked, lambda s: (s in owners, owners.get(s))
+        )  # under the lock: no other writer can claim a new session meanwhile
         head = head_cur.fetchone()
         last_id, prev_hash = (int(head[0]), head[1]) if head else (0, None)
         events = seal(checked, last_id=last_id, prev_hash=prev_hash, ts=utc_now())
         rows = [
             (e.id, e.ts, e.kind, e.session_id, e.role, e.content, e.content_sha256,
-             c.meta_json, e.prev_hash, e.hash, e.hash_version)
+             c.meta_json, e.prev_hash, e.hash, e.hash_version, e.user_id)
             for e, c in zip(events, checked, strict=True)
         ]  # fmt: skip
         appended = [(e.id, e.kind, e.session_id, e.ts, e.content) for e in events]
@@ -167,6 +181,47 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
             if sessions:
                 write_appended(conn, tails, appended, self.window_radius)
         return events
+
+    def session_owner(self, session_id: str) -> tuple[bool, str | None]:
+        """``(has_rows, user_id)`` of a session: whether the log holds any of its events,
+        and the user it belongs to (None: none, or written without a user)."""
+        rows = self._db.read(_OWNERS, ([session_id],))
+        return (False, None) if not rows else (True, rows[0][1])
+
+    def assign_user(self, session_id: str, user_id: str, *, reason: str = "") -> Event:
+        """Give a session written without a user its user, once, recorded as a chained
+        ``user_assigned`` event (returned); see the SQLite store's ``assign_user``."""
+        entry = self._checked(
+            NewEvent(
+                ASSIGN_KIND,
+                f"session assigned to a user{': ' + reason if reason else ''}",
+                session_id,
+                "system",
+                {"assigned_user": True},
+                None,
+                user_id,
+            )
+        )
+        with self._db.write() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            rows = conn.execute(_OWNERS, ([session_id],)).fetchall()
+            if not rows:
+                raise InvalidInputError(
+                    f"session {session_id!r} has no events: there is nothing to assign "
+                    "(a new session takes its user from its first event)"
+                )
+            if rows[0][1] is not None:
+                if rows[0][1] == user_id:
+                    raise InvalidInputError(
+                        f"session {session_id!r} already belongs to user {user_id!r}"
+                    )
+                raise owner_error(session_id, user_id, rows[0][1])
+            conn.execute(
+                "UPDATE events SET user_id = %s WHERE session_id = %s", (user_id, session_id)
+            )
+            [event] = self._append_locked(conn, [entry])
+            conn.execute(BUMP)
+            return event
 
     def redact(self, event_id: int, *, reason: str) -> Event:
         """Erase one event's raw text, digest, vectors, edges and window keys (and the
@@ -232,12 +287,12 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
             (e.id, e.ts, e.kind, e.session_id, e.role, e.content, e.content_sha256,
              _meta_spelling(e), e.prev_hash, e.hash, e.hash_version, e.summary,
              json.dumps(list(e.keywords), ensure_ascii=False) if e.keywords else None,
-             e.digest_method)
+             e.digest_method, e.user_id)
             for e in events
         ]  # fmt: skip
         walker = ChainWalker()
         for r in sorted(rows, key=lambda r: r[0]):
-            if walker.step(*r[:11]) is not None:
+            if walker.step(*r[:11], user_id=r[14]) is not None:
                 break
         report = walker.report()
         if not report.ok:
@@ -251,7 +306,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
                 raise InvalidInputError(
                     f"{self.path} already holds events: import only into a new, empty database"
                 )
-            marks = ", ".join(["%s"] * 14)
+            marks = ", ".join(["%s"] * 15)
             with conn.cursor() as cur:
                 cur.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
             rebuild_windows(conn, self.window_radius)
@@ -282,9 +337,11 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         before_id: int | None = None,
         newest_first: bool = False,
         limit: int | None = None,
+        user_id: str | None = None,
     ) -> list[Event]:
-        """Events filtered by session, kinds and an id range, oldest first unless asked."""
-        where, params = filters(session_id, kinds, after_id, before_id)
+        """Events filtered by session, user, kinds and an id range, oldest first unless
+        asked."""
+        where, params = filters(session_id, kinds, after_id, before_id, user_id)
         sql = f"SELECT {COLUMNS} FROM events{where} ORDER BY id"
         sql += " DESC" if newest_first else ""
         if limit is not None:
@@ -300,9 +357,10 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         after_id: int | None = None,
         before_id: int | None = None,
         limit: int | None = None,
+        user_id: str | None = None,
     ) -> list[TurnRow]:
         """Like :meth:`events` newest first, but only the columns a prompt needs."""
-        where, params = filters(session_id, kinds, after_id, before_id)
+        where, params = filters(session_id, kinds, after_id, before_id, user_id)
         sql = (
             "SELECT id, ts, kind, session_id, role, content, summary FROM events"
             f"{where} ORDER BY id DESC"
@@ -312,14 +370,26 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
             params.append(int(limit))
         return [TurnRow(int(r[0]), *r[1:]) for r in self._db.read(sql, params)]
 
-    def count(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
+    def count(
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        user_id: str | None = None,
+    ) -> int:
         """How many events match."""
-        where, params = filters(session_id, kinds, None, None)
+        where, params = filters(session_id, kinds, None, None, user_id)
         return int(self._db.read(f"SELECT count(*) FROM events{where}", params)[0][0])
 
-    def last_id(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
+    def last_id(
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        user_id: str | None = None,
+    ) -> int:
         """The id of the newest matching event, 0 when there is none."""
-        where, params = filters(session_id, kinds, None, None)
+        where, params = filters(session_id, kinds, None, None, user_id)
         return int(self._db.read(f"SELECT max(id) FROM events{where}", params)[0][0] or 0)
 
     def event_ids(
@@ -328,9 +398,10 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         session_id: str | None = None,
         kinds: Iterable[str] | None = None,
         after_id: int | None = None,
+        user_id: str | None = None,
     ) -> list[int]:
         """Ids of the matching events, oldest first."""
-        where, params = filters(session_id, kinds, after_id, None)
+        where, params = filters(session_id, kinds, after_id, None, user_id)
         return [
             int(r[0]) for r in self._db.read(f"SELECT id FROM events{where} ORDER BY id", params)
         ]
@@ -374,13 +445,26 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         walker = ChainWalker(expect_head=expect_head)
         rows = self._db.stream(
             "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
-            " prev_hash, hash, hash_version FROM events ORDER BY id"
+            " prev_hash, hash, hash_version, user_id FROM events ORDER BY id"
         )
         with contextlib.closing(rows):
             for row in rows:
-                if walker.step(*row) is not None:
+                id_, ts, kind, session, role, text, sha, meta, prev, digest, version, user = row
+                if (
+                    walker.step(id_, ts, kind, session, role, text, sha, meta, prev, digest,
+                                version, user)
+                    is not None
+                ):  # fmt: skip
                     break
         return walker.report()
+
+
+_OWNERS = (
+    "SELECT s, (SELECT user_id FROM events WHERE session_id = s ORDER BY id DESC LIMIT 1)"
+    " FROM unnest(%s::text[]) AS s WHERE EXISTS (SELECT 1 FROM events WHERE session_id = s)"
+)
+"""``(session, user_id)`` of each of the given sessions that has events (its newest row's
+user: a session's rows all carry it), read through ``events_by_session``."""
 
 
 def _meta_spelling(event: Event) -> str:

@@ -131,17 +131,21 @@ def search_candidates(
     session_id: str | None,
     kinds: Sequence[str] | None,
     exclude_ids: Iterable[int],
+    user_id: str | None = None,
 ) -> list[tuple[int, float]]:
     """The ``k`` nearest vectors of ``model`` by the HNSW index (``<=>``, cosine distance),
     re-scored exactly from their float32 bytes: ``(event_id, cosine)``, best first. Within
-    one session the session's vectors are ordered exactly instead (an index walk would
-    pass over the other sessions' vectors)."""
+    one session (or one user's sessions) those vectors are ordered exactly instead (an
+    index walk would pass over the other sessions' vectors)."""
     dim = int(query.shape[0])
     clauses = ["m.model = %s", "m.dim = %s", "m.vec IS NOT NULL"]
     params: list[Any] = [model, dim]
     if session_id is not None:
         clauses.append("e.session_id = %s")
         params.append(session_id)
+    if user_id is not None:
+        clauses.append("e.user_id = %s")
+        params.append(user_id)
     if kinds is not None:
         clauses.append("e.kind = ANY(%s)")
         params.append(list(kinds))
@@ -161,7 +165,7 @@ def search_candidates(
     literal = vector_literal(query.astype(np.float32).tobytes())
     args = [*params, literal, wanted]
     with db.write() as conn:
-        if session_id is not None:
+        if session_id is not None or user_id is not None:
             return _rescored(conn.execute(exact, args).fetchall(), query, k)
         filtered = len(clauses) > 3
         conn.execute(_SEARCH_SETTINGS, (str(max(EF_SEARCH, wanted)), filtered))

@@ -26,6 +26,7 @@ from pmm.errors import IntegrityError, InvalidInputError
 from pmm.events.hashing import (
     HASH_VERSION,
     LEGACY_HASH_VERSION,
+    USER_HASH_VERSION,
     chain_payload,
     legacy_hash,
     sha256_hex,
@@ -212,9 +213,10 @@ def _check_rows(rows: list[tuple[Any, ...]]) -> tuple[list[int], list[int]]:
     unverified: list[int] = []
     broken: list[int] = []
     prev_id, prev_hash = 0, None
-    for id_, ts, kind, session, role, content, sha, meta, prev, digest, version, *_ in rows:
+    for id_, ts, kind, session, role, content, sha, meta, prev, digest, version, *rest in rows:
         ok = content is None or (isinstance(content, str) and sha256_hex(content) == sha)
-        if version == HASH_VERSION:
+        if version in (HASH_VERSION, USER_HASH_VERSION):
+            user = rest[3] if len(rest) > 3 else None  # after summary, keywords, digest_method
             expected = sha256_hex(
                 chain_payload(
                     id=id_,
@@ -225,6 +227,8 @@ def _check_rows(rows: list[tuple[Any, ...]]) -> tuple[list[int], list[int]]:
                     content_sha256=sha,
                     meta_json=meta,
                     prev_hash=prev,
+                    user_id=user,
+                    with_user=version == USER_HASH_VERSION,
                 )
             )
         elif version == LEGACY_HASH_VERSION and content is not None:

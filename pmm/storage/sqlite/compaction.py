@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pmm.events.hashing import HASH_VERSION
+from pmm.events.hashing import LEGACY_HASH_VERSION
 from pmm.records import Event, NewEvent
 from pmm.retention.compaction import CompactionReport, compaction_marker, cutoff
 from pmm.retention.erasure import PROTECTED_KINDS, file_bytes
@@ -60,10 +60,10 @@ def compact_rows(
     sql = (
         "SELECT id, summary, length(CAST(pmm_text(content) AS BLOB)) FROM events"
         " WHERE content IS NOT NULL AND summary IS NOT NULL AND digest_method IS NOT NULL"
-        f" AND digest_method != 'redacted' AND hash_version = ? AND ts < ?"
+        f" AND digest_method != 'redacted' AND hash_version <> ? AND ts < ?"
         f" AND kind NOT IN ({','.join('?' * len(PROTECTED_KINDS))})"
     )
-    params: list[Any] = [HASH_VERSION, cutoff_ts, *PROTECTED_KINDS]
+    params: list[Any] = [LEGACY_HASH_VERSION, cutoff_ts, *PROTECTED_KINDS]
     if session_id is not None:
         sql += " AND session_id = ?"
         params.append(session_id)

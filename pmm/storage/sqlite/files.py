@@ -92,7 +92,7 @@ def write_salvaged(
     with EventStore(dst) as store:
         with store._write() as wconn:
             wconn.executemany(
-                f"INSERT INTO events({COLUMNS}) VALUES ({','.join('?' * 14)})",
+                f"INSERT INTO events({COLUMNS}) VALUES ({','.join('?' * 15)})",
                 [
                     (*r[:6], pack_digest(r[6]), r[7], pack_digest(r[8]), pack_digest(r[9]), *r[10:])
                     for r in rows
@@ -124,12 +124,18 @@ def _salvage_events(
     rows: list[tuple[Any, ...]] = []
     failed: list[int] = []
     pending = [(1, top)] if top else []
+    columns = COLUMNS
+    try:  # a file from before migrations/0013 has no user column: its rows have no user
+        if "user_id" not in {r[1] for r in conn.execute("PRAGMA table_info(events)")}:
+            columns = COLUMNS.replace(", user_id", ", NULL")
+    except sqlite3.Error as exc:
+        errors.append(f"the events table's columns are unreadable ({exc})")
     while pending:
         lo, hi = pending.pop()
         try:
             rows.extend(
                 conn.execute(
-                    f"SELECT {COLUMNS} FROM events WHERE id BETWEEN ? AND ?", (lo, hi)
+                    f"SELECT {columns} FROM events WHERE id BETWEEN ? AND ?", (lo, hi)
                 ).fetchall()
             )
         except sqlite3.Error as exc:

@@ -16,8 +16,15 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from pmm.errors import EventNotFoundError
-from pmm.events.chain import CheckedEvent, check_new_event, seal
+from pmm.errors import EventNotFoundError, InvalidInputError
+from pmm.events.chain import (
+    ASSIGN_KIND,
+    CheckedEvent,
+    check_new_event,
+    owner_error,
+    resolve_owners,
+    seal,
+)
 from pmm.events.hashing import utc_now
 from pmm.records import Event, NewEvent, TurnRow
 from pmm.storage.reads import EventReads
@@ -57,6 +64,7 @@ class EventLogData(SqliteBase, EventReads):
             return self._append_locked(conn, checked)
 
     def _append_locked(self, conn: sqlite3.Connection, checked: list[CheckedEvent]) -> list[Event]:
+        checked = resolve_owners(checked, lambda session: _owner(conn, session))
         head = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
         last_id, prev_hash = (head[0], unpack_digest(head[1])) if head else (0, None)
         events = seal(checked, last_id=last_id, prev_hash=prev_hash, ts=utc_now())
@@ -75,6 +83,7 @@ class EventLogData(SqliteBase, EventReads):
                 None if e.prev_hash is None else unhex(e.prev_hash),
                 unhex(e.hash),
                 e.hash_version,
+                e.user_id,
             )
             for e, c in zip(events, checked, strict=True)
         ]
@@ -83,6 +92,70 @@ class EventLogData(SqliteBase, EventReads):
         else:
             conn.executemany(INSERT, rows)
         return events
+
+    def session_owner(self, session_id: str) -> tuple[bool, str | None]:
+        """``(has_rows, user_id)`` of a session: whether the log holds any of its events,
+        and the user it belongs to (None: none, or written without a user)."""
+        with self._lock:
+            return _owner(self._conn, session_id)
+
+    def assign_user(self, session_id: str, user_id: str, *, reason: str = "") -> Event:
+        """Give a session written without a user its user, once: its rows take ``user_id``
+        and a chained ``user_assigned`` event (returned) records it, in one transaction.
+        Raises :class:`InvalidInputError` for a session with no events or one that already
+        has a user. Its rows keep their hashes (versions 0/1 do not cover the user);
+        :meth:`verify` checks that their user is the one an assignment gave them. The
+        search indexes take the new user at the next search (the window key rebuilds)."""
+        entry = self._check(
+            NewEvent(
+                ASSIGN_KIND,
+                f"session assigned to a user{': ' + reason if reason else ''}",
+                session_id,
+                "system",
+                {"assigned_user": True},
+                None,
+                user_id,
+            )
+        )
+        with self._lock, self._write() as conn:
+            has_rows, owner = _owner(conn, session_id)
+            if not has_rows:
+                raise InvalidInputError(
+                    f"session {session_id!r} has no events: there is nothing to assign "
+                    "(a new session takes its user from its first event)"
+                )
+            if owner is not None:
+                if owner == user_id:
+                    raise InvalidInputError(
+                        f"session {session_id!r} already belongs to user {user_id!r}"
+                    )
+                raise owner_error(session_id, user_id, owner)
+            # The turn index's rows leave with their old tags and come back with the user.
+            ids = "SELECT id FROM events WHERE session_id = ? AND id <= ?"
+            upto = conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0]
+            conn.execute(
+                "INSERT INTO events_fts(events_fts, rowid, summary, keywords, content, tags)"
+                " SELECT 'delete', id, summary, keywords, content, tags FROM events_fts_source"
+                f" WHERE id IN ({ids})",
+                (session_id, upto),
+            )
+            conn.execute(
+                "UPDATE events SET user_id = ? WHERE session_id = ?", (user_id, session_id)
+            )
+            conn.execute(
+                "INSERT INTO events_fts(rowid, summary, keywords, content, tags)"
+                " SELECT id, summary, keywords, content, tags FROM events_fts_source"
+                f" WHERE id IN ({ids})",
+                (session_id, upto),
+            )
+            # Contentless window rows cannot be re-tagged: a dirty turn rebuilds that index.
+            window_upto = conn.execute("SELECT indexed_upto FROM window_state").fetchone()[0]
+            conn.execute(
+                f"INSERT OR IGNORE INTO window_dirty(event_id) {ids} LIMIT 1",
+                (session_id, window_upto),
+            )
+            [event] = self._append_locked(conn, [entry])
+            return event
 
     def _check(self, entry: NewEvent) -> CheckedEvent:
         """Validate one entry; returns it with its content hash and canonical meta."""
@@ -117,9 +190,11 @@ class EventLogData(SqliteBase, EventReads):
         before_id: int | None = None,
         newest_first: bool = False,
         limit: int | None = None,
+        user_id: str | None = None,
     ) -> list[Event]:
-        """Events filtered by session, kinds and an id range, oldest first unless asked."""
-        where, params = filters(session_id, kinds, after_id, before_id)
+        """Events filtered by session, user, kinds and an id range, oldest first unless
+        asked."""
+        where, params = filters(session_id, kinds, after_id, before_id, user_id)
         order = "DESC" if newest_first else "ASC"
         sql = f"SELECT {COLUMNS} FROM events{where} ORDER BY id {order}"
         if limit is not None:
@@ -135,10 +210,11 @@ class EventLogData(SqliteBase, EventReads):
         after_id: int | None = None,
         before_id: int | None = None,
         limit: int | None = None,
+        user_id: str | None = None,
     ) -> list[TurnRow]:
         """Like :meth:`events` newest first, but only the columns a prompt needs (fast).
         A compacted turn (see :mod:`pmm.retention.compaction`) shows its summary as its content."""
-        where, params = filters(session_id, kinds, after_id, before_id)
+        where, params = filters(session_id, kinds, after_id, before_id, user_id)
         sql = (
             f"SELECT id, ts, kind, session_id, role, coalesce({TEXT_SQL}, summary), summary"
             " FROM events"
@@ -149,14 +225,26 @@ class EventLogData(SqliteBase, EventReads):
             params.append(int(limit))
         return [TurnRow._make(r) for r in self._read(sql, params)]
 
-    def count(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
+    def count(
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        user_id: str | None = None,
+    ) -> int:
         """How many events match."""
-        where, params = filters(session_id, kinds, None, None)
+        where, params = filters(session_id, kinds, None, None, user_id)
         return int(self._read(f"SELECT count(*) FROM events{where}", params)[0][0])
 
-    def last_id(self, *, session_id: str | None = None, kinds: Iterable[str] | None = None) -> int:
+    def last_id(
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        user_id: str | None = None,
+    ) -> int:
         """The id of the newest matching event, 0 when there is none."""
-        where, params = filters(session_id, kinds, None, None)
+        where, params = filters(session_id, kinds, None, None, user_id)
         row = self._read(f"SELECT max(id) FROM events{where}", params)[0]
         return int(row[0] or 0)
 
@@ -166,8 +254,18 @@ class EventLogData(SqliteBase, EventReads):
         session_id: str | None = None,
         kinds: Iterable[str] | None = None,
         after_id: int | None = None,
+        user_id: str | None = None,
     ) -> list[int]:
         """Ids of the matching events, oldest first (read from an index, without the rows:
         the cheap filter vector search uses)."""
-        where, params = filters(session_id, kinds, after_id, None)
+        where, params = filters(session_id, kinds, after_id, None, user_id)
         return [r[0] for r in self._read(f"SELECT id FROM events{where} ORDER BY id", params)]
+
+
+def _owner(conn: sqlite3.Connection, session_id: str) -> tuple[bool, str | None]:
+    """``(has_rows, user_id)`` of a session, read through its index (its newest row: a
+    session's rows all carry its user)."""
+    row = conn.execute(
+        "SELECT user_id FROM events WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+    ).fetchone()
+    return (False, None) if row is None else (True, row[0])

@@ -91,3 +91,12 @@ def refuse_pending_migrations(conn: sqlite3.Connection, path: str) -> None:
             "of PMM can read it: copy it somewhere writable (PMM migrates the copy on open), "
             "or make it writable"
         )
+
+
+def add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Let an archive from before migrations/0013 (no ``user_id`` column) be read as a log
+    whose rows have no user: a temporary view named ``events`` (the connection's own temp
+    schema, nothing is written to the file) shadows the table and adds the column."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
+    if columns and "user_id" not in columns:
+        conn.execute("CREATE TEMP VIEW events AS SELECT *, NULL AS user_id FROM main.events")

@@ -12,11 +12,11 @@ from typing import Any
 
 COLUMNS = (
     "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
-    " hash_version, summary, keywords, digest_method"
+    " hash_version, summary, keywords, digest_method, user_id"
 )
 INSERT = (
     "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
-    " prev_hash, hash, hash_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " prev_hash, hash, hash_version, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -25,6 +25,7 @@ def filters(
     kinds: Iterable[str] | None,
     after_id: int | None,
     before_id: int | None,
+    user_id: str | None = None,
 ) -> tuple[str, list[Any]]:
     """`` WHERE ...`` (or "") and its parameters for the common event filters."""
     clauses: list[str] = []
@@ -32,6 +33,9 @@ def filters(
     if session_id is not None:
         clauses.append("session_id = ?")
         params.append(session_id)
+    if user_id is not None:
+        clauses.append("user_id = ?")
+        params.append(user_id)
     if kinds is not None:
         kind_list = [kinds] if isinstance(kinds, str) else list(kinds)
         clauses.append(f"kind IN ({','.join('?' * len(kind_list))})")

@@ -19,6 +19,7 @@ from pmm.storage.sqlite.windows import (
     replace_windows,
     session_windows,
     sync_windows,
+    user_tag,
     windows_pending,
 )
 from pmm.storage.terms import QueryTerms, pick_terms
@@ -192,6 +193,7 @@ class SearchIndex(SqliteBase):
         sync: bool = True,
         key: str = "turn",
         date_weight: float = 1.0,
+        user_id: str | None = None,
     ) -> list[tuple[int, float]]:
         """``(event_id, score)`` by BM25, best first, over one key of the events:
 
@@ -207,7 +209,8 @@ class SearchIndex(SqliteBase):
         common the words are. When every word is that common, the newest events holding the
         rarest word come first (score 0), since BM25 could not tell them apart anyway.
         ``sync=False`` skips indexing events appended since the last search (for callers
-        that already hold the newest events).
+        that already hold the newest events). ``user_id`` keeps to that user's events (all
+        her sessions), read through her own postings.
         """
         if key not in _SEARCH_KEYS:
             raise InvalidInputError(f"key must be one of {', '.join(_SEARCH_KEYS)}, got {key!r}")
@@ -226,8 +229,10 @@ class SearchIndex(SqliteBase):
         # in SQL: as a tag they would match most rows, and BM25 would read them all.
         if session_id is not None:
             match += " AND tags : " + _fts_phrase(_session_tag(session_id))
+        if user_id is not None:
+            match += " AND tags : " + _fts_phrase(user_tag(user_id))
         kind_list = None if kinds is None else ([kinds] if isinstance(kinds, str) else list(kinds))
-        where, params = filters(session_id, kind_list, None, None)
+        where, params = filters(session_id, kind_list, None, None, user_id)
         where = where.replace(" WHERE ", " AND ")
         order = "rank"
         if terms.common:

@@ -42,7 +42,12 @@ from pmm.storage.sqlite import schema
 from pmm.storage.sqlite.connection import default_busy_timeout, open_connection
 from pmm.storage.sqlite.consolidation import ConsolidationData
 from pmm.storage.sqlite.meta_keys import MetaKeys, StoreExpiry
-from pmm.storage.sqlite.readonly import open_read_only, read_only_reason, refuse_pending_migrations
+from pmm.storage.sqlite.readonly import (
+    add_missing_columns,
+    open_read_only,
+    read_only_reason,
+    refuse_pending_migrations,
+)
 from pmm.storage.sqlite.rows import COLUMNS
 from pmm.storage.sqlite.search import SearchIndex
 from pmm.storage.sqlite.stored_text import StoredText, pack_digest
@@ -114,6 +119,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
             self.applied_migrations = []
             try:
                 refuse_pending_migrations(self._conn, self.path)
+                add_missing_columns(self._conn)
             except BaseException:
                 self._conn.close()
                 raise
@@ -282,6 +288,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
                     e.summary,
                     keywords,
                     e.digest_method,
+                    e.user_id,
                 )
             )
         with self._lock, self._write() as conn:
@@ -289,7 +296,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
                 raise InvalidInputError(
                     f"{self.path} already holds events: import only into a new, empty database"
                 )
-            marks = ",".join("?" * 14)
+            marks = ",".join("?" * 15)
             try:
                 conn.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
             except sqlite3.IntegrityError as exc:

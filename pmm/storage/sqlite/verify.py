@@ -72,13 +72,14 @@ class Inspection(DerivedData):
         with self._lock, translated(self.path):
             cursor = self._conn.execute(
                 "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
-                " prev_hash, hash, hash_version FROM events ORDER BY id"
+                " prev_hash, hash, hash_version, user_id FROM events ORDER BY id"
             )
             decode = self._text.codec.decode
             step = walker.step
             # Digests are 32-byte BLOBs (migrations/0008) and texts may be compressed
             # (0009): converted inline, since this loop is verify's whole cost.
-            for id_, ts, kind, session, role, text, sha, meta, prev, digest, version in cursor:
+            for row in cursor:
+                id_, ts, kind, session, role, text, sha, meta, prev, digest, version, user = row
                 if type(text) is bytes:
                     try:
                         text = decode(text)
@@ -92,7 +93,7 @@ class Inspection(DerivedData):
                 if type(digest) is bytes:
                     digest = digest.hex()
                 if (
-                    step(id_, ts, kind, session, role, text, sha, meta, prev, digest, version)
+                    step(id_, ts, kind, session, role, text, sha, meta, prev, digest, version, user)
                     is not None
                 ):
                     break

@@ -39,6 +39,17 @@ def session_tag(session_id: str | None) -> str:
     return "s" + (session_id or "").encode("utf-8").hex() + "0"
 
 
+def user_tag(user_id: str) -> str:
+    """The token a ``tags`` column holds for a user (see migrations/0013)."""
+    return "u" + user_id.encode("utf-8").hex() + "0"
+
+
+def tags_of(session_id: str | None, user_id: str | None) -> str:
+    """A row's ``tags``: its session's token, and its user's when it has one."""
+    tag = session_tag(session_id)
+    return tag if user_id is None else tag + " " + user_tag(user_id)
+
+
 def windows_pending(conn: sqlite3.Connection, radius: int) -> bool:
     """Whether :func:`sync_windows` has anything to do (cheap: three indexed reads)."""
     upto, built, body_format, newest, dirty = conn.execute(
@@ -102,7 +113,15 @@ def _sync_session(
     counted: dict[int, dict[str, tuple[str, int]]] = {}
     texts = window_bodies(rows, radius, targets, counted)
     before = window_bodies([r for r in rows if r.id <= upto], radius, targets, counted)
-    tag = session_tag(session)
+    # A session belongs to one user (a session's user changes only by assign_user, which
+    # marks its turns dirty, so the index is rebuilt with the new tags).
+    owner = None
+    if session is not None:
+        row = conn.execute(
+            "SELECT user_id FROM events WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session,)
+        ).fetchone()
+        owner = row[0] if row else None
+    tag = tags_of(session, owner)
     changed = sorted(i for i in targets if texts.get(i) != before.get(i))
     conn.executemany(  # contentless: a row goes with the very text it was indexed with
         "INSERT INTO events_window_fts(events_window_fts, rowid, body, dates, tags)"
@@ -118,29 +137,30 @@ def _sync_session(
 
 def session_windows(
     conn: sqlite3.Connection, sessions: Iterable[str | None], radius: int
-) -> dict[str | None, dict[int, tuple[str, str]]]:
-    """``{session: {turn id: (body, date words)}}``: every window row the index holds for
+) -> dict[str | None, dict[int, tuple[str, str, str]]]:
+    """``{session: {turn id: (body, date words, tags)}}``: every window row the index holds for
     these sessions once it is in step with the log (:func:`sync_windows` ran in the same
     transaction), computed from the log as it is now. An erasure takes it before and after
     erasing, and :func:`replace_windows` rewrites only the rows that differ."""
-    found: dict[str | None, dict[int, tuple[str, str]]] = {}
+    found: dict[str | None, dict[int, tuple[str, str, str]]] = {}
     for session in sessions:
         fetched = conn.execute(
-            f"SELECT id, kind, ts, coalesce({TEXT_SQL}, summary) FROM events"
+            f"SELECT id, kind, ts, coalesce({TEXT_SQL}, summary), user_id FROM events"
             f" WHERE session_id IS ? AND kind IN ({_KIND_MARKS}) ORDER BY id",
             (session, *_KINDS),
         ).fetchall()
         rows = [WindowRow(r[0], r[1], r[3]) for r in fetched]
         ts_of = {r[0]: r[2] for r in fetched}
+        tags = {r[0]: tags_of(session, r[4]) for r in fetched}  # as the index holds them
         bodies = window_bodies(rows, radius, [r.id for r in rows if r.kind in WINDOW_KINDS])
-        found[session] = {i: (body, date_words(ts_of[i])) for i, body in bodies.items()}
+        found[session] = {i: (body, date_words(ts_of[i]), tags[i]) for i, body in bodies.items()}
     return found
 
 
 def replace_windows(
     conn: sqlite3.Connection,
-    before: dict[str | None, dict[int, tuple[str, str]]],
-    after: dict[str | None, dict[int, tuple[str, str]]],
+    before: dict[str | None, dict[int, tuple[str, str, str]]],
+    after: dict[str | None, dict[int, tuple[str, str, str]]],
 ) -> int:
     """Delete the window rows of ``before`` that ``after`` changes or drops and insert the
     new ones (both from :func:`session_windows`), then forget the turns the update trigger
@@ -149,13 +169,12 @@ def replace_windows(
     written = 0
     for session, old in before.items():
         new = after.get(session, {})
-        tag = session_tag(session)
         conn.executemany(  # contentless: a row goes with the very text it was indexed with
             "INSERT INTO events_window_fts(events_window_fts, rowid, body, dates, tags)"
             " VALUES ('delete', ?, ?, ?, ?)",
-            [(i, body, dates, tag) for i, (body, dates) in old.items() if new.get(i) != old[i]],
+            [(i, *row) for i, row in old.items() if new.get(i) != row],
         )
-        added = [(i, body, dates, tag) for i, (body, dates) in new.items() if old.get(i) != new[i]]
+        added = [(i, *row) for i, row in new.items() if old.get(i) != row]
         conn.executemany(
             "INSERT INTO events_window_fts(rowid, body, dates, tags) VALUES (?, ?, ?, ?)", added
         )

@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from store_helpers import with_users, without_users
+
 from pmm import Mind
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -167,13 +170,14 @@ def test_archive_before_lean_fts_indexes_is_searched_without_migrating(
 
     every = schema.load_migrations()
     # today's window code needs 0012's column: written with it, then taken out again
-    older = [m for m in every if m.version <= 10 or m.version == 12]
+    older = with_users([m for m in every if m.version <= 10 or m.version == 12])
     monkeypatch.setattr(schema, "load_migrations", lambda: older)
     old = archive.parent / "old10.db"
     with Mind(str(old)) as mind:
         mind.remember_turn("where is O'Brien's passport?", "in the oak drawer", session_id="s")
         mind.store.sync_search_index()
     monkeypatch.undo()
+    without_users(old)
     with sqlite3.connect(old) as conn:
         conn.execute("ALTER TABLE window_state DROP COLUMN body_format")
         conn.execute("DELETE FROM schema_migrations WHERE version = 12")

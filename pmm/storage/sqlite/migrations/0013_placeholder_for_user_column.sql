@@ -1,4 +1,0 @@
--- read-compatible: holds no statement.
--- PLACEHOLDER on branch i20b only: version 13 belongs to issue 20's user column (branch
--- i20a), and migrations must be numbered without gaps, so this file lets 0014 apply here.
--- Delete this file when merging i20a's 0013 (two files numbered 0013 fail loudly).
