@@ -166,20 +166,27 @@ def assemble(
     human_prefix: str = "Human",
     ai_prefix: str = "AI",
     as_messages: bool = False,
-    summary: Sequence[tuple[str, int]] = (),
+    summary: Sequence[tuple[str, Sequence[int]]] = (),
+    memory_limit: int | None = None,
 ) -> Context:
     """Fit facts, memories and ``history`` (newest first) into ``budget`` tokens.
 
-    ``summary`` holds ``(bullet, first cited event id)`` of the stored session summary:
-    when older turns do not fit, the bullets about turns older than the oldest turn shown
+    ``summary`` holds ``(bullet, cited event ids)`` of the stored session summary: when
+    older turns do not fit, the bullets about turns older than the oldest turn shown
     follow the key facts, in :data:`SUMMARY_SHARE` of the budget kept from the older turns
     (plus what they leave); a share the bullets do not use goes back to older turns.
+
+    No turn is shown twice: a memory that is also a shown turn is left out, and so is a
+    bullet whose cited turns are all shown (as turns or memories); a bullet that cites
+    only turns shown verbatim never appears.
 
     Costs are counted per line plus one token per line break (per message plus
     :data:`MESSAGE_OVERHEAD` in messages mode), which bounds the cost of the rendered text.
     """
     count = counter.count
     newline = 1
+    if memory_limit is None:
+        memory_limit = len(memories)
 
     def turn_cost(turn: Turn) -> int:
         if as_messages:
@@ -210,7 +217,7 @@ def assemble(
     head_open = MESSAGE_OVERHEAD if as_messages else 0
     kept_facts: list[str] = []
     kept_memories: list[Turn] = []
-    kept_summary: list[str] = []
+    kept_summary: list[tuple[str, Sequence[int]]] = []
     if facts or memories or summary:
         remaining -= head_overhead + head_open
         if remaining > 0 and facts:
@@ -229,7 +236,7 @@ def assemble(
             spent = count(MEMORIES_HEADER) + 2 * newline
             for memory in memories:
                 cost = count(_memory_line(memory, human_prefix, ai_prefix)) + newline
-                if spent + cost > cap:
+                if spent + cost > cap or len(kept_memories) >= memory_limit:
                     continue
                 kept_memories.append(memory)
                 spent += cost
@@ -251,11 +258,11 @@ def assemble(
     if summary:
         oldest = shown[-1].event_id if shown else 1 << 62
         spent = count(SUMMARY_HEADER) + 2 * newline
-        for text, first_cited in summary:
+        for text, cited in summary:
             cost = count(f"- {text}") + newline
-            if first_cited >= oldest or spent + cost > remaining:
+            if not any(c < oldest for c in cited) or spent + cost > remaining:
                 continue
-            kept_summary.append(text)
+            kept_summary.append((text, cited))
             spent += cost
         if kept_summary:
             remaining -= spent
@@ -265,17 +272,67 @@ def assemble(
             remaining -= turn_cost(older[0])
             shown.append(older.pop(0))
 
-    # 5. Start at a user message when one is shown (some chat APIs refuse a history that
+    # 6. Start at a user message when one is shown (some chat APIs refuse a history that
     # opens with the assistant): drop the older assistant turns in front of it.
     if any(turn.role == "user" for turn in shown):
         while shown[-1].role != "user":
-            remaining += turn_cost(shown.pop())
+            shown.pop()
 
+    # 7. No turn twice: a memory shown in the recent turns goes (the next candidates
+    # not shown take its place, within its share), and so does a bullet whose turns are
+    # all shown (verbatim or as a memory): the summary stands only for turns left out.
     shown.reverse()
+    shown_ids = {t.event_id for t in shown}
+    kept_memories = [m for m in kept_memories if m.event_id not in shown_ids]
+
+    def memories_cost(chosen: Sequence[Turn]) -> int:
+        if not chosen:
+            return 0
+        lines = sum(count(_memory_line(m, human_prefix, ai_prefix)) + newline for m in chosen)
+        return count(MEMORIES_HEADER) + 2 * newline + lines
+
+    def total(chosen: Sequence[Turn], bullets: Sequence[str]) -> int:
+        spent = sum(turn_cost(t) for t in shown) + memories_cost(chosen)
+        if kept_facts or chosen or bullets:
+            spent += head_overhead + head_open
+        if kept_facts:
+            spent += count(FACTS_HEADER) + 2 * newline
+            spent += sum(count(f"- {f}") + newline for f in kept_facts)
+        if bullets:
+            spent += count(SUMMARY_HEADER) + 2 * newline
+            spent += sum(count(f"- {b}") + newline for b in bullets)
+        return spent
+
+    oldest = shown[0].event_id if shown else 1 << 62
+    kept_summary = [
+        (text, cited)
+        for text, cited in kept_summary
+        if any(c < oldest and c not in shown_ids for c in cited)
+    ]
+    if len(kept_memories) < memory_limit:
+        bullets = [text for text, _ in kept_summary]
+        taken = {m.event_id for m in kept_memories}
+        for memory in memories:
+            if len(kept_memories) >= memory_limit:
+                break
+            if memory.event_id in shown_ids or memory.event_id in taken:
+                continue
+            more = [*kept_memories, memory]
+            if (
+                memories_cost(more) <= int(budget * MEMORIES_SHARE)
+                and total(more, bullets) <= budget
+            ):
+                kept_memories = more
+                taken.add(memory.event_id)
+    covered = shown_ids | {m.event_id for m in kept_memories}
+    bullets = [
+        text for text, cited in kept_summary if any(c < oldest and c not in covered for c in cited)
+    ]
+    spent_total = total(kept_memories, bullets)
     return Context(
         session_id=session_id,
         budget_tokens=budget,
-        tokens=max(budget, 0) - remaining,
+        tokens=spent_total,
         counter=counter.name,
         facts=kept_facts,
         memories=kept_memories,
@@ -283,5 +340,5 @@ def assemble(
         human_prefix=human_prefix,
         ai_prefix=ai_prefix,
         as_messages=as_messages,
-        summary=kept_summary,
+        summary=bullets,
     )
