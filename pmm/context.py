@@ -69,6 +69,10 @@ class Context:
     summary: list[str] = field(default_factory=list)
     """Bullets of the stored session summary standing for turns that did not fit."""
 
+    def __str__(self) -> str:
+        """:meth:`text`: ``print(mind.context("alice"))`` shows what the model reads."""
+        return self.text()
+
     def text(self) -> str:
         """The context as one string (for prompts with a ``{history}`` text variable)."""
         head = _head_sections(

@@ -52,7 +52,9 @@ class PMMRetriever(BaseRetriever):
     @model_validator(mode="before")
     @classmethod
     def _collect_settings(cls, data: Any) -> Any:
-        return gather_setting_keywords(data, exclude=frozenset({"db_path", "session_id"}))
+        return gather_setting_keywords(
+            data, exclude=frozenset({"db_path", "session_id"}), own=cls.model_fields
+        )
 
     _own_mind: Mind | None = PrivateAttr(default=None)
 

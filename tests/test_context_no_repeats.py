@@ -82,3 +82,12 @@ def test_assemble_drops_bullets_about_shown_turns() -> None:
     small = assemble(session_id="s", history=history, budget=60, counter=counter, summary=summary)
     assert small.summary and small.tokens <= 60 and len(small.history) < 10
     assert all(t.event_id > 2 for t in small.history)
+
+
+def test_printing_a_context_shows_its_text(tmp_path: Path) -> None:
+    with deferred_mind(tmp_path / "m.db") as mind:
+        fill(mind, SHORT, session="ana")
+        ctx = mind.context("ana", query="Oslo")
+        assert str(ctx) == ctx.text() == f"{ctx}"
+        assert str(ctx).endswith("Human: I work as a nurse.\nAI: Great!")
+        assert "Context(" not in str(ctx) and repr(ctx).startswith("Context(")
