@@ -70,6 +70,8 @@ class ErasureReport:
     bytes_after: int
     skipped: list[int] = field(default_factory=list)
     """Ids matched by ``session_id``/``match`` but kept: redaction/compaction records."""
+    dry_run: bool = False
+    """True: nothing was written; ``erased`` says what a real run would erase."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +83,7 @@ class ErasureReport:
             "bytes_before": self.bytes_before,
             "bytes_after": self.bytes_after,
             "skipped": self.skipped,
+            "dry_run": self.dry_run,
         }
 
 
@@ -92,10 +95,12 @@ def forget(
     match: str | None = None,
     reason: str,
     require_text: bool = False,
+    dry_run: bool = False,
 ) -> ErasureReport:
     """Erase the events picked by ``event_ids``, ``session_id`` and/or ``match`` (a
     case-insensitive substring of their text, summary or keywords; the union of all
-    given), record it as chained ``redaction`` events, and scrub the file.
+    given), record it as chained ``redaction`` events, and scrub the file. ``dry_run``
+    picks the same events and writes nothing (the report's ``markers`` is empty).
 
     Raises :class:`InvalidInputError` for a missing reason or selector, a protected or
     legacy event among ``event_ids``; :class:`EventNotFoundError` when an id does not exist
@@ -104,8 +109,21 @@ def forget(
     """
     ids = checked_request(event_ids, session_id, match, reason)
     before = file_bytes(store.path)
-    from .storage.sqlite.erasure import erase
+    from .storage.sqlite.erasure import erase, picked
 
+    if dry_run:
+        targets, derived, skipped = picked(store, ids, session_id, match, require_text)
+        return ErasureReport(
+            erased=sorted(targets | derived),
+            derived=sorted(derived),
+            markers=[],
+            reason=reason,
+            wal_truncated=False,
+            bytes_before=before,
+            bytes_after=before,
+            skipped=skipped,
+            dry_run=True,
+        )
     targets, derived, skipped, markers, truncated = erase(
         store, ids, session_id, match, reason, require_text
     )

@@ -57,6 +57,7 @@ class EventLog(Protocol):
         session_id: str | None = None,
         match: str | None = None,
         reason: str,
+        dry_run: bool = False,
     ) -> ErasureReport: ...
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False

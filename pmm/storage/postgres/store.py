@@ -184,13 +184,22 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, EventReads):
         session_id: str | None = None,
         match: str | None = None,
         reason: str,
+        dry_run: bool = False,
     ) -> ErasureReport:
         """Erase events (by id, session and/or a case-insensitive ``match``) so that their
         text leaves the tables' data files, recorded as chained ``redaction`` events; see
-        :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps)."""
+        :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps); ``dry_run``:
+        only say what would be erased, writing nothing."""
         from .erasure import forget
 
-        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
+        return forget(
+            self,
+            event_ids=event_ids,
+            session_id=session_id,
+            match=match,
+            reason=reason,
+            dry_run=dry_run,
+        )
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False

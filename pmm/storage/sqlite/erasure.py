@@ -63,6 +63,27 @@ def erase(
     return targets, derived, skipped, markers, truncated
 
 
+def picked(
+    store: EventStore,
+    ids: set[int],
+    session_id: str | None,
+    match: str | None,
+    require_text: bool,
+) -> tuple[set[int], set[int], list[int]]:
+    """What :func:`erase` would erase, read in one read transaction that writes nothing:
+    ``(targets, derived summaries, skipped ids)``."""
+    with store._lock:
+        conn = store._conn
+        try:
+            conn.execute("BEGIN")  # deferred: a snapshot, no write lock
+            try:
+                return _select(conn, ids, session_id, match, require_text)
+            finally:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            raise translate(exc, store.path) from exc
+
+
 def scrub(store: EventStore) -> bool:
     """Rewrite the file without free pages (``VACUUM``) and empty the -wal file
     (``wal_checkpoint(TRUNCATE)``); returns whether the -wal file was emptied.

@@ -140,12 +140,20 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys):
         session_id: str | None = None,
         match: str | None = None,
         reason: str,
+        dry_run: bool = False,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file (see
-        :func:`pmm.erasure.forget`)."""
+        :func:`pmm.erasure.forget`; ``dry_run``: only say what would be erased)."""
         from ...erasure import forget
 
-        return forget(self, event_ids=event_ids, session_id=session_id, match=match, reason=reason)
+        return forget(
+            self,
+            event_ids=event_ids,
+            session_id=session_id,
+            match=match,
+            reason=reason,
+            dry_run=dry_run,
+        )
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
