@@ -174,5 +174,13 @@ class EventLog(Protocol):
         key: str = "turn",
         date_weight: float = 1.0,
     ) -> list[tuple[int, float]]: ...
+    def search_symbols(
+        self,
+        needles: Sequence[str],
+        *,
+        limit: int = 10,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+    ) -> list[tuple[int, float]]: ...
     def stats(self) -> dict[str, Any]: ...
     def verify(self, *, expect_head: str | None = None) -> VerifyReport: ...
