@@ -222,6 +222,15 @@ def assemble(
     kept_facts: list[str] = []
     kept_memories: list[Turn] = []
     kept_summary: list[tuple[str, Sequence[int]]] = []
+    memories_spent = 0
+    line_costs: dict[int, int] = {}
+
+    def memory_cost(memory: Turn) -> int:
+        if memory.event_id not in line_costs:
+            line = _memory_line(memory, human_prefix, ai_prefix)
+            line_costs[memory.event_id] = count(line) + newline
+        return line_costs[memory.event_id]
+
     if facts or memories or summary:
         remaining -= head_overhead + head_open
         if remaining > 0 and facts:
@@ -239,13 +248,14 @@ def assemble(
             cap = min(remaining, int(budget * MEMORIES_SHARE))
             spent = count(MEMORIES_HEADER) + 2 * newline
             for memory in memories:
-                cost = count(_memory_line(memory, human_prefix, ai_prefix)) + newline
+                cost = memory_cost(memory)
                 if spent + cost > cap or len(kept_memories) >= memory_limit:
                     continue
                 kept_memories.append(memory)
                 spent += cost
             if kept_memories:
                 remaining -= spent
+                memories_spent = spent
         if not kept_facts and not kept_memories and not summary:
             remaining += head_overhead + head_open
 
@@ -280,63 +290,53 @@ def assemble(
     # opens with the assistant): drop the older assistant turns in front of it.
     if any(turn.role == "user" for turn in shown):
         while shown[-1].role != "user":
-            shown.pop()
+            remaining += turn_cost(shown.pop())
 
     # 7. No turn twice: a memory shown in the recent turns goes (the next candidates
     # not shown take its place, within its share), and so does a bullet whose turns are
     # all shown (verbatim or as a memory): the summary stands only for turns left out.
     shown.reverse()
+    head_before = bool(kept_facts or kept_memories or kept_summary)
     shown_ids = {t.event_id for t in shown}
-    kept_memories = [m for m in kept_memories if m.event_id not in shown_ids]
-
-    def memories_cost(chosen: Sequence[Turn]) -> int:
-        if not chosen:
-            return 0
-        lines = sum(count(_memory_line(m, human_prefix, ai_prefix)) + newline for m in chosen)
-        return count(MEMORIES_HEADER) + 2 * newline + lines
-
-    def total(chosen: Sequence[Turn], bullets: Sequence[str]) -> int:
-        spent = sum(turn_cost(t) for t in shown) + memories_cost(chosen)
-        if kept_facts or chosen or bullets:
-            spent += head_overhead + head_open
-        if kept_facts:
-            spent += count(FACTS_HEADER) + 2 * newline
-            spent += sum(count(f"- {f}") + newline for f in kept_facts)
-        if bullets:
-            spent += count(SUMMARY_HEADER) + 2 * newline
-            spent += sum(count(f"- {b}") + newline for b in bullets)
-        return spent
-
-    oldest = shown[0].event_id if shown else 1 << 62
-    kept_summary = [
-        (text, cited)
-        for text, cited in kept_summary
-        if any(c < oldest and c not in shown_ids for c in cited)
-    ]
-    if len(kept_memories) < memory_limit:
-        bullets = [text for text, _ in kept_summary]
-        taken = {m.event_id for m in kept_memories}
-        for memory in memories:
-            if len(kept_memories) >= memory_limit:
+    kept = [m for m in kept_memories if m.event_id not in shown_ids]
+    if len(kept) < len(kept_memories):
+        for memory in kept_memories:
+            if memory.event_id in shown_ids:
+                remaining += memory_cost(memory)
+                memories_spent -= memory_cost(memory)
+        cap = int(budget * MEMORIES_SHARE)
+        taken = {m.event_id for m in kept}
+        for memory in memories:  # the next best ones not shown, within the share
+            if len(kept) >= memory_limit:
                 break
             if memory.event_id in shown_ids or memory.event_id in taken:
                 continue
-            more = [*kept_memories, memory]
-            if (
-                memories_cost(more) <= int(budget * MEMORIES_SHARE)
-                and total(more, bullets) <= budget
-            ):
-                kept_memories = more
+            cost = memory_cost(memory)
+            if memories_spent + cost <= cap and cost <= remaining:
+                kept.append(memory)
                 taken.add(memory.event_id)
+                memories_spent += cost
+                remaining -= cost
+        if not kept:  # the section is gone: its header too
+            remaining += count(MEMORIES_HEADER) + 2 * newline
+        kept_memories = kept
+    oldest = shown[0].event_id if shown else 1 << 62
     covered = shown_ids | {m.event_id for m in kept_memories}
-    bullets = [
-        text for text, cited in kept_summary if any(c < oldest and c not in covered for c in cited)
-    ]
-    spent_total = total(kept_memories, bullets)
+    bullets: list[str] = []
+    for text, cited in kept_summary:
+        if any(c < oldest and c not in covered for c in cited):
+            bullets.append(text)
+        else:
+            remaining += count(f"- {text}") + newline
+    if kept_summary and not bullets:
+        remaining += count(SUMMARY_HEADER) + 2 * newline
+    if head_before and not (kept_facts or kept_memories or bullets):
+        remaining += head_overhead + head_open
+
     return Context(
         session_id=session_id,
         budget_tokens=budget,
-        tokens=spent_total,
+        tokens=max(budget, 0) - remaining,
         counter=counter.name,
         facts=kept_facts,
         memories=kept_memories,
