@@ -57,7 +57,7 @@ def symbol_needles(text: str, *, limit: int = 8) -> list[str]:
     >>> symbol_needles("my 🐶")
     []
     """
-    if search_terms(text):
+    if WORD.search(text):  # a word (search_terms is empty exactly when there is none)
         return []
     seen: dict[str, None] = {}
     for char in text:
