@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -123,10 +124,7 @@ class Settings:
         warn_unknown_variables(env, ["PMM_" + name.upper() for name in known])
         unknown = set(overrides) - set(known)
         if unknown:
-            raise ConfigurationError(
-                f"unknown PMM setting(s): {', '.join(sorted(unknown))}; "
-                f"known: {', '.join(sorted(known))}"
-            )
+            raise unknown_keywords_error(unknown, known)
         values: dict[str, Any] = {}
         for name, field in known.items():
             raw = overrides.get(name)
@@ -184,6 +182,22 @@ def _dotenv() -> dict[str, str]:
 
 
 _warned_unknown: set[str] = set()
+
+
+def unknown_keywords_error(
+    unknown: Iterable[str], known: Iterable[str], *, what: str = "PMM setting(s)"
+) -> ConfigurationError:
+    """The error for keyword arguments that are no setting: each unknown name with the
+    closest known one (``enable_sumary`` -> "did you mean enable_summary?"), then the list.
+
+        raise unknown_keywords_error({"enable_sumary"}, Settings.__dataclass_fields__)
+    """
+    names = sorted(set(known))
+    parts = []
+    for name in sorted(unknown):
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    return ConfigurationError(f"unknown {what}: {', '.join(parts)}; known: {', '.join(names)}")
 
 
 def warn_unknown_variables(env: dict[str, str], known: list[str]) -> None:
@@ -244,13 +258,22 @@ def _literal_choices(annotation: Any) -> tuple[str, ...]:
     return tuple(get_args(target)) if target is not None else ()
 
 
-def gather_setting_keywords(data: Any, exclude: frozenset[str] = frozenset()) -> Any:
+def gather_setting_keywords(
+    data: Any, exclude: frozenset[str] = frozenset(), own: Iterable[str] = ()
+) -> Any:
     """For pydantic ``mode="before"`` validators of the LangChain classes: move keyword
     arguments that are PMM settings (``enable_summary=True``) into ``data["settings"]``,
-    and check them now, so a bad value fails at construction, not on first use."""
+    and check them now, so a bad value fails at construction, not on first use. With
+    ``own`` (the class's fields) given, a keyword that is neither raises
+    :class:`ConfigurationError` naming the closest one (a misspelt setting)."""
     if not isinstance(data, dict):
         return data
     names = set(Settings.__dataclass_fields__) - exclude
+    own = set(own)
+    if own:
+        unknown = {k for k in data if isinstance(k, str) and k not in names and k not in own}
+        if unknown:
+            raise unknown_keywords_error(unknown, names | own, what="keyword argument(s)")
     given = {k: data[k] for k in data if k in names}
     if given or data.get("settings"):
         data = {k: v for k, v in data.items() if k not in given}

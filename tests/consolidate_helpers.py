@@ -55,3 +55,20 @@ def fill(mind: Mind, turns: list[tuple[str, str]] = TURNS, session: str = "maya"
 
 def summaries(mind: Mind, session: str = "maya") -> list[Any]:
     return mind.store.events(session_id=session, kinds=(SUMMARY_KIND,))
+
+
+LONG = [
+    (f"Week {i}: I ran {10 + i} km along the {place} and my knee felt {feel}.", "Noted, well done.")
+    for i, (place, feel) in enumerate(
+        [
+            ("canal", "fine"),
+            ("river Aire", "sore"),
+            ("Roundhay park", "stiff"),
+            ("Kirkstall abbey", "fine"),
+            ("Meanwood valley", "great"),
+            ("Otley road", "sore"),
+            ("Temple Newsam", "fine"),
+            ("Golden Acre", "great"),
+        ]
+    )
+]

@@ -1,10 +1,11 @@
 """The chat's OFFLINE mode: answers from memory alone, about what was asked, nothing more.
 
     responder = OfflineResponder()
+    print(responder.banner)        # said once, when the chat starts
     responder.reply(mind, "alice", "Where do I live?")
-    # "I'm offline (no OPENAI_API_KEY). From memory: Lives in: Lisbon."
+    # "From memory: Lives in: Lisbon."
     responder.reply(mind, "alice", "I have a dog named Rex.")
-    # "I'm offline (no OPENAI_API_KEY). Noted: I'll remember that."
+    # "Noted: I'll remember that."
 
 A question gets the key facts whose topic it asks about (``where`` → where you live or come
 from, ``name`` → your name, ...; every fact for "what do you know about me?") and the turns
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from pmm.records import Hit
 
 OFFLINE_PREFIX = "I'm offline (no OPENAI_API_KEY)."
+"""How earlier versions opened every offline reply (the banner says it once now); kept to
+tell their stored replies apart (:func:`is_offline_reply`)."""
 OFFLINE_REPLY_KIND = "offline_reply"
 """Kind of the stored offline replies: not a turn kind, so never history or recall."""
 
@@ -59,7 +62,7 @@ class OfflineResponder:
 
     def reply(self, mind: Mind, session: str, text: str, user: str | None = None) -> str:
         if not is_question(text):
-            return f"{OFFLINE_PREFIX} Noted: I'll remember that."
+            return "Noted: I'll remember that."
         facts = relevant_facts(mind.context(session, query=None, user_id=user).facts, text)
         scope = mind.settings.recall_scope
         if user is not None and scope == "user":  # all of her threads, no one else's
@@ -73,8 +76,8 @@ class OfflineResponder:
         if said:
             parts.append("Related: " + "; ".join(said) + ".")
         if not parts:
-            return f"{OFFLINE_PREFIX} From memory: nothing about that yet."
-        return f"{OFFLINE_PREFIX} From memory: " + " ".join(parts)
+            return "From memory: nothing about that yet."
+        return "From memory: " + " ".join(parts)
 
 
 def is_question(text: str) -> bool:

@@ -3,6 +3,7 @@
     OPENAI_API_KEY=sk-... pmm-chat --session alice            # OpenAI
     OPENAI_API_KEY=x OPENAI_BASE_URL=http://localhost:11434/v1 pmm-chat --model llama3.2
     pmm-chat --db demo.db                                      # no key: offline mode
+    pmm-chat --summaries --embeddings    # digests and vectors on (PMM_ENABLE_SUMMARY, ...)
 
 With ``OPENAI_API_KEY`` (environment or ``.env``) each message goes through a LangChain v1
 agent, ``create_agent(ChatOpenAI, middleware=[PMMMiddleware], checkpointer=InMemorySaver())``,
@@ -11,8 +12,9 @@ uses the LCEL chain ``ChatPromptTemplate(system, MessagesPlaceholder("history"),
 ChatOpenAI`` instead, with the context as history messages). ``OPENAI_BASE_URL`` points it at
 any OpenAI-compatible server (Ollama, vLLM, llama.cpp). Without a key the chat runs OFFLINE
 and answers from memory alone (key facts and the best recalled turns), so the memory can be
-tried anywhere. Either way every exchange is saved as two chained events before the reply
-is shown: what you have seen answered is in the log.
+tried anywhere; the banner says so once, the replies do not repeat it. Either way every
+exchange is saved as two chained events before the reply is shown: what you have seen
+answered is in the log.
 
 Commands: /help, /memory, /stats, /verify, /search TEXT, /session NAME, /user NAME, /quit.
 
@@ -402,7 +404,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     log_handler.setFormatter(logging.Formatter("pmm: %(levelname)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[log_handler])
     try:
-        settings = Settings.load(db_path=args.db, session_id=args.session)
+        settings = Settings.load(
+            db_path=args.db,
+            session_id=args.session,
+            enable_summary=args.summaries,
+            enable_embeddings=args.embeddings,
+        )
         user = checked_user(args.user)
         api_key, base_url = _openai_env()
         responder: Responder
@@ -421,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(
             f"PMM chat - {responder.banner} - session {settings.session_id!r}, "
-            f"memory in {settings.db_path}"
+            f"memory in {settings.db_path} ({_features(settings)})"
         )
         print("Type a message, or /help for commands; Ctrl-D leaves.")
         _enable_line_editing()
@@ -524,7 +531,30 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="online: use the classic LCEL chain instead of the LangChain v1 agent",
     )
+    parser.add_argument(
+        "--summaries",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="digest every turn into a summary and keywords (default: PMM_ENABLE_SUMMARY)",
+    )
+    parser.add_argument(
+        "--embeddings",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="embed turns for semantic recall; needs the [embeddings] extra "
+        "(default: PMM_ENABLE_EMBEDDINGS)",
+    )
     return parser
+
+
+def _features(settings: Settings) -> str:
+    """``summaries on (auto, background), embeddings off`` for the banner."""
+    summaries = (
+        f"summaries on ({settings.summarizer}, {settings.summary_mode})"
+        if settings.enable_summary
+        else "summaries off"
+    )
+    return f"{summaries}, embeddings {'on' if settings.enable_embeddings else 'off'}"
 
 
 def _openai_env() -> tuple[str | None, str | None]:

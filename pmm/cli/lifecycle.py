@@ -6,6 +6,7 @@ They erase, shrink, copy, repair and move a log over its life; each handler take
 
     pmm backup snapshot.db && pmm check --db snapshot.db --full
     pmm forget --session alice --yes
+    pmm forget --match Lisbon --dry-run      # lists what it would erase, writes nothing
     pmm migrate-to postgresql://localhost/pmm
 """
 
@@ -24,6 +25,7 @@ from pmm.cli.output import (
     _sqlite_store,
 )
 from pmm.errors import InvalidInputError
+from pmm.records import Event
 from pmm.storage import is_postgres_url, open_store
 from pmm.text.sizes import format_size
 
@@ -63,8 +65,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             "say what to forget: --event ID, --session S, --match TEXT or --user U"
         )
-    if not args.yes:
-        raise InvalidInputError("forget erases text for good: add --yes to confirm")
+    if args.dry_run and args.scrub:
+        raise InvalidInputError("--dry-run lists what forget would erase: drop --scrub")
+    if not args.yes and not args.dry_run:
+        raise InvalidInputError(
+            "forget erases text for good: add --yes to confirm (--dry-run lists what it would)"
+        )
     path = _existing_db(args)
     with open_store(path) as store:  # a SQLite file or a PostgreSQL URL
         event_ids, match = args.event, args.match
@@ -75,14 +81,34 @@ def cmd_forget(args: argparse.Namespace) -> int:
             event_ids = user_erasure_ids(store, user, args.event, args.match, args.session)
             match = None
         report = store.forget(
-            event_ids=event_ids, session_id=args.session, match=match, reason=args.reason
+            event_ids=event_ids,
+            session_id=args.session,
+            match=match,
+            reason=args.reason,
+            dry_run=args.dry_run,
         )
+        events = store.get_many(report.erased)
+    listed = [events[i] for i in report.erased if i in events]
+    data = {**report.to_dict(), "events": [_listed(e, with_text=args.dry_run) for e in listed]}
+    if args.dry_run:
+        lines = [
+            f"would forget {len(report.erased)} events"
+            + (
+                f" ({len(report.derived)} session summaries built from them)"
+                if report.derived
+                else ""
+            )
+            + " (dry run: nothing was written)"
+        ]
+        lines += [_event_line(e, with_text=True) for e in listed]
+        return _emit(args, data, "\n".join(lines))
     lines = [
         f"forgot {len(report.erased)} events"
         + (f" ({len(report.derived)} session summaries built from them)" if report.derived else "")
         + f"; recorded as event(s) {', '.join(str(m.id) for m in report.markers)}",
-        f"size: {format_size(report.bytes_before)} -> {format_size(report.bytes_after)}",
     ]
+    lines += _by_session(listed)
+    lines.append(f"size: {format_size(report.bytes_before)} -> {format_size(report.bytes_after)}")
     if is_postgres_url(path):
         lines.append(
             "note: the tables were rewritten (VACUUM FULL); PostgreSQL's WAL (pg_wal), its "
@@ -90,7 +116,47 @@ def cmd_forget(args: argparse.Namespace) -> int:
         )
     elif not report.wal_truncated:
         lines.append("warning: another process holds the file: its -wal file was not emptied")
-    return _emit(args, report.to_dict(), "\n".join(lines))
+    return _emit(args, data, "\n".join(lines))
+
+
+_PREVIEW = 60
+"""Characters of an event's text a dry run shows."""
+
+
+def _listed(event: Event, *, with_text: bool) -> dict[str, object]:
+    """An event forget picked, for ``--json``: where it is (and its text on a dry run)."""
+    out: dict[str, object] = {
+        "id": event.id,
+        "session_id": event.session_id,
+        "kind": event.kind,
+        "role": event.role,
+    }
+    if with_text:
+        out["text"] = event.content if event.content is not None else event.summary
+    return out
+
+
+def _event_line(event: Event, *, with_text: bool) -> str:
+    where = f"session {event.session_id}" if event.session_id is not None else "no session"
+    line = f"  {event.id}  {where}  {event.kind}" + (f" ({event.role})" if event.role else "")
+    text = event.content if event.content is not None else event.summary
+    if with_text and text:
+        flat = " ".join(text.split())
+        line += ": " + (flat if len(flat) <= _PREVIEW else flat[: _PREVIEW - 1] + "…")
+    return line
+
+
+def _by_session(events: Sequence[Event]) -> list[str]:
+    """``erased: session alice: 3, 4, 7`` lines, one per session."""
+    sessions: dict[str | None, list[int]] = {}
+    for event in events:
+        sessions.setdefault(event.session_id, []).append(event.id)
+    return [
+        f"  session {s}: ids {', '.join(map(str, ids))}"
+        if s is not None
+        else f"  no session: ids {', '.join(map(str, ids))}"
+        for s, ids in sessions.items()
+    ]
 
 
 def _rewrite_postgres(args: argparse.Namespace, path: str) -> int:

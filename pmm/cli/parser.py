@@ -253,7 +253,8 @@ def _add_storage_commands(
         "Picks events by --event (repeatable), --session and/or --match (a case-insensitive\n"
         "substring of their text, summary or keywords). Records one chained 'redaction'\n"
         "event per session (ids and reason only), then drops them from the search indexes,\n"
-        "vacuums and empties the -wal file so that no byte of the text remains. Needs --yes.",
+        "vacuums and empties the -wal file so that no byte of the text remains. Needs --yes;\n"
+        "--dry-run lists the events it would erase and writes nothing.",
     )
     p.add_argument("--event", type=int, action="append", metavar="ID", help="an event id")
     p.add_argument("--session", metavar="S", help="every event of this session")
@@ -268,6 +269,11 @@ def _add_storage_commands(
         "--reason", default="forget requested", help="why (recorded in the log; no secrets)"
     )
     p.add_argument("--yes", action="store_true", help="confirm: the text cannot be brought back")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the events it would erase (id, session, kind, start of the text); write nothing",
+    )
     p.add_argument(
         "--scrub",
         action="store_true",

@@ -74,6 +74,10 @@ class Context:
     summary: list[str] = field(default_factory=list)
     """Bullets of the stored session summary standing for turns that did not fit."""
 
+    def __str__(self) -> str:
+        """:meth:`text`: ``print(mind.context("alice"))`` shows what the model reads."""
+        return self.text()
+
     def text(self) -> str:
         """The context as one string (for prompts with a ``{history}`` text variable)."""
         head = _head_sections(
@@ -184,14 +188,19 @@ def assemble(
     human_prefix: str = "Human",
     ai_prefix: str = "AI",
     as_messages: bool = False,
-    summary: Sequence[tuple[str, int]] = (),
+    summary: Sequence[tuple[str, Sequence[int]]] = (),
+    memory_limit: int | None = None,
 ) -> Context:
     """Fit facts, memories and ``history`` (newest first) into ``budget`` tokens.
 
-    ``summary`` holds ``(bullet, first cited event id)`` of the stored session summary:
-    when older turns do not fit, the bullets about turns older than the oldest turn shown
+    ``summary`` holds ``(bullet, cited event ids)`` of the stored session summary: when
+    older turns do not fit, the bullets about turns older than the oldest turn shown
     follow the key facts, in :data:`SUMMARY_SHARE` of the budget kept from the older turns
     (plus what they leave); a share the bullets do not use goes back to older turns.
+
+    No turn is shown twice: a memory that is also a shown turn is left out, and so is a
+    bullet whose cited turns are all shown (as turns or memories); a bullet that cites
+    only turns shown verbatim never appears.
 
     Costs are counted per line plus one token per line break (per message plus
     :data:`MESSAGE_OVERHEAD` in messages mode), which bounds the cost of the rendered text.
@@ -201,6 +210,8 @@ def assemble(
     # A turn with no text (erased by forget) is shown nowhere: no empty "Human: " line.
     history = [t for t in history if t.text.strip()]
     memories = [m for m in memories if m.text.strip()]
+    if memory_limit is None:
+        memory_limit = len(memories)
 
     def turn_cost(turn: Turn) -> int:  # exact when it fits the budget (see count_upto)
         if as_messages:
@@ -231,7 +242,16 @@ def assemble(
     head_open = MESSAGE_OVERHEAD if as_messages else 0
     kept_facts: list[str] = []
     kept_memories: list[Turn] = []
-    kept_summary: list[str] = []
+    kept_summary: list[tuple[str, Sequence[int]]] = []
+    memories_spent = 0
+    line_costs: dict[int, int] = {}
+
+    def memory_cost(memory: Turn) -> int:
+        if memory.event_id not in line_costs:
+            line = _memory_line(memory, human_prefix, ai_prefix)  # a huge turn: a prefix
+            line_costs[memory.event_id] = count_upto(count, line, budget) + newline
+        return line_costs[memory.event_id]
+
     if facts or memories or summary:
         remaining -= head_overhead + head_open
         if remaining > 0 and facts:
@@ -249,14 +269,14 @@ def assemble(
             cap = min(remaining, int(budget * MEMORIES_SHARE))
             spent = count(MEMORIES_HEADER) + 2 * newline
             for memory in memories:
-                cost = count_upto(count, _memory_line(memory, human_prefix, ai_prefix), cap)
-                cost += newline
-                if spent + cost > cap:
+                cost = memory_cost(memory)
+                if spent + cost > cap or len(kept_memories) >= memory_limit:
                     continue
                 kept_memories.append(memory)
                 spent += cost
             if kept_memories:
                 remaining -= spent
+                memories_spent = spent
         if not kept_facts and not kept_memories and not summary:
             remaining += head_overhead + head_open
 
@@ -273,11 +293,11 @@ def assemble(
     if summary:
         oldest = shown[-1].event_id if shown else 1 << 62
         spent = count(SUMMARY_HEADER) + 2 * newline
-        for text, first_cited in summary:
+        for text, cited in summary:
             cost = count(f"- {text}") + newline
-            if first_cited >= oldest or spent + cost > remaining:
+            if not any(c < oldest for c in cited) or spent + cost > remaining:
                 continue
-            kept_summary.append(text)
+            kept_summary.append((text, cited))
             spent += cost
         if kept_summary:
             remaining -= spent
@@ -287,13 +307,53 @@ def assemble(
             remaining -= turn_cost(older[0])
             shown.append(older.pop(0))
 
-    # 5. Start at a user message when one is shown (some chat APIs refuse a history that
+    # 6. Start at a user message when one is shown (some chat APIs refuse a history that
     # opens with the assistant): drop the older assistant turns in front of it.
     if any(turn.role == "user" for turn in shown):
         while shown[-1].role != "user":
             remaining += turn_cost(shown.pop())
 
+    # 7. No turn twice: a memory shown in the recent turns goes (the next candidates
+    # not shown take its place, within its share), and so does a bullet whose turns are
+    # all shown (verbatim or as a memory): the summary stands only for turns left out.
     shown.reverse()
+    head_before = bool(kept_facts or kept_memories or kept_summary)
+    shown_ids = {t.event_id for t in shown}
+    kept = [m for m in kept_memories if m.event_id not in shown_ids]
+    if len(kept) < len(kept_memories):
+        for memory in kept_memories:
+            if memory.event_id in shown_ids:
+                remaining += memory_cost(memory)
+                memories_spent -= memory_cost(memory)
+        cap = int(budget * MEMORIES_SHARE)
+        taken = {m.event_id for m in kept}
+        for memory in memories:  # the next best ones not shown, within the share
+            if len(kept) >= memory_limit:
+                break
+            if memory.event_id in shown_ids or memory.event_id in taken:
+                continue
+            cost = memory_cost(memory)
+            if memories_spent + cost <= cap and cost <= remaining:
+                kept.append(memory)
+                taken.add(memory.event_id)
+                memories_spent += cost
+                remaining -= cost
+        if not kept:  # the section is gone: its header too
+            remaining += count(MEMORIES_HEADER) + 2 * newline
+        kept_memories = kept
+    oldest = shown[0].event_id if shown else 1 << 62
+    covered = shown_ids | {m.event_id for m in kept_memories}
+    bullets: list[str] = []
+    for text, cited in kept_summary:
+        if any(c < oldest and c not in covered for c in cited):
+            bullets.append(text)
+        else:
+            remaining += count(f"- {text}") + newline
+    if kept_summary and not bullets:
+        remaining += count(SUMMARY_HEADER) + 2 * newline
+    if head_before and not (kept_facts or kept_memories or bullets):
+        remaining += head_overhead + head_open
+
     return Context(
         session_id=session_id,
         budget_tokens=budget,
@@ -305,5 +365,5 @@ def assemble(
         human_prefix=human_prefix,
         ai_prefix=ai_prefix,
         as_messages=as_messages,
-        summary=kept_summary,
+        summary=bullets,
     )

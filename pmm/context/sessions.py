@@ -157,7 +157,9 @@ class SessionContexts:
         # Consolidation hook: the stored session summary stands for turns that do not fit.
         summary = self._summary_lines(session, clear_after, complete, linked_turns)
         if linked_turns > 0:
-            memories = self._linked_memories(session, clear_after, query or "", linked_turns)
+            memories = self._linked_memories(
+                session, clear_after, query or "", linked_turns + len(window)
+            )
         elif query and query.strip() and self.settings.recall_k and look_back:
             memories = self._memories(query, session, clear_after, window, scope, user)
         return assemble(
@@ -171,6 +173,7 @@ class SessionContexts:
             ai_prefix=ai_prefix,
             as_messages=as_messages,
             summary=summary,
+            memory_limit=linked_turns or None,
         )
 
     def state(self, session: str) -> tuple[int, list[str]]:
@@ -369,9 +372,10 @@ class SessionContexts:
 
     def _summary_lines(
         self, session: str, clear_after: int, complete: bool, linked: int
-    ) -> list[tuple[str, int]]:
-        """``(bullet, first cited id)`` of the stored session summary, when the window does
-        not hold every turn (or ``linked`` turns are asked for)."""
+    ) -> list[tuple[str, tuple[int, ...]]]:
+        """``(bullet, cited ids)`` of the stored session summary, when the window does not
+        hold every turn (or ``linked`` turns are asked for); :func:`pmm.context.assembly.assemble`
+        keeps the bullets about turns it leaves out."""
         if complete and not linked:
             return []
         summary = self._current_summary(session, clear_after)
@@ -380,10 +384,11 @@ class SessionContexts:
         from pmm.dream.consolidation import summary_bullets
 
         bullets = [b for b in summary_bullets(summary) if b.turns]
-        return [(b.text, -1 if linked else min(b.turns)) for b in bullets]
+        return [(b.text, b.turns) for b in bullets]
 
     def _linked_memories(self, session: str, clear_after: int, query: str, k: int) -> list[Turn]:
-        """The ``k`` turns of the session summary that best match ``query``."""
+        """The ``k`` turns of the session summary that best match ``query``, best first
+        (:func:`pmm.context.assembly.assemble` shows the best ones that are not recent turns)."""
         summary = self._current_summary(session, clear_after)
         if summary is None:
             return []

@@ -134,6 +134,8 @@ class Processor:
                 if events:
                     methods = self._digest(events)
                     done = len(events)
+                if done >= size:  # a full batch: more may wait, and vectors wait for them
+                    return done, methods, 0
             return done, methods, self._embed_pending(size)
 
     def process_events(self, events: Sequence[Event]) -> None:

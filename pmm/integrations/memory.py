@@ -83,7 +83,7 @@ class PersistentMindMemory(BaseMemory):
     @model_validator(mode="before")
     @classmethod
     def _collect_settings(cls, data: Any) -> Any:
-        return gather_setting_keywords(data, exclude=_OWN_FIELDS)
+        return gather_setting_keywords(data, exclude=_OWN_FIELDS, own=cls.model_fields)
 
     @property
     def memory_variables(self) -> list[str]:

@@ -61,7 +61,7 @@ class PMMRetriever(BaseRetriever):
     @classmethod
     def _collect_settings(cls, data: Any) -> Any:
         return gather_setting_keywords(
-            data, exclude=frozenset({"db_path", "session_id", "user_id"})
+            data, exclude=frozenset({"db_path", "session_id", "user_id"}), own=cls.model_fields
         )
 
     _own_mind: Mind | None = PrivateAttr(default=None)

@@ -64,7 +64,7 @@ from pmm.recall.fusion import (
 )
 from pmm.records import Event, Hit
 from pmm.text.window_keys import is_temporal
-from pmm.text.words import search_terms, words
+from pmm.text.words import search_terms, symbol_needles, words
 
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder
@@ -234,6 +234,9 @@ class Recaller:
             kind_list += ("summary",)
         excluded = set(exclude_ids)
         depth = max(self.depth, k) + len(excluded)
+        needles = symbol_needles(query)
+        if needles:  # no word, only symbols (emoji) that no index holds: a scan finds them
+            return self._symbol_hits(needles, k, depth, session_id, kind_list, excluded)
         policy = {"semantic": _SEMANTIC, "keyword": self.keyword_policy}.get(mode, self.policy)
         temporal = is_temporal(words(query.lower()))
         date_weight = TEMPORAL_DATE_WEIGHT if temporal else 1.0
@@ -300,6 +303,30 @@ class Recaller:
             children=self.summary_children if self.summaries else 0,
             prior=self.summary_prior,
         )
+
+    def _symbol_hits(
+        self,
+        needles: list[str],
+        k: int,
+        depth: int,
+        session_id: str | None,
+        kinds: tuple[str, ...],
+        excluded: set[int],
+    ) -> list[Hit]:
+        """Recall of a query made of symbols only (``"🐶"``): the events holding them, by
+        :meth:`EventLog.search_symbols`, ranked as the ``symbol`` ranker."""
+        found = self.store.search_symbols(needles, limit=depth, session_id=session_id, kinds=kinds)
+        ids = [i for i, _ in found if i not in excluded]
+        events = self.store.get_many(ids)
+        hits: list[Hit] = []
+        for rank, event_id in enumerate(ids, 1):
+            event = events.get(event_id)
+            if event is None or (event.content is None and not event.summary):
+                continue
+            hits.append(Hit(event, 1.0 / (RRF_K + rank), {"symbol": rank}))
+            if len(hits) >= k:
+                break
+        return hits
 
     def fusion_weights(self, query: str, mode: str = "hybrid") -> dict[str, float]:
         """The weights :meth:`recall` fuses its rankers with for ``query`` across all

@@ -73,6 +73,8 @@ class ErasureReport:
     bytes_after: int
     skipped: list[int] = field(default_factory=list)
     """Ids matched by ``session_id``/``match`` but kept: redaction/compaction records."""
+    dry_run: bool = False
+    """True: nothing was written; ``erased`` says what a real run would erase."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +86,7 @@ class ErasureReport:
             "bytes_before": self.bytes_before,
             "bytes_after": self.bytes_after,
             "skipped": self.skipped,
+            "dry_run": self.dry_run,
         }
 
 

@@ -60,6 +60,7 @@ class EventLog(Protocol):
         session_ids: Iterable[str] | None = None,
         match: str | None = None,
         reason: str,
+        dry_run: bool = False,
     ) -> ErasureReport: ...
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
@@ -197,6 +198,14 @@ class EventLog(Protocol):
         key: str = "turn",
         date_weight: float = 1.0,
         user_id: str | None = None,
+    ) -> list[tuple[int, float]]: ...
+    def search_symbols(
+        self,
+        needles: Sequence[str],
+        *,
+        limit: int = 10,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
     ) -> list[tuple[int, float]]: ...
     def stats(self) -> dict[str, Any]: ...
     def verify(self, *, expect_head: str | None = None) -> VerifyReport: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
@@ -44,6 +45,25 @@ def search_terms(text: str, *, limit: int = 32) -> list[str]:
         seen.setdefault(word, None)
     terms = [w for w in seen if w not in STOPWORDS] or list(seen)
     return terms[:limit]
+
+
+def symbol_needles(text: str, *, limit: int = 8) -> list[str]:
+    """The symbols of a query that has no word (``"🐶"``, ``"❤️ ☕"``): its distinct
+    characters of Unicode category ``So`` (emoji, pictographs, dingbats), which the
+    full-text indexes drop. Empty when ``text`` holds a word: words are searched instead.
+
+    >>> symbol_needles("🐶 ☕🐶")
+    ['🐶', '☕']
+    >>> symbol_needles("my 🐶")
+    []
+    """
+    if WORD.search(text):  # a word (search_terms is empty exactly when there is none)
+        return []
+    seen: dict[str, None] = {}
+    for char in text:
+        if unicodedata.category(char) == "So":
+            seen.setdefault(char, None)
+    return list(seen)[:limit]
 
 
 def snippet(text: str, width: int = 60) -> str:

@@ -24,8 +24,9 @@ def test_offline_chat_remembers_across_restarts(db: Path, tmp_path: Path) -> Non
     chat = Chat("--db", str(db), "--session", "s1", cwd=tmp_path)
     assert "OFFLINE" in chat.first_line and "OPENAI_API_KEY" in chat.first_line
 
+    assert "summaries off, embeddings off" in chat.first_line
     reply = chat.say(ZED)  # a statement: acknowledged, not answered with the fact list
-    assert reply.strip() == "pmm> I'm offline (no OPENAI_API_KEY). Noted: I'll remember that."
+    assert reply.strip() == "pmm> Noted: I'll remember that."  # "offline" said once, above
 
     memory = chat.say("/memory")
     assert "Name: Zed" in memory and "Lives in: Oslo" in memory
@@ -65,6 +66,7 @@ def test_offline_chat_remembers_across_restarts(db: Path, tmp_path: Path) -> Non
     again = chat.say("What is my name again?")
     assert "What is my name?" not in again  # an earlier question is no answer
     assert "nothing about that" in chat.say("Do I have a boat?")
+    assert "offline" not in answer.lower() and "offline" not in again.lower()
     assert "nothing found for 'offline'" in chat.say("/search offline")
     chat.child.sendintr()  # Ctrl-C at the prompt
     assert "Goodbye." in chat.finish()
@@ -169,3 +171,29 @@ def test_online_chat_sends_memory_to_the_model(
         ("user", "What is my name?"),
         ("assistant", "Your name is Zed and you live in Oslo."),
     ]
+
+
+def test_summaries_and_embeddings_flags(db: Path, tmp_path: Path) -> None:
+    """``--summaries --embeddings`` turn on PMM_ENABLE_SUMMARY and PMM_ENABLE_EMBEDDINGS: the
+    banner says so, and the exit's dream digests and embeds the turns."""
+    chat = Chat(
+        "--db",
+        str(db),
+        "--session",
+        "s1",
+        "--summaries",
+        "--embeddings",
+        cwd=tmp_path,
+        env={"PMM_SUMMARIZER": "heuristic", "PMM_SUMMARY_MODE": "deferred"},
+    )
+    assert "summaries on (heuristic, deferred), embeddings on" in chat.first_line
+    chat.say(ZED)
+    chat.child.sendline("/quit")
+    chat.finish()
+    with EventStore(db) as store:
+        [turn] = [e for e in store.events(session_id="s1") if e.kind == "prompt"]
+        assert turn.digest_method is not None and sum(store.embedding_models().values()) >= 1
+    chat = Chat("--db", str(db), "--no-summaries", cwd=tmp_path, env={"PMM_ENABLE_SUMMARY": "true"})
+    assert "summaries off, embeddings off" in chat.first_line
+    chat.child.sendline("/quit")
+    chat.finish()

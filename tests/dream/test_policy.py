@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from consolidate_helpers import TURNS, deferred_mind, fill, summaries
+from consolidate_helpers import LONG, TURNS, deferred_mind, fill, summaries
 
 from pmm import Mind, PersistentMindMemory
 from pmm.dream.consolidation import SUMMARY_KIND
@@ -113,23 +113,6 @@ def test_a_failing_dream_on_close_warns_once_and_loses_nothing(tmp_path: Path, c
 # -- the rolling summary in the context ------------------------------------------------
 
 
-LONG = [
-    (f"Week {i}: I ran {10 + i} km along the {place} and my knee felt {feel}.", "Noted, well done.")
-    for i, (place, feel) in enumerate(
-        [
-            ("canal", "fine"),
-            ("river Aire", "sore"),
-            ("Roundhay park", "stiff"),
-            ("Kirkstall abbey", "fine"),
-            ("Meanwood valley", "great"),
-            ("Otley road", "sore"),
-            ("Temple Newsam", "fine"),
-            ("Golden Acre", "great"),
-        ]
-    )
-]
-
-
 def test_context_shows_the_stored_summary_for_turns_that_do_not_fit(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     with deferred_mind(path) as mind:
@@ -172,11 +155,14 @@ def test_linked_turns_give_the_summary_and_its_best_turns(tmp_path: Path) -> Non
     with deferred_mind(tmp_path / "m.db") as mind:
         ids = fill(mind, LONG)
         mind.dream()
-        first = mind.context("maya", "Roundhay park knee", budget_tokens=2000, linked_turns=2)
-        again = mind.context("maya", "Roundhay park knee", budget_tokens=2000, linked_turns=2)
+        first = mind.context("maya", "Roundhay park knee", budget_tokens=250, linked_turns=2)
+        again = mind.context("maya", "Roundhay park knee", budget_tokens=250, linked_turns=2)
         assert first == again
         assert first.memories[0].event_id == ids[4]  # Week 2: Roundhay park
         assert len(first.memories) == 2 and first.summary
+        # everything fits: no summary, no memory (the turns are all shown as they are)
+        whole = mind.context("maya", "Roundhay park knee", budget_tokens=2000, linked_turns=2)
+        assert len(whole.history) == 16 and not whole.memories and not whole.summary
 
 
 def test_pmm_dream_reports_summaries_and_contradictions(

@@ -305,8 +305,9 @@ def test_the_stored_session_summary_stands_in_for_turns_that_no_longer_fit(db: s
     model = fake_model("Keep going!")
     memory = PMMMiddleware(mind=mind, max_token_limit=220)
     agent = create_agent(model, [], middleware=[memory])
-    agent.invoke(user("How is my training going?"), thread("t1"))
+    agent.invoke(user("What should I cook tonight?"), thread("t1"))  # recalls no turn
     injected = system_text(model.prompts[0])
     assert SUMMARY_HEADER in injected and "Leeds" in injected
+    assert injected.count("Day 0: I trained") == 1  # no turn shown twice
     assert memory.mind.counter.count(injected) <= 220
     mind.close()

@@ -80,19 +80,41 @@ def test_the_readme_shows_exactly_the_snippets_tested_here() -> None:
     assert blocks.index(QUICK_START.strip()) == 0  # the v1 quick start comes first
 
 
-def test_the_readme_compression_snippet_runs_and_prints_what_it_says(in_tmp: Path) -> None:
+def test_the_readme_compression_snippet_digests_and_prints_what_it_says(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     [snippet] = [b for b in _python_blocks() if "user_text = " in b]
+    exec(snippet, {})
+    methods, summary, keywords = capsys.readouterr().out.splitlines()
+    assert methods == "{'heuristic': 1, 'verbatim': 1}"  # the long turn got a real digest
+    assert f"print(mind.dream().methods)  # {methods}" in snippet
+    assert summary.startswith("User: I moved to Lisbon in 2021 and I work as")
+    assert "Carcavelos" not in summary  # shorter than the turn: a digest, not a copy
+    assert "# User: I moved to Lisbon in 2021 and I work as ..." in snippet
+    assert keywords.startswith("['Lisbon', '2021', 'Santa Maria', 'Carcavelos', ")
+    assert "# ['Lisbon', '2021', 'Santa Maria', 'Carcavelos', ...]" in snippet
+
+
+def test_the_readme_consolidation_snippet_dreams_and_shows_the_summary(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [snippet] = [b for b in _python_blocks() if "linked_turns=" in b]
     namespace: dict[str, object] = {}
-    exec(snippet, namespace)
+    exec("from pmm import Mind\n" + snippet, namespace)
+    should_dream, context = capsys.readouterr().out.split("\n", 1)
+    assert should_dream == "True"  # the example dreams
     report = namespace["report"]
-    assert report.digested == 2 and report.methods == {"verbatim": 2}  # type: ignore[attr-defined]
-    assert "DreamReport(digested=2, embedded=0, methods={'verbatim': 2}" in snippet
-
-
-def test_the_readme_consolidation_snippet_runs(in_tmp: Path) -> None:
-    [snippet] = [b for b in _python_blocks() if "linked_turns=2" in b]
-    exec("from pmm import Mind\n" + snippet, {})
+    assert report.digested == 10 and report.summaries == 1  # type: ignore[attr-defined]
+    assert "DreamReport(digested=10, ..., summaries=1," in snippet
+    earlier = context.split("Earlier in this conversation:\n", 1)[1].split("\n\n")[0]
+    memories = context.split("Relevant memories:\n", 1)[1].split("\n\n")[0]
+    recent = context.split("Recent conversation:\n", 1)[1]
+    assert "Week 0: I ran 5 km along the canal." in earlier
+    assert "Human: Week 2: I ran 7 km along Roundhay park." in memories
+    assert "Human: Week 4: I ran 9 km along Meanwood valley." in recent
+    for week in range(5):  # no turn shown twice
+        assert context.count(f"Week {week}:") <= 1
     from pmm import Mind
 
-    with Mind(str(in_tmp / "pmm.db")) as mind:  # the exit of the block dreamt
-        assert mind.pending_count() == 0 and mind.store.count() == 2
+    with Mind(str(in_tmp / "pmm.db")) as mind:  # the exit of the block dreamt again
+        assert mind.pending_count() == 0 and mind.store.count(kinds=("prompt", "response")) == 10

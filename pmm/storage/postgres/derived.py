@@ -245,6 +245,33 @@ class DerivedData:
             rows = self._db.read(sql, [*terms.words, *params, int(limit)])
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def search_symbols(
+        self,
+        needles: Sequence[str],
+        *,
+        limit: int = 10,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+    ) -> list[tuple[int, float]]:
+        """``(event_id, needles found)`` of the events whose content or summary holds one
+        of ``needles`` (symbols the full-text index drops), most first, then newest, as on
+        SQLite: a scan of the filtered rows, for queries without a word."""
+        needles = [n for n in dict.fromkeys(needles) if n][:8]
+        if not needles:
+            return []
+        where, params = filters(session_id, None if kinds is None else list(kinds), None, None)
+        found = " + ".join(
+            "(strpos(coalesce(content, ''), %s) > 0 OR strpos(coalesce(summary, ''), %s) > 0)::int"
+            for _ in needles
+        )
+        sql = (
+            f"SELECT id, n FROM (SELECT id, {found} AS n FROM events{where}) AS m"
+            " WHERE n > 0 ORDER BY n DESC, id DESC LIMIT %s"
+        )
+        pairs = [n for needle in needles for n in (needle, needle)]
+        rows = self._db.read(sql, [*pairs, *params, int(limit)])
+        return [(int(r[0]), float(r[1])) for r in rows]
+
     def _document_frequencies(self, words: list[str], indexed: int) -> dict[str, int]:
         """What :func:`pick_terms` needs: every word counts as rare (0) below
         :data:`COMMON_TERM_MIN_DOCS` indexed events, where all words are used anyway."""

@@ -100,15 +100,32 @@ def forget(
     match: str | None = None,
     reason: str,
     require_text: bool = False,
+    dry_run: bool = False,
 ) -> ErasureReport:
     """Erase the events picked by ``event_ids``, ``session_id``, ``session_ids`` and/or
     ``match`` (a case-insensitive substring of their text, summary or keywords), with one
     rewrite of the tables per request, as :func:`pmm.storage.sqlite.erasure.forget` does on
     SQLite (``require_text``: refuse events whose text is gone already, as ``redact``
-    does); nothing is written when it raises."""
+    does); nothing is written when it raises. ``dry_run`` picks the same events in a
+    transaction that writes nothing and is rolled back."""
     ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
     db = store._db
     before = table_bytes(db)
+    if dry_run:
+        with db.write() as conn:
+            conn.execute("SET TRANSACTION READ ONLY")
+            targets, derived, skipped = _select(conn, ids, sessions, match, require_text)
+        return ErasureReport(
+            erased=sorted(targets | derived),
+            derived=sorted(derived),
+            markers=[],
+            reason=reason,
+            wal_truncated=False,
+            bytes_before=before,
+            bytes_after=before,
+            skipped=skipped,
+            dry_run=True,
+        )
     with db.write() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
         targets, derived, skipped = _select(conn, ids, sessions, match, require_text)

@@ -240,11 +240,13 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         session_ids: Iterable[str] | None = None,
         match: str | None = None,
         reason: str,
+        dry_run: bool = False,
     ) -> ErasureReport:
         """Erase events (by id, session(s) and/or a case-insensitive ``match``) so that
         their text leaves the tables' data files, recorded as chained ``redaction`` events;
         one table rewrite per request however many sessions; see
-        :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps)."""
+        :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps); ``dry_run``:
+        only say what would be erased, writing nothing."""
         from pmm.storage.postgres.erasure import forget
 
         return forget(
@@ -254,6 +256,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
             session_ids=session_ids,
             match=match,
             reason=reason,
+            dry_run=dry_run,
         )
 
     def compact(

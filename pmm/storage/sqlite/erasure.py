@@ -53,6 +53,7 @@ def forget(
     match: str | None = None,
     reason: str,
     require_text: bool = False,
+    dry_run: bool = False,
 ) -> ErasureReport:
     """Erase the events picked by ``event_ids``, ``session_id``, ``session_ids`` (every
     event of each of these sessions: all the threads of a user in one request) and/or
@@ -63,10 +64,24 @@ def forget(
     Raises :class:`InvalidInputError` for a missing reason or selector, a protected or
     legacy event among ``event_ids``; :class:`EventNotFoundError` when an id does not exist
     or nothing matched. ``require_text`` refuses events whose text is already gone (the
-    behaviour of ``redact``). Nothing is written when it raises.
+    behaviour of ``redact``). Nothing is written when it raises. ``dry_run`` picks the
+    same events and writes nothing (the report's ``markers`` is empty).
     """
     ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
     before = file_bytes(store.path)
+    if dry_run:
+        targets, derived, skipped = picked(store, ids, sessions, match, require_text)
+        return ErasureReport(
+            erased=sorted(targets | derived),
+            derived=sorted(derived),
+            markers=[],
+            reason=reason,
+            wal_truncated=False,
+            bytes_before=before,
+            bytes_after=before,
+            skipped=skipped,
+            dry_run=True,
+        )
     targets, derived, skipped, markers, truncated = erase(
         store, ids, sessions, match, reason, require_text
     )
@@ -112,6 +127,27 @@ def erase(
             conn.execute(f"PRAGMA secure_delete = {int(secure)}")
             conn.execute(f"PRAGMA cache_size = {int(cache)}")
     return targets, derived, skipped, markers, truncated
+
+
+def picked(
+    store: EventStore,
+    ids: set[int],
+    sessions: list[str],
+    match: str | None,
+    require_text: bool,
+) -> tuple[set[int], set[int], list[int]]:
+    """What :func:`erase` would erase, read in one read transaction that writes nothing:
+    ``(targets, derived summaries, skipped ids)``."""
+    with store._lock:
+        conn = store._conn
+        try:
+            conn.execute("BEGIN")  # deferred: a snapshot, no write lock
+            try:
+                return _select(conn, ids, sessions, match, require_text)
+            finally:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            raise translate(exc, store.path) from exc
 
 
 def scrub(store: EventStore) -> bool:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from pmm.errors import InvalidInputError
 from pmm.storage.sqlite.connection import SqliteBase, translate
 from pmm.storage.sqlite.rows import filters
+from pmm.storage.sqlite.stored_text import TEXT_SQL
 from pmm.storage.sqlite.windows import (
     replace_windows,
     session_windows,
@@ -243,6 +244,32 @@ class SearchIndex(SqliteBase):
             f" WHERE {table} MATCH ?{where} ORDER BY {order} LIMIT ?"
         )
         return [(r[0], -r[1]) for r in self._read(sql, [match, *params, int(limit)])]
+
+    def search_symbols(
+        self,
+        needles: Sequence[str],
+        *,
+        limit: int = 10,
+        session_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+    ) -> list[tuple[int, float]]:
+        """``(event_id, needles found)`` of the events whose text or summary holds one of
+        ``needles`` (symbols such as emoji, which FTS5's tokenizer drops: see
+        :func:`pmm.text.words.symbol_needles`), most needles first, then newest. A scan of the
+        filtered rows (no index): recall calls it only for a query without a word."""
+        needles = [n for n in dict.fromkeys(needles) if n][:8]
+        if not needles:
+            return []
+        where, params = filters(session_id, None if kinds is None else list(kinds), None, None)
+        found = " + ".join(
+            "(instr(coalesce(t, ''), ?) > 0 OR instr(coalesce(s, ''), ?) > 0)" for _ in needles
+        )
+        sql = (
+            f"SELECT id, {found} AS n FROM (SELECT id, {TEXT_SQL} AS t, summary AS s FROM events"
+            f"{where}) WHERE n > 0 ORDER BY n DESC, id DESC LIMIT ?"
+        )
+        pairs = [n for needle in needles for n in (needle, needle)]
+        return [(r[0], float(r[1])) for r in self._read(sql, [*pairs, *params, int(limit)])]
 
     def _informative_terms(self, words: list[str]) -> QueryTerms:
         """The rarest (at most MAX_QUERY_TERMS) words, without very common ones."""

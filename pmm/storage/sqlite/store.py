@@ -200,10 +200,12 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
         session_ids: Iterable[str] | None = None,
         match: str | None = None,
         reason: str,
+        dry_run: bool = False,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file, in one request
         and one scrub however many sessions ``session_ids`` names (see
-        :func:`pmm.storage.sqlite.erasure.forget`)."""
+        :func:`pmm.storage.sqlite.erasure.forget`; ``dry_run``: only say what would be
+        erased)."""
         from pmm.storage.sqlite.erasure import forget
 
         return forget(
@@ -213,6 +215,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
             session_ids=session_ids,
             match=match,
             reason=reason,
+            dry_run=dry_run,
         )
 
     def compact(
