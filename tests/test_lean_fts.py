@@ -160,7 +160,11 @@ def test_a_file_of_the_previous_schema_migrates_and_searches_alike(
         before = searches(old)
     monkeypatch.undo()
     with EventStore(old_path) as store:
-        assert [m.version for m in store.applied_migrations] == [11]
+        # 0011, and whatever came after 0012 (those migrations are not this test's)
+        assert [m.version for m in store.applied_migrations] == [
+            11,
+            *(m.version for m in every if m.version > 12),
+        ]
         assert store.search_index_upto() == 0  # rebuilt lazily, on the next search
         store.sync_search_index()
         after = searches(store)

@@ -76,7 +76,9 @@ def test_migration_converts_an_old_file_in_place(
     before = old_file(db, monkeypatch)
     assert typeofs(db, "hash") == {"text"}
     with EventStore(db) as store:
-        assert [m.version for m in store.applied_migrations] == [8, 9, 10, 11, 12]
+        applied = [m.version for m in store.applied_migrations]
+        assert applied[:5] == [8, 9, 10, 11, 12]  # and any later ones
+        assert applied == list(range(8, 8 + len(applied)))
         after = [e.to_dict() for e in store.events()]
         report = store.verify()
     assert after == before  # every field, hex digests included, exactly as before

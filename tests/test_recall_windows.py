@@ -115,7 +115,9 @@ def test_an_existing_file_gets_window_keys_for_its_old_turns(
     with EventStore(path) as new:
         # meta-key indexes, window keys, binary digests, compression, contentless
         # windows, lean full-text indexes
-        assert [m.version for m in new.applied_migrations] == [6, 7, 8, 9, 10, 11, 12]
+        applied = [m.version for m in new.applied_migrations]
+        assert applied[:7] == [6, 7, 8, 9, 10, 11, 12]  # and any later ones
+        assert applied == list(range(6, 6 + len(applied)))
         assert window_hits(new, "tomatoes") == ids
         assert new.verify().ok
 
