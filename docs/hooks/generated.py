@@ -36,13 +36,14 @@ def setting_docs() -> dict[str, str]:
     docs: dict[str, str] = {}
     body = cls.body
     for node, after in zip(body, [*body[1:], None], strict=True):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if (
-                isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant)
-                and isinstance(after.value.value, str)
-            ):
-                docs[node.target.id] = after.value.value
+        documented = (
+            isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        )
+        if documented and isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            assert isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+            docs[node.target.id] = str(after.value.value)
     return docs
 
 
@@ -61,9 +62,7 @@ def settings_table() -> str:
         doc = docs.get(field.name)
         if doc is None:
             raise ValueError(f"Settings.{field.name} has no docstring")
-        rows.append(
-            f"| `PMM_{field.name.upper()}` | `{field.name}` | `{shown}` | {_cell(doc)} |"
-        )
+        rows.append(f"| `PMM_{field.name.upper()}` | `{field.name}` | `{shown}` | {_cell(doc)} |")
     return "\n".join(rows)
 
 
@@ -78,9 +77,8 @@ def _argument(action: argparse.Action) -> str:
     if action.option_strings:
         name = ", ".join(action.option_strings)
         if action.nargs != 0:
-            metavar = action.metavar or (
-                "{" + ",".join(map(str, action.choices)) + "}" if action.choices else action.dest.upper()
-            )
+            choices = "{" + ",".join(map(str, action.choices or ())) + "}"
+            metavar = action.metavar or (choices if action.choices else action.dest.upper())
             name += f" {metavar}"
     else:
         name = str(action.metavar or action.dest)
