@@ -54,9 +54,20 @@ if TYPE_CHECKING:
 class Mind:
     """Persistent memory over one event log (see the module docstring for an example).
 
-    ``llm`` is a LangChain chat model for the ``llm`` summarizer. ``digester`` and
-    ``embedder`` replace the backends the settings would pick (any object with
-    ``digest_many`` / ``embed``).
+    Args:
+        db_path: The SQLite file or a ``postgresql://`` URL (default ``PMM_DB_PATH``).
+        llm: A LangChain chat model for the ``llm`` summarizer.
+        digester: Replaces the digest backend the settings would pick (any object with
+            ``digest_many``).
+        embedder: Replaces the embedding backend (any object with ``embed``).
+        settings: Settings to use instead of loading them from the environment.
+        **overrides: Any setting by name (``enable_summary=True``, ...); see
+            :class:`pmm.settings.Settings`.
+
+    Raises:
+        ConfigurationError: A setting is invalid or unknown.
+        MissingDependencyError: A setting needs an extra that is not installed.
+        DatabaseError: The file is not a PMM database or cannot be opened.
     """
 
     def __init__(
@@ -156,10 +167,25 @@ class Mind:
         meta: dict[str, Any] | None = None,
         ts: datetime | str | None = None,
     ) -> Event:
-        """Append one turn or note; ``kind`` defaults from ``role`` (user → prompt,
-        assistant → response, system/tool → event). ``ts`` is the conversation time
-        (``datetime``, naive = UTC, or ISO-8601 text) for imports of past conversations;
-        None = now. It is the row's hashed ``ts``, and recall's date key."""
+        """Append one turn or note to the chain.
+
+        Args:
+            content: The message text.
+            role: ``user``, ``assistant``, ``system`` or ``tool``.
+            session_id: The conversation (default ``PMM_SESSION_ID``).
+            kind: The event kind; defaults from ``role`` (user → prompt, assistant →
+                response, system/tool → event).
+            meta: JSON metadata, hashed with the event (keep secrets out of it).
+            ts: The conversation time (``datetime``, naive = UTC, or ISO-8601 text) for
+                imports of past conversations; None = now. It is the row's hashed ``ts``,
+                and recall's date key.
+
+        Returns:
+            The stored event, with its id and hash.
+
+        Raises:
+            InvalidInputError: The content, role, session id or meta is not valid.
+        """
         session = self._session(session_id)
         kind = kind or kind_for_role(role)
         [event] = self.remember_many([NewEvent(kind, content, session, role, meta, ts)])
@@ -174,8 +200,18 @@ class Mind:
         meta: dict[str, Any] | None = None,
         ts: datetime | str | None = None,
     ) -> tuple[Event, Event]:
-        """Append one exchange, the user's turn and the AI's reply (two turns, two chained
-        events), atomically (``ts``: the conversation time, as in :meth:`remember`)."""
+        """Append one exchange, the user's turn and the AI's reply, atomically.
+
+        Args:
+            user_text: The user's message.
+            ai_text: The assistant's reply.
+            session_id: The conversation (default ``PMM_SESSION_ID``).
+            meta: JSON metadata for both events.
+            ts: The conversation time, as in :meth:`remember`.
+
+        Returns:
+            The two stored events (two turns, two chained events).
+        """
         session = self._session(session_id)
         user, ai = self.remember_many(
             [
@@ -186,8 +222,15 @@ class Mind:
         return user, ai
 
     def remember_many(self, entries: Sequence[NewEvent]) -> list[Event]:
-        """Append several events in one transaction, then digest/embed per the mode
-        (each :class:`NewEvent` may carry its conversation time in ``ts``)."""
+        """Append several events in one transaction, then digest/embed per the mode.
+
+        Args:
+            entries: The events; each :class:`~pmm.records.NewEvent` may carry its
+                conversation time in ``ts``.
+
+        Returns:
+            The stored events, in order.
+        """
         for entry in entries:
             if entry.role is not None:
                 kind_for_role(entry.role)  # validates the role
@@ -214,7 +257,16 @@ class Mind:
         limit: int | None = None,
         kinds: Sequence[str] = TURN_KINDS,
     ) -> list[Event]:
-        """This session's turns since its last clear, oldest first (``limit`` = newest N)."""
+        """This session's turns since its last clear, oldest first.
+
+        Args:
+            session_id: The conversation (default ``PMM_SESSION_ID``).
+            limit: Only the newest N.
+            kinds: The event kinds to return (default: turns).
+
+        Returns:
+            The events, oldest first.
+        """
         return self._contexts.history(self._session(session_id), limit=limit, kinds=kinds)
 
     def context(
@@ -237,6 +289,18 @@ class Mind:
         stored session summary for them (written by :meth:`dream`). ``linked_turns=k``
         makes "Relevant memories" the summary's ``k`` turns that best match ``query``
         (deterministic: no recall ranking), instead of recall's hits.
+
+        Args:
+            session_id: The conversation (default ``PMM_SESSION_ID``).
+            query: The latest message, to find relevant memories for.
+            budget_tokens: The token budget (default ``PMM_MAX_TOKENS``).
+            human_prefix: Label of user turns in the text.
+            ai_prefix: Label of assistant turns in the text.
+            as_messages: Also build LangChain messages (``Context.messages``).
+            linked_turns: Show the stored summary's ``k`` best-matching turns.
+
+        Returns:
+            The context; ``.text()`` is what the model sees.
         """
         return self._contexts.context(
             self._session(session_id),
@@ -259,8 +323,21 @@ class Mind:
     ) -> list[Hit]:
         """Events relevant to ``query``, best first: ``mode`` ``keyword`` (BM25),
         ``semantic`` (embeddings) or ``hybrid`` (both, fused by reciprocal rank); None =
-        hybrid when embeddings are on, else keyword. ``session_id=None`` searches every
-        session."""
+        hybrid when embeddings are on, else keyword.
+
+        Args:
+            query: What to look for (plain words; search syntax is never interpreted).
+            k: How many hits.
+            session_id: Only this session; None searches every session.
+            mode: ``keyword``, ``semantic`` or ``hybrid``; None = the default.
+            kinds: Only events of these kinds.
+
+        Returns:
+            The hits, best first, each with its fused score and the rankers that found it.
+
+        Raises:
+            InvalidInputError: The query is not text or the mode is unknown.
+        """
         if session_id is not None:
             session_id = self._session(session_id)
         return self._get_recaller().recall(
@@ -276,9 +353,14 @@ class Mind:
     def dream(
         self, limit: int | None = None, progress: Callable[[int, int], None] | None = None
     ) -> DreamReport:
-        """Digest and embed everything pending (or ``limit`` events), in batches.
+        """Digest and embed everything pending, in batches, then consolidate.
 
-        ``progress(done, total)`` is called after each batch.
+        Args:
+            limit: Digest at most this many events.
+            progress: Called as ``progress(done, total)`` after each batch.
+
+        Returns:
+            What was done: digests, vectors, session summaries, contradictions, LLM calls.
         """
         return self._upkeep.dream(limit, progress)
 
@@ -313,7 +395,15 @@ class Mind:
     # -- admin -----------------------------------------------------------------------
 
     def verify(self, *, expect_head: str | None = None) -> VerifyReport:
-        """Walk the hash chain (see :meth:`pmm.storage.base.EventLog.verify`)."""
+        """Walk the hash chain (see :meth:`pmm.storage.base.EventLog.verify`).
+
+        Args:
+            expect_head: A head hash printed earlier (or a unique prefix of 8+ hex
+                digits): the report is not ok unless the chain still reaches it.
+
+        Returns:
+            ``ok``, the rows checked, the head, and the first bad row and why.
+        """
         return self.store.verify(expect_head=expect_head)
 
     def stats(self) -> dict[str, Any]:
@@ -357,6 +447,18 @@ class Mind:
 
         Digesting and embedding wait while it runs, so no digest or vector of the erased
         text is written back afterwards; the context and recall drop the events at once.
+
+        Args:
+            event_ids: Erase these events.
+            session_id: Erase this whole session.
+            match: Erase every event whose text, summary or keywords hold this text.
+            reason: Why; recorded in the chained ``redaction`` event (never the text).
+
+        Returns:
+            The ids erased and the chained marker events.
+
+        Raises:
+            InvalidInputError: No selector was given, or a selector is not valid.
         """
         return self._upkeep.forget(
             event_ids=event_ids, session_id=session_id, match=match, reason=reason
