@@ -25,8 +25,13 @@ SETTINGS_MARKER = "<!-- pmm:settings -->"
 CLI_MARKER = "<!-- pmm:cli -->"
 
 
+def _text(text: str) -> str:
+    """Plain text for Markdown: ``<name>`` would be read as an HTML tag."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return _text(" ".join(text.split())).replace("|", "\\|")
 
 
 def setting_docs() -> dict[str, str]:
@@ -94,8 +99,9 @@ def _arguments_table(parser: argparse.ArgumentParser, skip: set[str]) -> list[st
             continue
         default = action.default
         extra = ""
+        shown = f"({default})"
         if default not in (None, False, argparse.SUPPRESS) and action.nargs != 0:
-            extra = f" (default `{default}`)"
+            extra = "" if shown in str(action.help or "") else f" (default `{default}`)"
         rows.append(f"| {_argument(action)} | {_cell(str(action.help or ''))}{extra} |")
     if not rows:
         return []
@@ -113,7 +119,7 @@ def cli_reference() -> str:
     for name, sub in _subcommands(parser).items():
         out += ["", f"## `pmm {name}`", ""]
         description = sub.description or ""
-        out += [line.strip() for line in description.splitlines()]
+        out += [_text(line.strip()) for line in description.splitlines()]
         table = _arguments_table(sub, skip=common)
         if table:
             out += ["", *table]
