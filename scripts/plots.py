@@ -95,9 +95,9 @@ def latency_against_events() -> Path:
     dates = sorted({run["measured"][:10] for run in runs})
     loads = [run["load_average"] for run in runs]
     ax.set_title(
-        f"Latency against events in the file (commit {', '.join(commits)}, {', '.join(dates)};"
-        f"\nload average {min(loads):.0f}–{max(loads):.0f} on {runs[0]['machine']})",
-        fontsize=8,
+        f"Latency against events in the file ({', '.join(dates)}, commits {', '.join(commits)})"
+        f"\nload average {min(loads):.0f}–{max(loads):.0f}; {runs[0]['machine']}",
+        fontsize=7,
     )
     return _save(figure, "recall-latency.svg")
 
