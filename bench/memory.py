@@ -2,6 +2,7 @@
 
     python bench/memory.py                 # 100,000 events in 1,000 sessions, 300 rounds
     python bench/memory.py --events 20000 --rounds 100
+    python bench/memory.py --json bench/results/memory-100000.json   # also the figures as JSON
 
 Prints p50/p95/p99 per call for PersistentMindMemory (summaries off, the default; with and
 without the "Relevant memories" search, with that search through SQLite FTS5 as before the
@@ -20,6 +21,7 @@ import argparse
 import bisect
 import itertools
 import json
+import os
 import random
 import sqlite3
 import tempfile
@@ -120,6 +122,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--max-tokens", type=int, default=2000)
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
     args = parser.parse_args()
 
     from langchain_classic.memory import ConversationBufferMemory
@@ -171,11 +174,13 @@ def main() -> None:
         f"PMM budget {args.max_tokens} tokens ({counter})\n"
     )
     print(f"{'memory':<26}{'call':<24}{'p50':>10}{'p95':>11}{'p99':>11}")
+    figures: dict[str, dict[str, dict[str, float]]] = {}
     targets = {"save_context": 0.5, "load_memory_variables": 1.0}
     runs["ConversationBufferMemory"] = base
     for label, samples in runs.items():
         for call in ("save_context", "load_memory_variables"):
             p50, p95, p99 = (percentile(samples[call], q) * 1e3 for q in (0.5, 0.95, 0.99))
+            figures.setdefault(label, {})[call] = {"p50_ms": p50, "p95_ms": p95, "p99_ms": p99}
             verdict = ""
             if label.startswith("PMM"):
                 verdict = f"  target p50 <= {targets[call]} ms: "
@@ -185,6 +190,28 @@ def main() -> None:
         "\nPMM_RECALL_K=0 leaves out the 'Relevant memories' search of the session's older"
         " turns;\nthe buffer memory returns the whole session, unbudgeted."
     )
+    if args.json:
+        import platform
+        import subprocess
+
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "bench": "bench/memory.py",
+            "events": args.events,
+            "sessions": args.sessions,
+            "rounds": args.rounds,
+            "commit": commit,
+            "measured": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
+            f"{platform.python_version()}, SQLite {sqlite3.sqlite_version}",
+            "load_average": os.getloadavg()[0],
+            "figures": figures,
+        }
+        args.json.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -84,9 +84,20 @@ if TYPE_CHECKING:
 class Mind:
     """Persistent memory over one event log (see the module docstring for an example).
 
-    ``llm`` is a LangChain chat model for the ``llm`` summarizer. ``digester`` and
-    ``embedder`` replace the backends the settings would pick (any object with
-    ``digest_many`` / ``embed``).
+    Args:
+        db_path: The SQLite file or a ``postgresql://`` URL (default ``PMM_DB_PATH``).
+        llm: A LangChain chat model for the ``llm`` summarizer.
+        digester: Replaces the digest backend the settings would pick (any object with
+            ``digest_many``).
+        embedder: Replaces the embedding backend (any object with ``embed``).
+        settings: Settings to use instead of loading them from the environment.
+        **overrides: Any setting by name (``enable_summary=True``, ...); see
+            :class:`pmm.settings.Settings`.
+
+    Raises:
+        ConfigurationError: A setting is invalid or unknown.
+        MissingDependencyError: A setting needs an extra that is not installed.
+        DatabaseError: The file is not a PMM database or cannot be opened.
     """
 
     def __init__(
@@ -194,11 +205,28 @@ class Mind:
         ts: datetime | str | None = None,
         user_id: str | None = None,
     ) -> Event:
-        """Append one turn or note; ``kind`` defaults from ``role`` (user → prompt,
-        assistant → response, system/tool → event). ``ts`` is the conversation time
-        (``datetime``, naive = UTC, or ISO-8601 text) for imports of past conversations;
-        None = now. It is the row's hashed ``ts``, and recall's date key. ``user_id``: the
-        user whose thread ``session_id`` is (None: the session's user, if it has one)."""
+        """Append one turn or note to the chain.
+
+        Args:
+            content: The message text.
+            role: ``user``, ``assistant``, ``system`` or ``tool``.
+            session_id: The conversation (default ``PMM_SESSION_ID``).
+            kind: The event kind; defaults from ``role`` (user → prompt, assistant →
+                response, system/tool → event).
+            meta: JSON metadata, hashed with the event (keep secrets out of it).
+            ts: The conversation time (``datetime``, naive = UTC, or ISO-8601 text) for
+                imports of past conversations; None = now. It is the row's hashed ``ts``,
+                and recall's date key.
+            user_id: The user whose thread ``session_id`` is (None: the session's user,
+                if it has one).
+
+        Returns:
+            The stored event, with its id and hash.
+
+        Raises:
+            InvalidInputError: The content, role, session id or meta is not valid, the
+                content is empty, or the session belongs to another user.
+        """
         session = self._session(session_id)
         kind = kind or kind_for_role(role)
         [event] = self.remember_many(
@@ -216,9 +244,19 @@ class Mind:
         ts: datetime | str | None = None,
         user_id: str | None = None,
     ) -> tuple[Event, Event]:
-        """Append one exchange, the user's turn and the AI's reply (two turns, two chained
-        events), atomically (``ts``: the conversation time, ``user_id``: the thread's
-        user, as in :meth:`remember`)."""
+        """Append one exchange, the user's turn and the AI's reply, atomically.
+
+        Args:
+            user_text: The user's message.
+            ai_text: The assistant's reply.
+            session_id: The conversation (default ``PMM_SESSION_ID``).
+            meta: JSON metadata for both events.
+            ts: The conversation time, as in :meth:`remember`.
+            user_id: The thread's user, as in :meth:`remember`.
+
+        Returns:
+            The two stored events (two turns, two chained events).
+        """
         session = self._session(session_id)
         user = checked_user(user_id)
         said, ai = self.remember_many(
@@ -232,14 +270,24 @@ class Mind:
     def remember_many(
         self, entries: Sequence[NewEvent], *, user_id: str | None = None
     ) -> list[Event]:
-        """Append several events in one transaction, then digest/embed per the mode
-        (each :class:`NewEvent` may carry its conversation time in ``ts`` and its user in
-        ``user_id``; ``user_id`` here is the user of those that carry none).
+        """Append several events in one transaction, then digest/embed per the mode.
 
-        Nothing is stored when one entry is refused: an empty or whitespace-only turn, a
-        text over ``max_content_bytes``, NUL or a lone surrogate, or an event under another
-        user than its session's raise :class:`~pmm.errors.InvalidInputError` (see
-        :meth:`remember_safely` for the lenient append of messages a caller cannot fix)."""
+        Nothing is stored when one entry is refused (see :meth:`remember_safely` for the
+        lenient append of messages a caller cannot fix).
+
+        Args:
+            entries: The events; each :class:`~pmm.records.NewEvent` may carry its
+                conversation time in ``ts`` and its user in ``user_id``.
+            user_id: The user of the entries that carry none.
+
+        Returns:
+            The stored events, in order.
+
+        Raises:
+            InvalidInputError: An empty or whitespace-only turn, a text over
+                ``max_content_bytes``, NUL or a lone surrogate, or an event under another
+                user than its session's.
+        """
         user = checked_user(user_id)
         if user is not None:
             entries = [e if e.user_id is not None else replace(e, user_id=user) for e in entries]
@@ -307,16 +355,26 @@ class Mind:
         include_erased: bool = False,
         user_id: str | None = None,
     ) -> list[Event]:
-        """This session's turns since its last clear, oldest first (``limit`` = the newest
-        N events), each with its text in ``content``::
+        """This session's turns since its last clear, oldest first, each with its text in
+        ``content``::
 
             [e.content.lower() for e in mind.history("alice")]
 
-        With ``user_id``, the session must be hers (or new). A message stored as linked
-        parts (see :mod:`pmm.storage.safe_append`) comes back as one event with the whole
-        text. Turns whose text is gone, erased by :meth:`forget` or compacted away by
-        :meth:`compact`, are left out; ``include_erased=True`` returns them too, with
-        ``content=None`` (a compacted turn keeps its ``summary``)."""
+        A message stored as linked parts (see :mod:`pmm.storage.safe_append`) comes back as
+        one event with the whole text.
+
+        Args:
+            session_id: The conversation (default ``PMM_SESSION_ID``).
+            limit: Only the newest N.
+            kinds: The event kinds to return (default: turns).
+            include_erased: Also return turns whose text is gone (erased by
+                :meth:`forget` or compacted away by :meth:`compact`), with
+                ``content=None`` (a compacted turn keeps its ``summary``).
+            user_id: The session must be this user's (or new).
+
+        Returns:
+            The events, oldest first.
+        """
         session = self._session(session_id)
         self._owners.resolve(session, user_id)
         events = join_parts(self._contexts.history(session, limit=limit, kinds=kinds), self.store)
@@ -349,6 +407,18 @@ class Mind:
         stored session summary for them (written by :meth:`dream`). ``linked_turns=k``
         makes "Relevant memories" the summary's ``k`` turns that best match ``query``
         (deterministic: no recall ranking), instead of recall's hits.
+
+        Args:
+            session_id: The conversation (default ``PMM_SESSION_ID``).
+            query: The latest message, to find relevant memories for.
+            budget_tokens: The token budget (default ``PMM_MAX_TOKENS``).
+            human_prefix: Label of user turns in the text.
+            ai_prefix: Label of assistant turns in the text.
+            as_messages: Also build LangChain messages (``Context.messages``).
+            linked_turns: Show the stored summary's ``k`` best-matching turns.
+
+        Returns:
+            The context; ``.text()`` is what the model sees.
         """
         session = self._session(session_id)
         return self._contexts.context(
@@ -374,9 +444,24 @@ class Mind:
     ) -> list[Hit]:
         """Events relevant to ``query``, best first: ``mode`` ``keyword`` (BM25),
         ``semantic`` (embeddings) or ``hybrid`` (both, fused by reciprocal rank); None =
-        hybrid when embeddings are on, else keyword. ``user_id`` searches all of that
-        user's sessions and nothing else; ``session_id`` one session (of ``user_id``, when
-        given); neither: the whole log (every user's: for single-user apps)."""
+        hybrid when embeddings are on, else keyword.
+
+        Args:
+            query: What to look for (plain words; search syntax is never interpreted).
+            k: How many hits.
+            session_id: Only this session (of ``user_id``, when given).
+            mode: ``keyword``, ``semantic`` or ``hybrid``; None = the default.
+            kinds: Only events of these kinds.
+            user_id: All of this user's sessions and nothing else. With neither
+                ``user_id`` nor ``session_id``: the whole log (every user's: for
+                single-user apps).
+
+        Returns:
+            The hits, best first, each with its fused score and the rankers that found it.
+
+        Raises:
+            InvalidInputError: The query is not text or the mode is unknown.
+        """
         user = checked_user(user_id)
         if session_id is not None:
             session_id = self._session(session_id)
@@ -403,9 +488,14 @@ class Mind:
     def dream(
         self, limit: int | None = None, progress: Callable[[int, int], None] | None = None
     ) -> DreamReport:
-        """Digest and embed everything pending (or ``limit`` events), in batches.
+        """Digest and embed everything pending, in batches, then consolidate.
 
-        ``progress(done, total)`` is called after each batch.
+        Args:
+            limit: Digest at most this many events.
+            progress: Called as ``progress(done, total)`` after each batch.
+
+        Returns:
+            What was done: digests, vectors, session summaries, contradictions, LLM calls.
         """
         return self._upkeep.dream(limit, progress)
 
@@ -440,7 +530,15 @@ class Mind:
     # -- admin -----------------------------------------------------------------------
 
     def verify(self, *, expect_head: str | None = None) -> VerifyReport:
-        """Walk the hash chain (see :meth:`pmm.storage.base.EventLog.verify`)."""
+        """Walk the hash chain (see :meth:`pmm.storage.base.EventLog.verify`).
+
+        Args:
+            expect_head: A head hash printed earlier (or a unique prefix of 8+ hex
+                digits): the report is not ok unless the chain still reaches it.
+
+        Returns:
+            ``ok``, the rows checked, the head, and the first bad row and why.
+        """
         return self.store.verify(expect_head=expect_head)
 
     def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
@@ -499,6 +597,18 @@ class Mind:
 
         Digesting and embedding wait while it runs, so no digest or vector of the erased
         text is written back afterwards; the context and recall drop the events at once.
+
+        Args:
+            event_ids: Erase these events.
+            session_id: Erase this whole session.
+            match: Erase every event whose text, summary or keywords hold this text.
+            reason: Why; recorded in the chained ``redaction`` event (never the text).
+
+        Returns:
+            The ids erased and the chained marker events.
+
+        Raises:
+            InvalidInputError: No selector was given, or a selector is not valid.
         """
         user = checked_user(user_id)
         if user is not None:

@@ -92,10 +92,22 @@ UserResolver = Callable[[RunnableConfig], str | None]
 class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Persistent memory for ``create_agent`` (see the module docstring).
 
-    ``mind`` shares an open :class:`~pmm.Mind`; otherwise ``db_path`` and the PMM settings
-    in ``settings`` (``enable_summary=True``, ...) open one. ``max_token_limit`` caps the
-    injected context (default: the ``max_tokens`` setting). ``user_id``: the run's user
-    (a string, or a callable of the run config; default: ``configurable.user_id``).
+    Args:
+        db_path: The SQLite file or a ``postgresql://`` URL to open (default
+            ``PMM_DB_PATH``); ignored when ``mind`` is given.
+        mind: Share an open :class:`~pmm.Mind` instead of opening one.
+        session_id: The session a run reads and writes: None = the run's ``thread_id``;
+            a string pins one; a callable maps the run's config to a session.
+        max_token_limit: Cap on the injected context (default: the ``max_tokens``
+            setting).
+        user_id: The run's user: a string, or a callable of the run config; default:
+            ``configurable.user_id`` when the run has one. The session stays the thread.
+        trim_to: Keep only the newest N messages in the thread once they are in the log
+            (lossless: older turns come back through the context).
+        **settings: PMM settings for the Mind it opens (``enable_summary=True``, ...).
+
+    Raises:
+        InvalidInputError: ``trim_to`` or ``max_token_limit`` is out of range.
     """
 
     def __init__(

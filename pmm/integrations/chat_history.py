@@ -40,7 +40,17 @@ _HISTORY_KINDS = (*TURN_KINDS, "event")
 
 
 class PMMChatMessageHistory(BaseChatMessageHistory):
-    """Chat history of one session in a PMM event log (see the module docstring)."""
+    """Chat history of one session in a PMM event log (see the module docstring).
+
+    Args:
+        session_id: The session it reads and writes.
+        db_path: The SQLite file or a ``postgresql://`` URL to open; ignored when
+            ``mind`` is given.
+        mind: Share an open :class:`~pmm.Mind` (one open file for every session).
+        max_token_limit: None = ``messages`` is the whole session since its last
+            ``clear()``; a number = the compact, budgeted context as messages.
+        **settings: PMM settings for the Mind it opens.
+    """
 
     def __init__(
         self,

@@ -97,10 +97,19 @@ def session_namespace(session: str) -> tuple[str, ...]:
 class PMMStore(StoreTTL, BaseStore):
     """A LangGraph ``BaseStore`` whose items live in a PMM log (see the module docstring).
 
-    ``index`` is LangGraph's ``IndexConfig`` (``embed``, ``dims``, ``fields``); without it
-    search is keyword-only. ``mode`` picks the rankers when an index is configured. ``ttl``
-    is LangGraph's ``TTLConfig`` (``default_ttl``, ``refresh_on_read``,
-    ``sweep_interval_minutes``: a background sweeper starts with the store).
+    Args:
+        db_path: The SQLite file or a ``postgresql://`` URL to open (default
+            ``PMM_DB_PATH``); ignored when ``mind`` is given.
+        mind: Share an open :class:`~pmm.Mind` instead of opening one.
+        index: LangGraph's ``IndexConfig`` (``embed``, ``dims``, ``fields``); without it
+            search is keyword-only.
+        mode: The rankers ``search`` uses when an index is configured.
+        ttl: LangGraph's ``TTLConfig`` (``default_ttl``, ``refresh_on_read``,
+            ``sweep_interval_minutes``: a background sweeper starts with the store).
+        **settings: PMM settings for the Mind it opens.
+
+    Raises:
+        InvalidInputError: ``index`` lacks ``dims`` or ``embed``, or ``mode`` is unknown.
     """
 
     supports_ttl = True

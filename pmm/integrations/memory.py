@@ -50,7 +50,12 @@ _OWN_FIELDS = frozenset({"db_path", "session_id", "user_id"})
 
 
 class PersistentMindMemory(BaseMemory):
-    """LangChain memory that survives restarts (see the module docstring)."""
+    """LangChain memory that survives restarts (see the module docstring).
+
+    Its fields are its keyword arguments; any other keyword is a PMM setting
+    (``enable_summary=True``, ...) and lands in ``settings``; an unknown keyword is
+    refused by pydantic's validation at construction.
+    """
 
     db_path: str | None = None
     """SQLite file of the event log (default: ``PMM_DB_PATH``, else ``pmm.db``)."""

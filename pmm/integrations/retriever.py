@@ -36,7 +36,13 @@ from pmm.settings import gather_setting_keywords
 
 
 class PMMRetriever(BaseRetriever):
-    """Retrieves remembered turns relevant to a query (see the module docstring)."""
+    """Retrieves remembered turns relevant to a query (see the module docstring).
+
+    Its fields are its keyword arguments (``k``, ``session_id`` and ``mode`` may also be
+    given per call to ``invoke``); any other keyword is a PMM setting for the Mind it opens.
+    Each hit is a ``Document`` whose metadata holds the event's id, session, role, time,
+    fused score and rankers.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 

@@ -1,5 +1,6 @@
-"""The README's v1 quick start and LangGraph store snippet, run as written (the model is a
-fake chat model here; in the README it is any chat model)."""
+"""The v1 quick start (docs/guides/langchain-agents.md) and the README's LangGraph store
+snippet, run as written and checked for what they should do (the model is a fake chat model
+here; in the docs it is any chat model). tests/docs/test_snippets.py runs every other block."""
 
 from __future__ import annotations
 
@@ -65,19 +66,20 @@ def test_store_snippet(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "pmm" in sys.modules
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
 def _python_blocks() -> list[str]:
-    text = README.read_text("utf-8")
-    return [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    """Every Python block of README.md and docs/, as written."""
+    from snippet_helpers import python_blocks
+
+    return [b.source for b in python_blocks()]
 
 
-def test_the_readme_shows_exactly_the_snippets_tested_here() -> None:
-    blocks = [b.strip() for b in _python_blocks()]
-    assert QUICK_START.strip() in blocks
-    assert STORE.strip() in blocks
-    assert blocks.index(QUICK_START.strip()) == 0  # the v1 quick start comes first
+def test_the_docs_show_exactly_the_snippets_tested_here() -> None:
+    from snippet_helpers import ROOT, blocks_of
+
+    guide = [b.source.strip() for b in blocks_of(ROOT / "docs/guides/langchain-agents.md")]
+    readme = [b.source.strip() for b in blocks_of(ROOT / "README.md")]
+    assert guide[0] == QUICK_START.strip()  # the guide opens with the single-user quick start
+    assert STORE.strip() in readme
 
 
 def test_the_readme_compression_snippet_digests_and_prints_what_it_says(
@@ -100,7 +102,7 @@ def test_the_readme_consolidation_snippet_dreams_and_shows_the_summary(
 ) -> None:
     [snippet] = [b for b in _python_blocks() if "linked_turns=" in b]
     namespace: dict[str, object] = {}
-    exec("from pmm import Mind\n" + snippet, namespace)
+    exec(snippet, namespace)
     should_dream, context = capsys.readouterr().out.split("\n", 1)
     assert should_dream == "True"  # the example dreams
     report = namespace["report"]
