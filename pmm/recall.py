@@ -236,27 +236,9 @@ class Recaller:
         date_weight = TEMPORAL_DATE_WEIGHT if temporal else 1.0
 
         def keyword(ranker: str) -> list[int]:
-            local = self.session_ranker
-            if session_id is not None and local is not None and local.serves(ranker, kind_list):
-                found = local.search(
-                    query,
-                    session_id=session_id,
-                    key=ranker,
-                    kinds=kind_list,
-                    limit=depth,
-                    date_weight=date_weight,
-                )
-            else:
-                found = self.store.search_text(
-                    query,
-                    limit=depth,
-                    session_id=session_id,
-                    kinds=kind_list,
-                    sync=sync_index,
-                    key=ranker,
-                    date_weight=date_weight,
-                )
-            return [i for i, _ in found if i not in excluded]
+            return self._keyword(
+                query, ranker, session_id, kind_list, depth, date_weight, sync_index, excluded
+            )
 
         maybe = [policy.weights, *filter(None, (policy.temporal, policy.low_evidence))]
         vector = self._query_vector(query) if any(w.get("dense", 0) > 0 for w in maybe) else None
@@ -292,6 +274,64 @@ class Recaller:
             children=self.summary_children if self.summaries else 0,
             prior=self.summary_prior,
         )
+
+    def ranker_lists(
+        self, query: str, *, depth: int = DEFAULT_DEPTH, session_id: str | None = None
+    ) -> dict[str, list[int]]:
+        """Each ranker's event ids for ``query``, best first, ``depth`` deep, as
+        :meth:`recall` reads them before fusing (the turn kinds; the temporal date weight
+        where the query is temporal; ``dense`` only with an embedder): what benchmarks fuse
+        offline.
+
+        >>> recaller.ranker_lists("where do I live?", depth=20)  # doctest: +SKIP
+        {'turn': [12, 3], 'window': [12, 11, 13, 3], 'digest': [], 'dense': [12, 40, ...]}
+        """
+        date_weight = TEMPORAL_DATE_WEIGHT if is_temporal(words(query.lower())) else 1.0
+        kinds = self.default_kinds
+        out = {
+            r: self._keyword(query, r, session_id, kinds, depth, date_weight, True, set())
+            for r in KEYWORD_RANKERS
+        }
+        if self.embedder is not None and query.strip():
+            out["dense"] = self._semantic(
+                self._query_vector(query), depth, session_id, kinds, set()
+            )
+        return out
+
+    def _keyword(
+        self,
+        query: str,
+        ranker: str,
+        session_id: str | None,
+        kinds: tuple[str, ...],
+        depth: int,
+        date_weight: float,
+        sync: bool,
+        excluded: set[int],
+    ) -> list[int]:
+        """One keyword ranker's ids: the session's in-memory ranker where it serves, else
+        the store's full-text index."""
+        local = self.session_ranker
+        if session_id is not None and local is not None and local.serves(ranker, kinds):
+            found = local.search(
+                query,
+                session_id=session_id,
+                key=ranker,
+                kinds=kinds,
+                limit=depth,
+                date_weight=date_weight,
+            )
+        else:
+            found = self.store.search_text(
+                query,
+                limit=depth,
+                session_id=session_id,
+                kinds=kinds,
+                sync=sync,
+                key=ranker,
+                date_weight=date_weight,
+            )
+        return [i for i, _ in found if i not in excluded]
 
     def fusion_weights(self, query: str, mode: str = "hybrid") -> dict[str, float]:
         """The weights :meth:`recall` fuses its rankers with for ``query`` across all
