@@ -25,6 +25,13 @@ dense=0.1``, chosen by cross-validation: ``python bench/fusion.py``) adapt to th
 window, and when the best turn hits hold little of the query's words (by inverse document
 frequency) the dense ranker leads.
 
+Learned fusion (:mod:`pmm.rerank`): in the modes :data:`pmm.rerank.LEARNED_COEFFICIENTS`
+names, the rankers' candidates are ordered by a small linear model over their ranks and
+cheap features of each turn (a question turn, a person the query names, its session's
+share of the evidence) instead of the weighted reciprocal rank, with coefficients chosen
+by cross-validation on LoCoMo (``python bench/locomo_cv.py``). ``Recaller(...,
+learned=False)`` and ``PMM_RECALL_WEIGHTS`` keep the reciprocal rank fusion.
+
 Weights set by ``PMM_RECALL_WEIGHTS`` (e.g. ``turn=1,window=1,dense=0.3``) are used as
 given for every query. Query embeddings are cached (an LRU keyed by text);
 :attr:`Recaller.encoder_seconds` is the time spent encoding.
@@ -63,6 +70,8 @@ from .fusion import (
     rrf_fuse,
 )
 from .records import Event, Hit
+from .rerank import LEARNED_COEFFICIENTS, rerank
+from .rerank import RANKED as RERANKED
 from .text import search_terms, words
 from .window_keys import is_temporal
 
@@ -129,6 +138,7 @@ class Recaller:
         summary_prior: float = -0.05,
         summary_children: int = 2,
         session_ranker: bool = True,
+        learned: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -145,6 +155,12 @@ class Recaller:
         # Weights set by the caller are used as given, for every query; the defaults
         # adapt to temporal questions and to weak lexical evidence.
         self.policy = DEFAULT_POLICY if not chosen else FusionPolicy(self.weights)
+        self.learned: dict[str, Mapping[str, float]] = (
+            dict(LEARNED_COEFFICIENTS) if learned and not chosen else {}
+        )
+        """Mode -> the learned fusion's coefficients (:mod:`pmm.rerank`), used instead of
+        the weighted RRF in that mode; none when ``weights`` are given or ``learned`` is
+        False."""
         self.keyword_policy = (
             DEFAULT_KEYWORD_POLICY if not chosen else FusionPolicy(self.keyword_weights)
         )
@@ -245,14 +261,28 @@ class Recaller:
         rankings: dict[str, list[int]] = {}
         if policy.needs_coverage:
             rankings["turn"] = keyword("turn")
-        weights = self._weights(policy, query, temporal, rankings.get("turn", []))
+        weights, coverage = self._weights(policy, query, temporal, rankings.get("turn", []))
         rankings = {r: ids for r, ids in rankings.items() if weights.get(r, 0) > 0}
         for ranker in KEYWORD_RANKERS:
             if weights.get(ranker, 0) > 0 and ranker not in rankings:
                 rankings[ranker] = keyword(ranker)
         if vector is not None and weights.get("dense", 0) > 0:
             rankings["dense"] = self._semantic(vector, depth, session_id, kind_list, excluded)
-        fused = rrf_fuse(rankings, weights=weights)
+        coefficients = self.learned.get(mode) if "summary" not in kind_list else None
+        if coefficients:
+            # the learned fusion reads every ranker it has coefficients for
+            for ranker in RERANKED:
+                if ranker in rankings or not any(f.startswith(ranker) for f in coefficients):
+                    continue
+                if ranker != "dense":
+                    rankings[ranker] = keyword(ranker)
+                elif self.embedder is not None:
+                    rankings[ranker] = self._semantic(
+                        self._query_vector(query), depth, session_id, kind_list, excluded
+                    )
+            fused = self._rerank(query, rankings, coefficients, temporal, coverage)
+        else:
+            fused = rrf_fuse(rankings, weights=weights)
         hits: list[Hit] = []
         start = 0
         while len(hits) < k and start < len(fused):
@@ -353,18 +383,45 @@ class Recaller:
                 date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
             )  # fmt: skip
             turn = [i for i, _ in found]
-        return self._weights(policy, query, temporal, turn)
+        return self._weights(policy, query, temporal, turn)[0]
 
     def _weights(
         self, policy: FusionPolicy, query: str, temporal: bool, turn_hits: list[int]
-    ) -> dict[str, float]:
+    ) -> tuple[dict[str, float], float | None]:
+        """The policy's weights for the query, and the lexical coverage they read (None
+        when the policy reads none)."""
         coverage = None
         if policy.needs_coverage:
             top = self.store.get_many(turn_hits[:EVIDENCE_HITS]).values()
             # no hit: coverage is 0 with or without idf, so the frequencies are not read
             idf = self._idf(query) if policy.idf and top else None
             coverage = lexical_coverage(query, (_searchable(e) for e in top), idf)
-        return policy.weights_for(temporal=temporal, coverage=coverage)
+        return policy.weights_for(temporal=temporal, coverage=coverage), coverage
+
+    def _rerank(
+        self,
+        query: str,
+        rankings: Mapping[str, list[int]],
+        coefficients: Mapping[str, float],
+        temporal: bool,
+        coverage: float | None,
+    ) -> list[tuple[int, float, dict[str, int]]]:
+        """The learned fusion (:mod:`pmm.rerank`) of the rankers' candidates, in
+        :func:`rrf_fuse`'s shape: ``(event_id, score, {ranker: rank})`` best first."""
+        ids = list(dict.fromkeys(i for ids in rankings.values() for i in ids))
+        events = self.store.get_many(ids)
+        texts = {i: e.text for i, e in events.items()}
+        sessions = {i: e.session_id or "" for i, e in events.items()}
+        ranked = rerank(
+            query, rankings, texts, sessions, temporal=temporal,
+            coverage=1.0 if coverage is None else coverage, coefficients=coefficients,
+            dates={i: e.ts for i, e in events.items()},
+        )  # fmt: skip
+        ranks: dict[int, dict[str, int]] = {}
+        for ranker, found in rankings.items():
+            for rank, event_id in enumerate(found, start=1):
+                ranks.setdefault(event_id, {}).setdefault(ranker, rank)
+        return [(i, score, ranks[i]) for i, score in ranked]
 
     def _idf(self, query: str) -> dict[str, float]:
         """The inverse document frequency of the query's words in the store."""
