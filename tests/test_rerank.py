@@ -97,10 +97,11 @@ def test_a_question_no_longer_outranks_the_fact(
 
 def test_a_question_asked_twice_still_leads(tmp_path: Path) -> None:
     """A limit, kept visible: asked twice, the question's two turns fill each other's
-    window key, and their ranks outweigh the learned demotion (the fact comes next)."""
+    window key, and their ranks outweigh the learned demotion: the fact is third, as it
+    was with the weighted RRF."""
     with Mind(str(tmp_path / "m.db"), enable_embeddings=False) as mind:
         for role, text in [*LOG, *LOG[-2:]]:
             mind.remember(text, role=role, session_id="u")
         found = [h.event.content for h in mind.recall("dog", k=3)]
         assert found[0] == "What's my dog's name?"
-        assert found.index("I have a dog named Bolt.") == 1
+        assert found.index("I have a dog named Bolt.") == 2
