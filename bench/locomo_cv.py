@@ -53,6 +53,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "dates": ("date_match", "date_miss"),
 }
 """Feature groups: each lever is one group; ``ranks`` is always in."""
+SHIPPED_WITHOUT = ("log_words",)
+"""Measured but not shipped: length won on LoCoMo, yet let a long turn outrank the turn a
+query names in small logs (tests/test_cli.py)."""
 
 
 class Question:
@@ -297,23 +300,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name != "ranks":
             systems[f"learned: all - {name}"] = learned([f for f in full if f not in group])
     systems["learned: all"] = learned(full)
-    no_dense = [f for f in full if "dense" not in f]
-    systems["learned keyword: all"] = learned(no_dense)
+    shipped = [f for f in full if f not in SHIPPED_WITHOUT]
+    systems["learned: shipped"] = learned(shipped)
+    no_dense = [f for f in shipped if "dense" not in f]
+    systems["learned keyword: shipped"] = learned(no_dense)
+    systems["learned keyword: all"] = learned([f for f in full if "dense" not in f])
     systems["learned keyword: ranks"] = learned([f for f in GROUPS["ranks"] if "dense" not in f])
     for name, fit in systems.items():
         table, _ = cross_validate(qs, fit)
         results[name] = {"table": table}
         print(row(name, table), flush=True)
-    print("\nper fold (held-out R@10 / R@25 / H@10), learned: all and the shipped default:")
-    for name in ("learned: all", "engine hybrid"):
+    print("\nper fold (held-out R@10 / R@25 / H@10), the shipped fusion and the RRF default:")
+    for name in ("learned: shipped", "engine hybrid"):
         folds = fold_table(qs, systems[name])
         results[name]["folds"] = folds
         for f in folds:
             print(f"  {name:<16} {','.join(f['held_out']):<16} {f['R@10']:.3f} / {f['R@25']:.3f}"
                   f" / {f['H@10']:.3f}   {f['choice']}")  # fmt: skip
-    check_rules(results, "learned: all", "learned keyword: all")
+    check_rules(results, "learned: shipped", "learned keyword: shipped")
     print("\ncoefficients fitted on all conversations (what pmm.rerank ships):")
-    for name, cols in (("hybrid", full), ("keyword", no_dense)):
+    for name, cols in (("hybrid", shipped), ("keyword", no_dense)):
         coef = fit_logistic(qs, [FEATURES.index(f) for f in cols])
         shipped = {f: round(float(w), 3) for f, w in zip(cols, coef, strict=True)}
         results[f"coefficients {name}"] = shipped

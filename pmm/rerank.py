@@ -21,8 +21,10 @@ The features (:data:`FEATURES`) are each ranker's reciprocal rank at two sharpne
 query's temporal flag and lexical coverage (see :func:`pmm.fusion.lexical_coverage`)
 crossed with them, whether the candidate is a question, whether it names a person the
 query names, how much of the fused mass its session holds (two-stage recall: sessions,
-then turns), and its length. The coefficients were fitted by logistic regression on
-LoCoMo's training folds (cross-validated by conversation, ``bench/locomo_cv.py``).
+then turns), whether its date holds the year / month / day the query names, and its
+length (measured, weight 0 in :data:`LEARNED_COEFFICIENTS`). The coefficients were fitted
+by logistic regression on LoCoMo and checked held out by conversation
+(``bench/locomo_cv.py``; figures in ``bench/results/locomo.md``).
 """
 
 from __future__ import annotations
