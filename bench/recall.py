@@ -7,6 +7,7 @@
     python bench/recall.py --data path/to.json --digests without --out-json out.json
     python bench/recall.py --synthetic 100000       # latency with 100,000 events (recall_scale)
     python bench/recall.py --vector-shortlist 100   # dense via sign bits + 100 exact re-scores
+    python bench/recall.py --no-learned             # the modes as before the learned fusion
 
 Datasets (``--data``): ``chat`` is bench/data/chat_dataset.json (casual chats between two
 friends, written by bench/data/make_chat_dataset.py; regenerated if the file is missing),
@@ -297,7 +298,7 @@ def collect(
                     }
                     if embedder is not None:
                         embed_pending(store, embedder, kinds=TURN_KINDS, batch_size=256)
-                    recaller = Recaller(store, embedder)
+                    recaller = Recaller(store, embedder, learned=not args.no_learned)
                     if args.vector_shortlist and recaller.index is not None:
                         # force the sign-bit first pass with a short shortlist (a stress
                         # test: by default these small stores are searched exactly)
@@ -509,6 +510,11 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
         default=0,
         metavar="N",
         help="search vectors by sign bits first, keeping N candidates for exact scoring",
+    )
+    parser.add_argument(
+        "--no-learned",
+        action="store_true",
+        help="recall with weighted RRF only, as before the learned fusion (pmm.recall.rerank)",
     )
     parser.add_argument("--out-json", type=Path, help="write the results here as JSON")
     args = parser.parse_args(argv)

@@ -195,6 +195,10 @@ def run_synthetic(
             before._index = exact
             for q in questions[:20]:
                 before.recall(q, k=10, mode="hybrid")
+            # the fusion before the learned one (pmm.recall.rerank): weighted RRF, same vector cache
+            rrf = Recaller(store, embedder, learned=False)
+            rrf._index = recaller.index
+            clear_rrf = query_cache_clearer(rrf) or (lambda: None)
             rows: list[tuple[str, list[float]]] = []
             encode = query_encoder(recaller)
             forget = query_cache_clearer(recaller)
@@ -256,6 +260,14 @@ def run_synthetic(
                 rows.append(
                     (mode, timed_calls(lambda q, m=mode: recaller.recall(q, k=10, mode=m), queries))
                 )
+                if mode != "semantic":
+                    clear_rrf()
+                    rows.append(
+                        (
+                            f"{mode}, weighted RRF (before pmm.recall.rerank)",
+                            timed_calls(lambda q, m=mode: rrf.recall(q, k=10, mode=m), queries),
+                        )
+                    )
                 if mode == "hybrid":
                     clear_before()
                     rows.append(

@@ -415,3 +415,14 @@ def test_recover_keeps_users_and_checks_their_rows(db: Path, tmp_path: Path) -> 
     assert report.unverified == [] and report.broken_links == [] and report.salvaged == 8
     with EventStore(tmp_path / "new.db") as store:
         assert store.verify().ok and store.count(user_id="alice") == 4
+
+
+def test_symbol_only_recall_keeps_to_the_user(db: Path) -> None:
+    """A query of emoji alone is answered by a scan of the text: it must keep to the user."""
+    with Mind(str(db)) as mind:
+        for n in range(30):  # many of bob's first, so that a global top-k would be all his
+            mind.remember("🐶", role="user", session_id=f"b{n}", user_id="bob")
+        mind.remember("🐶 is my dog Bolt", role="user", session_id="a1", user_id="alice")
+        hits = mind.recall("🐶", 5, user_id="alice")
+        assert [h.event.user_id for h in hits] == ["alice"]
+        assert {h.event.user_id for h in mind.recall("🐶", 50)} == {"alice", "bob"}

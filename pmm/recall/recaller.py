@@ -25,6 +25,14 @@ dense=0.1``, chosen by cross-validation: ``python bench/fusion.py``) adapt to th
 window, and when the best turn hits hold little of the query's words (by inverse document
 frequency) the dense ranker leads.
 
+Learned fusion (:mod:`pmm.recall.rerank`): in the modes
+:data:`pmm.recall.rerank.LEARNED_COEFFICIENTS` names, the rankers' candidates are ordered by a
+small linear model over their ranks and
+cheap features of each turn (a question turn, a person the query names, its session's
+share of the evidence) instead of the weighted reciprocal rank, with coefficients chosen
+by cross-validation on LoCoMo (``python bench/locomo_cv.py``). ``Recaller(...,
+learned=False)`` and ``PMM_RECALL_WEIGHTS`` keep the reciprocal rank fusion.
+
 Weights set by ``PMM_RECALL_WEIGHTS`` (e.g. ``turn=1,window=1,dense=0.3``) are used as
 given for every query. Query embeddings are cached (an LRU keyed by text);
 :attr:`Recaller.encoder_seconds` is the time spent encoding.
@@ -62,6 +70,8 @@ from pmm.recall.fusion import (
     parse_weights,
     rrf_fuse,
 )
+from pmm.recall.rerank import LEARNED_COEFFICIENTS, rerank
+from pmm.recall.rerank import RANKED as RERANKED
 from pmm.records import Event, Hit
 from pmm.text.window_keys import is_temporal
 from pmm.text.words import search_terms, symbol_needles, words
@@ -129,6 +139,7 @@ class Recaller:
         summary_prior: float = -0.05,
         summary_children: int = 2,
         session_ranker: bool = True,
+        learned: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -145,6 +156,12 @@ class Recaller:
         # Weights set by the caller are used as given, for every query; the defaults
         # adapt to temporal questions and to weak lexical evidence.
         self.policy = DEFAULT_POLICY if not chosen else FusionPolicy(self.weights)
+        self.learned: dict[str, Mapping[str, float]] = (
+            dict(LEARNED_COEFFICIENTS) if learned and not chosen else {}
+        )
+        """Mode -> the learned fusion's coefficients (:mod:`pmm.recall.rerank`), used instead of
+        the weighted RRF in that mode; none when ``weights`` are given or ``learned`` is
+        False."""
         self.keyword_policy = (
             DEFAULT_KEYWORD_POLICY if not chosen else FusionPolicy(self.keyword_weights)
         )
@@ -236,41 +253,30 @@ class Recaller:
         depth = max(self.depth, k) + len(excluded)
         needles = symbol_needles(query)
         if needles:  # no word, only symbols (emoji) that no index holds: a scan finds them
-            return self._symbol_hits(needles, k, depth, session_id, kind_list, excluded)
+            return self._symbol_hits(needles, k, depth, session_id, kind_list, excluded, user_id)
         policy = {"semantic": _SEMANTIC, "keyword": self.keyword_policy}.get(mode, self.policy)
         temporal = is_temporal(words(query.lower()))
         date_weight = TEMPORAL_DATE_WEIGHT if temporal else 1.0
 
         def keyword(ranker: str) -> list[int]:
-            local = self.session_ranker
-            if session_id is not None and local is not None and local.serves(ranker, kind_list):
-                found = local.search(
-                    query,
-                    session_id=session_id,
-                    key=ranker,
-                    kinds=kind_list,
-                    limit=depth,
-                    date_weight=date_weight,
-                )
-            else:
-                found = self.store.search_text(
-                    query,
-                    limit=depth,
-                    session_id=session_id,
-                    kinds=kind_list,
-                    sync=sync_index,
-                    key=ranker,
-                    date_weight=date_weight,
-                    **({} if user_id is None else {"user_id": user_id}),
-                )
-            return [i for i, _ in found if i not in excluded]
+            return self._keyword(
+                query,
+                ranker,
+                session_id,
+                kind_list,
+                depth,
+                date_weight,
+                sync_index,
+                excluded,
+                user_id,
+            )
 
         maybe = [policy.weights, *filter(None, (policy.temporal, policy.low_evidence))]
         vector = self._query_vector(query) if any(w.get("dense", 0) > 0 for w in maybe) else None
         rankings: dict[str, list[int]] = {}
         if policy.needs_coverage:
             rankings["turn"] = keyword("turn")
-        weights = self._weights(policy, query, temporal, rankings.get("turn", []))
+        weights, coverage = self._weights(policy, query, temporal, rankings.get("turn", []))
         rankings = {r: ids for r, ids in rankings.items() if weights.get(r, 0) > 0}
         for ranker in KEYWORD_RANKERS:
             if weights.get(ranker, 0) > 0 and ranker not in rankings:
@@ -279,7 +285,21 @@ class Recaller:
             rankings["dense"] = self._semantic(
                 vector, depth, session_id, kind_list, excluded, user_id
             )
-        fused = rrf_fuse(rankings, weights=weights)
+        coefficients = self.learned.get(mode) if "summary" not in kind_list else None
+        if coefficients:
+            # the learned fusion reads every ranker it has coefficients for
+            for ranker in RERANKED:
+                if ranker in rankings or not any(f.startswith(ranker) for f in coefficients):
+                    continue
+                if ranker != "dense":
+                    rankings[ranker] = keyword(ranker)
+                elif self.embedder is not None:
+                    rankings[ranker] = self._semantic(
+                        self._query_vector(query), depth, session_id, kind_list, excluded, user_id
+                    )
+            fused = self._rerank(query, rankings, coefficients, temporal, coverage)
+        else:
+            fused = rrf_fuse(rankings, weights=weights)
         hits: list[Hit] = []
         start = 0
         while len(hits) < k and start < len(fused):
@@ -312,10 +332,13 @@ class Recaller:
         session_id: str | None,
         kinds: tuple[str, ...],
         excluded: set[int],
+        user_id: str | None = None,
     ) -> list[Hit]:
         """Recall of a query made of symbols only (``"🐶"``): the events holding them, by
-        :meth:`EventLog.search_symbols`, ranked as the ``symbol`` ranker."""
-        found = self.store.search_symbols(needles, limit=depth, session_id=session_id, kinds=kinds)
+        :meth:`EventLog.search_symbols`, ranked as the ``symbol`` ranker; with ``user_id``,
+        only that user's events."""
+        limit = depth if user_id is None else depth * 50  # others' hits are dropped below
+        found = self.store.search_symbols(needles, limit=limit, session_id=session_id, kinds=kinds)
         ids = [i for i, _ in found if i not in excluded]
         events = self.store.get_many(ids)
         hits: list[Hit] = []
@@ -323,10 +346,77 @@ class Recaller:
             event = events.get(event_id)
             if event is None or (event.content is None and not event.summary):
                 continue
-            hits.append(Hit(event, 1.0 / (RRF_K + rank), {"symbol": rank}))
+            if user_id is not None and event.user_id != user_id:
+                continue  # the scan reads every user's text: keep to hers
+            hits.append(Hit(event, 1.0 / (RRF_K + rank), {"symbol": len(hits) + 1}))
             if len(hits) >= k:
                 break
         return hits
+
+    def ranker_lists(
+        self,
+        query: str,
+        *,
+        depth: int = DEFAULT_DEPTH,
+        session_id: str | None = None,
+        user_id: str | None = None,
+    ) -> dict[str, list[int]]:
+        """Each ranker's event ids for ``query``, best first, ``depth`` deep, as
+        :meth:`recall` reads them before fusing (the turn kinds; the temporal date weight
+        where the query is temporal; ``dense`` only with an embedder): what benchmarks fuse
+        offline.
+
+        >>> recaller.ranker_lists("where do I live?", depth=20)  # doctest: +SKIP
+        {'turn': [12, 3], 'window': [12, 11, 13, 3], 'digest': [], 'dense': [12, 40, ...]}
+        """
+        date_weight = TEMPORAL_DATE_WEIGHT if is_temporal(words(query.lower())) else 1.0
+        kinds = self.default_kinds
+        out = {
+            r: self._keyword(query, r, session_id, kinds, depth, date_weight, True, set(), user_id)
+            for r in KEYWORD_RANKERS
+        }
+        if self.embedder is not None and query.strip():
+            out["dense"] = self._semantic(
+                self._query_vector(query), depth, session_id, kinds, set(), user_id
+            )
+        return out
+
+    def _keyword(
+        self,
+        query: str,
+        ranker: str,
+        session_id: str | None,
+        kinds: tuple[str, ...],
+        depth: int,
+        date_weight: float,
+        sync: bool,
+        excluded: set[int],
+        user_id: str | None = None,
+    ) -> list[int]:
+        """One keyword ranker's ids: the session's in-memory ranker where it serves, else
+        the store's full-text index."""
+        local = self.session_ranker
+        if session_id is not None and local is not None and local.serves(ranker, kinds):
+            found = local.search(
+                query,
+                session_id=session_id,
+                key=ranker,
+                kinds=kinds,
+                limit=depth,
+                date_weight=date_weight,
+            )
+        else:
+            found = self.store.search_text(
+                query,
+                limit=depth,
+                session_id=session_id,
+                kinds=kinds,
+                sync=sync,
+                key=ranker,
+                date_weight=date_weight,
+                **({} if user_id is None else {"user_id": user_id}),
+            )
+        return [i for i, _ in found if i not in excluded]
 
     def fusion_weights(self, query: str, mode: str = "hybrid") -> dict[str, float]:
         """The weights :meth:`recall` fuses its rankers with for ``query`` across all
@@ -348,18 +438,45 @@ class Recaller:
                 date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
             )  # fmt: skip
             turn = [i for i, _ in found]
-        return self._weights(policy, query, temporal, turn)
+        return self._weights(policy, query, temporal, turn)[0]
 
     def _weights(
         self, policy: FusionPolicy, query: str, temporal: bool, turn_hits: list[int]
-    ) -> dict[str, float]:
+    ) -> tuple[dict[str, float], float | None]:
+        """The policy's weights for the query, and the lexical coverage they read (None
+        when the policy reads none)."""
         coverage = None
         if policy.needs_coverage:
             top = self.store.get_many(turn_hits[:EVIDENCE_HITS]).values()
             # no hit: coverage is 0 with or without idf, so the frequencies are not read
             idf = self._idf(query) if policy.idf and top else None
             coverage = lexical_coverage(query, (_searchable(e) for e in top), idf)
-        return policy.weights_for(temporal=temporal, coverage=coverage)
+        return policy.weights_for(temporal=temporal, coverage=coverage), coverage
+
+    def _rerank(
+        self,
+        query: str,
+        rankings: Mapping[str, list[int]],
+        coefficients: Mapping[str, float],
+        temporal: bool,
+        coverage: float | None,
+    ) -> list[tuple[int, float, dict[str, int]]]:
+        """The learned fusion (:mod:`pmm.recall.rerank`) of the rankers' candidates, in
+        :func:`rrf_fuse`'s shape: ``(event_id, score, {ranker: rank})`` best first."""
+        ids = list(dict.fromkeys(i for ids in rankings.values() for i in ids))
+        events = self.store.get_many(ids)
+        texts = {i: e.text for i, e in events.items()}
+        sessions = {i: e.session_id or "" for i, e in events.items()}
+        ranked = rerank(
+            query, rankings, texts, sessions, temporal=temporal,
+            coverage=1.0 if coverage is None else coverage, coefficients=coefficients,
+            dates={i: e.ts for i, e in events.items()},
+        )  # fmt: skip
+        ranks: dict[int, dict[str, int]] = {}
+        for ranker, found in rankings.items():
+            for rank, event_id in enumerate(found, start=1):
+                ranks.setdefault(event_id, {}).setdefault(ranker, rank)
+        return [(i, score, ranks[i]) for i, score in ranked]
 
     def _idf(self, query: str) -> dict[str, float]:
         """The inverse document frequency of the query's words in the store."""

@@ -1,0 +1,337 @@
+"""Choosing recall's fusion and levers on LoCoMo by cross-validation by conversation, from
+the lists ``bench/locomo.py --lists`` wrote (no memory is built here: every figure is
+computed offline from each ranker's ids).
+
+    python bench/locomo.py --lists /tmp/pmm-locomo/lists.json     # once (minutes)
+    python bench/locomo_cv.py --lists /tmp/pmm-locomo/lists.json  # folds, levers (seconds)
+
+Five folds of two conversations (in the file's order). In each fold every configuration
+is fitted or chosen on the eight training conversations and scored on the two held out;
+the held-out figures are pooled over the five folds (each question is held out once):
+
+- ``engine``: the lists ``Mind.recall`` returned in that run, per mode;
+- ``policy``: the best weighted-RRF policy of :mod:`fusion_grid`'s grid (weights,
+  temporal override, low-evidence switch), chosen by training R@10;
+- ``learned:<features>``: logistic regression over :func:`pmm.recall.rerank.candidate_features`
+  (a lever is a feature group; each is measured by adding it to the ranks alone and by
+  removing it from the full set);
+- ``lambdamart``: LightGBM's LambdaMART over the same features (measured, not shippable);
+- ``shipped``: :func:`pmm.recall.rerank.rerank` with the coefficients in the code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import numpy as np  # noqa: E402
+from fusion_grid import hybrid_grid, keyword_grid, label  # noqa: E402
+from locomo import DEFAULT_DATA  # noqa: E402
+from locomo_data import CATEGORIES, load_locomo, mean_table, scores  # noqa: E402
+
+from pmm.recall.fusion import FusionPolicy  # noqa: E402
+from pmm.recall.rerank import FEATURES, candidate_features, query_dates, query_names  # noqa: E402
+
+DEPTH = 50
+"""Each ranker's list is cut here, as recall cuts it for k <= 50."""
+FOLDS = 5
+GROUPS: dict[str, tuple[str, ...]] = {
+    "ranks": tuple(f for f in FEATURES if f.endswith(("_rr60", "_rr5"))),
+    "policy": tuple(f for f in FEATURES if f.startswith(("temporal_", "lowcov_"))),
+    "question": ("question_turn",),
+    "subject": ("names_match", "names_miss"),
+    "session": ("session_share",),
+    "length": ("log_words",),
+    "dates": ("date_match", "date_miss"),
+}
+"""Feature groups: each lever is one group; ``ranks`` is always in."""
+SHIPPED_WITHOUT = ("log_words",)
+"""Measured but not shipped: length won on LoCoMo, yet let a long turn outrank the turn a
+query names in small logs (tests/test_cli.py)."""
+
+
+class Question:
+    """One question's candidates (turn positions), features and labels."""
+
+    def __init__(self, rec: dict[str, Any], conv: Any, position: dict[str, int]) -> None:
+        self.conv = rec["conversation"]
+        self.category = int(rec["category"])
+        self.evidence = [position[d] for d in rec["evidence"]]
+        self.rec = rec
+        self.lists = {r: [position[d] for d in ids[:DEPTH]] for r, ids in rec["rankers"].items()}
+        texts = {position[t.dia_id]: t.text for t in conv.turns}
+        sessions = {position[t.dia_id]: str(t.session) for t in conv.turns}
+        dates = {position[t.dia_id]: t.date.isoformat() for t in conv.turns}
+        self.ids, rows = candidate_features(
+            query_names(rec["question"]), self.lists, texts, sessions,
+            temporal=bool(rec["temporal"]), coverage=float(rec["coverage"]),
+            dates=dates, query_date_set=query_dates(rec["question"]),
+        )  # fmt: skip
+        self.x = np.array(rows, dtype=float).reshape(len(self.ids), len(FEATURES))
+        wanted = set(self.evidence)
+        self.y = np.array([i in wanted for i in self.ids], dtype=float)
+
+    def ranked(self, s: np.ndarray) -> list[int]:
+        """Candidate ids by score ``s``, best first (ties: newer first)."""
+        order = np.lexsort((-np.array(self.ids), -s))
+        return [self.ids[j] for j in order]
+
+
+def load(lists: Path, data: Path) -> list[Question]:
+    convs = {c.sample_id: c for c in load_locomo(data)}
+    records = json.loads(lists.read_text(encoding="utf-8"))
+    out = []
+    for rec in records:
+        conv = convs[rec["conversation"]]
+        position = {t.dia_id: n for n, t in enumerate(conv.turns, start=1)}
+        out.append(Question(rec, conv, position))
+    return out
+
+
+def metric_rows(qs: Sequence[Question], lists: Sequence[list[int]]) -> dict[str, Any]:
+    return mean_table(
+        [(q.category, scores(ids, q.evidence)) for q, ids in zip(qs, lists, strict=True)]
+    )
+
+
+def policy_scores(q: Question, grid: list[FusionPolicy]) -> np.ndarray:
+    """Candidates x policies: each policy's weighted RRF score (as pmm.recall.fusion does)."""
+    col = {"turn": 0, "window": 1, "dense": 2}
+    m = np.zeros((len(q.ids), 3))
+    where = {i: n for n, i in enumerate(q.ids)}
+    for r, ids in q.lists.items():
+        if r in col:
+            for rank, i in enumerate(ids, 1):
+                m[where[i], col[r]] = 1.0 / (60 + rank)
+    temporal, coverage = bool(q.rec["temporal"]), float(q.rec["coverage"])
+    w = np.array(
+        [
+            [p.weights_for(temporal=temporal, coverage=coverage).get(r, 0.0) for p in grid]
+            for r in col
+        ]
+    )
+    return m @ w
+
+
+def recall_at(q: Question, s: np.ndarray, k: int) -> np.ndarray:
+    """recall@k of every column of scores ``s`` (ties at the cut counted in)."""
+    n = len(q.ids)
+    if n == 0:
+        return np.zeros(s.shape[1])
+    kth = -np.partition(-s, min(k, n) - 1, axis=0)[min(k, n) - 1]
+    return ((s >= kth) & (s > 0) & (q.y[:, None] > 0)).sum(axis=0) / len(q.evidence)
+
+
+def choose_policy(train: Sequence[Question], grid: list[FusionPolicy]) -> int:
+    total = np.zeros(len(grid))
+    for q in train:
+        total += recall_at(q, policy_scores(q, grid), 10)
+    return int(np.argmax(total))
+
+
+def fit_logistic(train: Sequence[Question], cols: list[int]) -> np.ndarray:
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.vstack([q.x[:, cols] for q in train])
+    y = np.concatenate([q.y for q in train])
+    model = LogisticRegression(C=1.0, max_iter=2000, class_weight="balanced")
+    model.fit(x, y)
+    return np.asarray(model.coef_[0])
+
+
+def fit_lambdamart(train: Sequence[Question]) -> Any:
+    import lightgbm as lgb
+
+    model = lgb.LGBMRanker(n_estimators=100, learning_rate=0.1, num_leaves=15,
+                           min_child_samples=20, n_jobs=2, verbose=-1)  # fmt: skip
+    qs = [q for q in train if len(q.ids)]
+    model.fit(np.vstack([q.x for q in qs]), np.concatenate([q.y for q in qs]),
+              group=[len(q.ids) for q in qs])  # fmt: skip
+    return model
+
+
+def cross_validate(
+    qs: list[Question], fit: Callable[[list[Question]], Callable[[Question], list[int]]]
+) -> tuple[dict[str, Any], list[Any]]:
+    """Pooled held-out table and each fold's fitted choice."""
+    convs = list(dict.fromkeys(q.conv for q in qs))
+    held: list[tuple[Question, list[int]]] = []
+    choices = []
+    for f in range(FOLDS):
+        test = set(convs[2 * f : 2 * f + 2])
+        ranker = fit([q for q in qs if q.conv not in test])
+        choices.append(ranker)
+        held += [(q, ranker(q)) for q in qs if q.conv in test]
+    return metric_rows([q for q, _ in held], [ids for _, ids in held]), choices
+
+
+def fold_table(qs: list[Question], fit: Any) -> list[dict[str, Any]]:
+    """Per fold: the held-out conversations, their R@10 / R@25 / H@10."""
+    convs = list(dict.fromkeys(q.conv for q in qs))
+    out = []
+    for f in range(FOLDS):
+        test = convs[2 * f : 2 * f + 2]
+        tq = [q for q in qs if q.conv in test]
+        ranker = fit([q for q in qs if q.conv not in test])
+        m = metric_rows(tq, [ranker(q) for q in tq])["all"]
+        out.append({"held_out": test, "choice": getattr(ranker, "label", ""),
+                    **{k: m[k] for k in ("R@10", "R@25", "H@10", "MRR")}})  # fmt: skip
+    return out
+
+
+def learned(cols_names: Sequence[str]) -> Callable[[list[Question]], Any]:
+    cols = [FEATURES.index(f) for f in cols_names]
+
+    def fit(train: list[Question]) -> Any:
+        coef = fit_logistic(train, cols)
+
+        def rank(q: Question) -> list[int]:
+            return q.ranked(q.x[:, cols] @ coef)
+
+        rank.label = ", ".join(f"{FEATURES[c]}={w:.3f}" for c, w in zip(cols, coef, strict=True))  # type: ignore[attr-defined]
+        rank.coef = dict(zip([FEATURES[c] for c in cols], coef, strict=True))  # type: ignore[attr-defined]
+        return rank
+
+    return fit
+
+
+def policy_fit(grid: list[FusionPolicy]) -> Callable[[list[Question]], Any]:
+    def fit(train: list[Question]) -> Any:
+        best = choose_policy(train, grid)
+
+        def rank(q: Question) -> list[int]:
+            return q.ranked(policy_scores(q, [grid[best]])[:, 0])
+
+        rank.label = label(grid[best])  # type: ignore[attr-defined]
+        return rank
+
+    return fit
+
+
+def engine_fit(mode: str) -> Callable[[list[Question]], Any]:
+    def fit(train: list[Question]) -> Any:
+        def rank(q: Question) -> list[int]:
+            pos = {d: n for n, d in enumerate(q.rec["_order"], start=1)}
+            lists = q.rec["modes"] if mode in q.rec["modes"] else q.rec["rankers"]
+            return [pos[d] for d in lists[mode][:50]]
+
+        rank.label = f"engine {mode}"  # type: ignore[attr-defined]
+        return rank
+
+    return fit
+
+
+def lambdamart_fit(train: list[Question]) -> Any:
+    model = fit_lambdamart(train)
+
+    def rank(q: Question) -> list[int]:
+        return q.ranked(model.predict(q.x)) if len(q.ids) else []
+
+    rank.label = "lambdamart"  # type: ignore[attr-defined]
+    return rank
+
+
+def row(name: str, table: dict[str, Any]) -> str:
+    a = table["all"]
+    cats = " ".join(f"{table[c]['R@10']:.3f}" for c in CATEGORIES.values() if c in table)
+    mh = table.get("multi-hop", {}).get("A@10", float("nan"))
+    return (f"{name:<34}{a['R@10']:7.3f}{a['R@25']:7.3f}{a['H@10']:7.3f}{a['MRR']:7.3f}"
+            f"  {cats}  {mh:.3f}")  # fmt: skip
+
+
+def check_rules(results: dict[str, Any], default: str, keyword: str) -> None:
+    """The issue's rule, held out: the default never below a single ranker or the
+    keyword-only mode on any category (R@10, R@25, H@10)."""
+    rivals = ["engine keyword", "engine semantic", "engine bm25", keyword]
+    rivals += ["engine turn", "engine window", "engine dense"]
+    rivals += [n for n in results if n.startswith("learned: ranks") and n != default]
+    print(f"\nrule check, held out: {default} against single modes / rankers per category")
+    mine = results[default]["table"]
+    for rival in rivals:
+        if rival not in results:
+            continue
+        theirs = results[rival]["table"]
+        worse = [
+            f"{cat} {m} {mine[cat][m]:.3f} < {theirs[cat][m]:.3f}"
+            for cat in mine
+            for m in ("R@10", "R@25", "H@10")
+            if mine[cat][m] < theirs[cat][m] - 1e-9
+        ]
+        print(f"  vs {rival:<28} " + ("never below" if not worse else "; ".join(worse)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lists", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA / "locomo10.json")
+    parser.add_argument("--grid", action="store_true", help="also the RRF policy grid (slow)")
+    parser.add_argument("--lambdamart", action="store_true", help="also LightGBM LambdaMART")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    qs = load(args.lists, args.data)
+    convs = {c.sample_id: c for c in load_locomo(args.data)}
+    for q in qs:
+        q.rec["_order"] = {t.dia_id: None for t in convs[q.conv].turns}
+    print(f"{len(qs)} questions, {len({q.conv for q in qs})} conversations, "
+          f"{FOLDS} folds of 2 (held-out figures pooled)")  # fmt: skip
+    head = "R@10 by category: " + " ".join(CATEGORIES.values())
+    print(f"\n{'configuration':<34}{'R@10':>7}{'R@25':>7}{'H@10':>7}{'MRR':>7}  {head}  MH A@10")
+    results: dict[str, Any] = {}
+    systems: dict[str, Any] = {}
+    for mode in ("bm25", "keyword", "semantic", "hybrid", "turn", "window", "dense"):
+        systems[f"engine {mode}"] = engine_fit(mode)
+    if args.grid:
+        systems["policy grid (hybrid)"] = policy_fit(hybrid_grid(idf=True))
+        systems["policy grid (keyword)"] = policy_fit(keyword_grid())
+    full = [f for g in GROUPS.values() for f in g]
+    systems["learned: ranks"] = learned(GROUPS["ranks"])
+    for name, group in GROUPS.items():
+        if name != "ranks":
+            systems[f"learned: ranks + {name}"] = learned([*GROUPS["ranks"], *group])
+    for name, group in GROUPS.items():
+        if name != "ranks":
+            systems[f"learned: all - {name}"] = learned([f for f in full if f not in group])
+    systems["learned: all"] = learned(full)
+    shipped = [f for f in full if f not in SHIPPED_WITHOUT]
+    systems["learned: shipped"] = learned(shipped)
+    no_dense = [f for f in shipped if "dense" not in f]
+    systems["learned keyword: shipped"] = learned(no_dense)
+    systems["learned keyword: all"] = learned([f for f in full if "dense" not in f])
+    systems["learned keyword: ranks"] = learned([f for f in GROUPS["ranks"] if "dense" not in f])
+    for name, fit in systems.items():
+        table, _ = cross_validate(qs, fit)
+        results[name] = {"table": table}
+        print(row(name, table), flush=True)
+    print("\nper fold (held-out R@10 / R@25 / H@10), the shipped fusion and the RRF default:")
+    for name in ("learned: shipped", "engine hybrid"):
+        folds = fold_table(qs, systems[name])
+        results[name]["folds"] = folds
+        for f in folds:
+            print(f"  {name:<16} {','.join(f['held_out']):<16} {f['R@10']:.3f} / {f['R@25']:.3f}"
+                  f" / {f['H@10']:.3f}   {f['choice']}")  # fmt: skip
+    check_rules(results, "learned: shipped", "learned keyword: shipped")
+    print("\ncoefficients fitted on all conversations (what pmm.recall.rerank ships):")
+    for name, cols in (("hybrid", shipped), ("keyword", no_dense)):
+        coef = fit_logistic(qs, [FEATURES.index(f) for f in cols])
+        shipped = {f: round(float(w), 3) for f, w in zip(cols, coef, strict=True)}
+        results[f"coefficients {name}"] = shipped
+        print(f"  {name!r}: {shipped},")
+    if args.lambdamart:
+        table, _ = cross_validate(qs, lambdamart_fit)
+        results["lambdamart: all"] = {"table": table}
+        print("\n" + row("lambdamart: all", table))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=str) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,264 @@
+"""Learned fusion: the rankers' lists and a few cheap features of each candidate turn,
+scored by a small linear model whose coefficients are fixed here (no model file).
+
+    from pmm.recall.rerank import candidate_features, rerank
+
+    rankings = {"turn": [7, 3], "window": [3, 7, 9], "dense": [9, 3]}
+    texts = {7: "Ann: What's my dog's name?", 3: "Ann: I have a dog named Bolt.", 9: "..."}
+    order = rerank("Ann's dog?", rankings, texts, sessions={7: "s1", 3: "s1", 9: "s2"},
+                   temporal=False, coverage=0.6, coefficients=HYBRID_COEFFICIENTS)
+    # -> [(3, score), (7, score), (9, score)]: best first
+
+Why: weighted reciprocal rank fusion (:mod:`pmm.recall.fusion`) only sees ranks. Two things the
+ranks miss, measured on LoCoMo (``python bench/locomo_cv.py``):
+
+- a turn that is itself a question ("What's my dog's name?") rarely holds the answer,
+  yet it shares the question's words, so every keyword key ranks it high;
+- a question about a named person ("When did Caroline ...") is mostly answered by turns by
+  or about that person, and a name is a weak word for BM25 when half the turns carry it.
+
+The features (:data:`FEATURES`) are each ranker's reciprocal rank at two sharpnesses, the
+query's temporal flag and lexical coverage (see :func:`pmm.recall.fusion.lexical_coverage`)
+crossed with them, whether the candidate is a question, whether it names a person the
+query names, how much of the fused mass its session holds (two-stage recall: sessions,
+then turns), whether its date holds the year / month / day the query names, and its
+length (measured, weight 0 in :data:`LEARNED_COEFFICIENTS`). The coefficients were fitted
+by logistic regression on LoCoMo and checked held out by conversation
+(``bench/locomo_cv.py``; figures in ``bench/results/locomo.md``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+
+RANKED = ("turn", "window", "dense")
+"""The rankers whose ranks are features (digest is off by default)."""
+FEATURES: tuple[str, ...] = (
+    *(f"{r}_rr60" for r in RANKED),
+    *(f"{r}_rr5" for r in RANKED),
+    *(f"temporal_{r}" for r in RANKED),
+    "lowcov_dense",
+    "question_turn",
+    "names_match",
+    "names_miss",
+    "session_share",
+    "log_words",
+    "date_match",
+    "date_miss",
+)
+
+LEARNED_COEFFICIENTS: dict[str, dict[str, float]] = {
+    # logistic regression on all 10 LoCoMo conversations (bench/locomo_cv.py prints them),
+    # without the length feature (measured to win on LoCoMo, but it let a long turn outrank
+    # the one a query names in small logs: tests/test_cli.py); held out by conversation
+    # (5 folds) hybrid gave R@10 0.763, R@25 0.842, H@10 0.837 against 0.681 / 0.776 /
+    # 0.751 for weighted RRF (bench/results/locomo.md)
+    "hybrid": {
+        "turn_rr60": 0.331, "window_rr60": 0.444, "dense_rr60": 0.392, "turn_rr5": 2.082,
+        "window_rr5": 4.248, "dense_rr5": 1.611, "temporal_turn": -0.207,
+        "temporal_window": -0.257, "temporal_dense": -1.028, "lowcov_dense": 1.749,
+        "question_turn": -0.782, "names_match": -0.196, "names_miss": -2.747,
+        "session_share": 0.985, "date_match": 0.167, "date_miss": -1.583,
+    },
+    # the same without the dense ranker: held out R@10 0.746, R@25 0.828, H@10 0.814
+    # against 0.686 / 0.781 / 0.758 for keyword mode's weighted RRF
+    "keyword": {
+        "turn_rr60": 0.011, "window_rr60": -0.176, "turn_rr5": 3.237, "window_rr5": 4.824,
+        "temporal_turn": -0.558, "temporal_window": -0.473, "question_turn": -0.85,
+        "names_match": -0.188, "names_miss": -3.062, "session_share": 1.026,
+        "date_match": 0.224, "date_miss": -1.865,
+    },
+}  # fmt: skip
+"""Recall mode -> the coefficients :class:`pmm.recall.recaller.Recaller` fuses with in that mode
+(fitted on LoCoMo by ``python bench/locomo_cv.py``); a mode without any (``semantic``)
+keeps its single ranker's order."""
+
+LENGTH_CAP = 40
+"""Distinct words past which a turn counts as no longer (the length feature): LoCoMo's
+turns are short, and a long pasted text must not outrank the turn a query names."""
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+_NOT_NAMES = frozenset(
+    """i i'm i've i'd i'll what when where who whom whose why how which would could should
+    did does do is are was were has have had can will may might the a an in on at of for
+    and or but if to from by with about as into after before during since than that this
+    these those there their they he she his her hers him it its we our you your my me
+    mr mrs ms dr yes no ok okay""".split()
+)
+
+
+def query_names(query: str) -> frozenset[str]:
+    """The capitalised words of ``query`` that are likely names (lower-cased, without a
+    possessive ``'s``): not its first word, not a function word.
+
+    >>> sorted(query_names("When did Caroline go to Jon's LGBTQ support group?"))
+    ['caroline', 'jon', 'lgbtq']
+    >>> query_names("What did I say?")
+    frozenset()
+    """
+    found = set()
+    for n, m in enumerate(_WORD.finditer(query)):
+        word = m.group(0)
+        if n == 0 or not word[0].isupper():
+            continue
+        low = word.lower().removesuffix("'s").removesuffix("’s").strip("'-")
+        if low and low not in _NOT_NAMES:
+            found.add(low)
+    return frozenset(found)
+
+
+_MONTHS = {
+    m: n
+    for n, m in enumerate(
+        "january february march april may june july august september october november "
+        "december".split(),
+        start=1,
+    )
+}
+_DATE_PART = re.compile(
+    r"\b(?:(\d{1,2})\s+)?(" + "|".join(_MONTHS) + r")\b(?:\s+(\d{1,2})(?!\d))?|\b((?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+
+
+def query_dates(query: str) -> frozenset[str]:
+    """The calendar parts a query names, as ``ts`` prefixes and parts: ``Y2023``,
+    ``M06``, ``D13`` (a day only beside a month).
+
+    >>> sorted(query_dates("What did Gina find on 1 February, 2023?"))
+    ['D01', 'M02', 'Y2023']
+    >>> sorted(query_dates("When did Melanie go camping in June?"))
+    ['M06']
+    >>> query_dates("May I ask when we met?")
+    frozenset()
+    """
+    found: set[str] = set()
+    for m in _DATE_PART.finditer(query):
+        before, month, after, year = m.groups()
+        if year:
+            found.add(f"Y{year}")
+            continue
+        if month[0].isupper() or month.lower() != "may":  # "may" the verb is no month
+            if month == "May" and m.start() == 0:
+                continue
+            found.add(f"M{_MONTHS[month.lower()]:02d}")
+            day = before or after
+            if day and 1 <= int(day) <= 31:
+                found.add(f"D{int(day):02d}")
+    return frozenset(found)
+
+
+def _date_parts(ts: str) -> frozenset[str]:
+    """``2023-06-13T...`` as ``{'Y2023', 'M06', 'D13'}`` (empty when not a date)."""
+    if len(ts) < 10 or ts[4] != "-" or ts[7] != "-":
+        return frozenset()
+    return frozenset((f"Y{ts[:4]}", f"M{ts[5:7]}", f"D{ts[8:10]}"))
+
+
+def is_question_turn(text: str) -> bool:
+    """A turn that asks rather than tells: its last sentence ends with ``?`` (an image
+    caption in brackets after it is ignored).
+
+    >>> is_question_turn("Ann: What's my dog's name?"), is_question_turn("I have a dog.")
+    (True, False)
+    >>> is_question_turn("Nice! Where was it? [shares a photo of a beach]")
+    True
+    """
+    body = re.sub(r"\s*\[[^\]]*\]\s*$", "", text).rstrip()
+    return body.endswith("?")
+
+
+def candidate_features(
+    query_name_set: frozenset[str],
+    rankings: Mapping[str, Sequence[int]],
+    texts: Mapping[int, str],
+    sessions: Mapping[int, str],
+    *,
+    temporal: bool,
+    coverage: float,
+    dates: Mapping[int, str] | None = None,
+    query_date_set: frozenset[str] = frozenset(),
+) -> tuple[list[int], list[list[float]]]:
+    """The candidates (every id any ranker lists, in first-seen order) and each one's
+    feature row, in the order of :data:`FEATURES`. ``texts`` / ``sessions`` / ``dates``:
+    each candidate's text, session and conversation time (``ts``, ISO-8601; missing:
+    empty); ``query_date_set``: :func:`query_dates` of the query."""
+    ranks: dict[int, dict[str, int]] = {}
+    for ranker, ids in rankings.items():
+        if ranker not in RANKED:
+            continue
+        for rank, event_id in enumerate(ids, start=1):
+            ranks.setdefault(event_id, {}).setdefault(ranker, rank)
+    ids = list(ranks)
+    # two-stage recall: a session's share of the candidates' window and turn mass
+    mass: dict[str, float] = {}
+    own: list[float] = []
+    for event_id in ids:
+        r = ranks[event_id]
+        m = sum(1.0 / (60 + r[k]) for k in ("turn", "window") if k in r)
+        own.append(m)
+        session = sessions.get(event_id, "")
+        mass[session] = mass.get(session, 0.0) + m
+    top_mass = max(mass.values(), default=0.0) or 1.0
+    rows: list[list[float]] = []
+    t = 1.0 if temporal else 0.0
+    for event_id in ids:
+        r = ranks[event_id]
+        rr60 = [60.0 / (60 + r[k]) if k in r else 0.0 for k in RANKED]
+        rr5 = [5.0 / (5 + r[k]) if k in r else 0.0 for k in RANKED]
+        text = texts.get(event_id, "")
+        words = {w.lower().removesuffix("'s") for w in _WORD.findall(text)}
+        named = bool(query_name_set & words) if query_name_set else False
+        session = sessions.get(event_id, "")
+        rows.append(
+            [
+                *rr60,
+                *rr5,
+                *(t * x for x in rr60),
+                (1.0 - coverage) * rr60[2],
+                1.0 if is_question_turn(text) else 0.0,
+                1.0 if named else 0.0,
+                1.0 if query_name_set and not named else 0.0,
+                mass.get(session, 0.0) / top_mass,
+                math.log1p(min(len(words), LENGTH_CAP)),
+                *_date_features(query_date_set, (dates or {}).get(event_id, "")),
+            ]
+        )
+    return ids, rows
+
+
+def _date_features(wanted: frozenset[str], ts: str) -> tuple[float, float]:
+    """(share of the query's date parts the turn's date holds, 1 when it holds none)."""
+    if not wanted:
+        return 0.0, 0.0
+    share = len(wanted & _date_parts(ts)) / len(wanted)
+    return share, 1.0 if share == 0 else 0.0
+
+
+def rerank(
+    query: str,
+    rankings: Mapping[str, Sequence[int]],
+    texts: Mapping[int, str],
+    sessions: Mapping[int, str],
+    *,
+    temporal: bool,
+    coverage: float,
+    coefficients: Mapping[str, float],
+    dates: Mapping[int, str] | None = None,
+) -> list[tuple[int, float]]:
+    """The candidates of ``rankings`` best first by the linear score of their features
+    (``coefficients``: feature name -> weight; missing features weigh 0). Ties: the best
+    single rank, then the newer id."""
+    ids, rows = candidate_features(
+        query_names(query), rankings, texts, sessions, temporal=temporal, coverage=coverage,
+        dates=dates, query_date_set=query_dates(query),
+    )  # fmt: skip
+    weights = [float(coefficients.get(f, 0.0)) for f in FEATURES]
+    scored = [
+        (sum(w * x for w, x in zip(weights, row, strict=True)), -max(row[:3]), -i, i)
+        for i, row in zip(ids, rows, strict=True)
+    ]
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    return [(i, s) for s, _, _, i in scored]
