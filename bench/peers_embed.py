@@ -21,6 +21,7 @@ licence: no copy of its data there).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import time
@@ -51,7 +52,7 @@ class MiniLM:
         self.misses = 0
         self.missed: list[str] = []  # the first few, to say what a system embeds
         if cache is not None and cache.exists():
-            with sqlite3.connect(cache) as conn:
+            with contextlib.closing(sqlite3.connect(cache)) as conn:
                 for key, blob in conn.execute(
                     "SELECT key, vector FROM vectors WHERE model = ?", (self.model_name,)
                 ):
@@ -69,22 +70,22 @@ class MiniLM:
         """Embed the ``texts`` the cache lacks and store them; returns (how many, seconds)."""
         todo = [t for t in dict.fromkeys(texts) if _key(t) not in self.vectors]
         started = time.perf_counter()
-        rows = []
         for start in range(0, len(todo), batch_size):
             chunk = todo[start : start + batch_size]
+            rows = []
             for text, vector in zip(chunk, self.model.embed(chunk), strict=True):
                 vector = np.ascontiguousarray(vector, dtype=np.float32)
                 self.vectors[_key(text)] = vector
                 rows.append((self.model_name, _key(text), vector.tobytes()))
+            if self.cache_path is not None:  # each batch kept at once: a stopped run resumes
+                self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+                with contextlib.closing(sqlite3.connect(self.cache_path)) as conn, conn:
+                    conn.execute(
+                        "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB,"
+                        " PRIMARY KEY (model, key))"
+                    )
+                    conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
         seconds = time.perf_counter() - started
-        if rows and self.cache_path is not None:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            with sqlite3.connect(self.cache_path) as conn:
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB,"
-                    " PRIMARY KEY (model, key))"
-                )
-                conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
         return len(todo), seconds
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
