@@ -3,6 +3,7 @@
     python bench/peers.py                                  # LoCoMo + chat, every system
     python bench/peers.py --conversations 1 --limit 20     # a quick look
     python bench/peers.py --systems pmm,bm25 --datasets chat --json /tmp/peers.json
+    python bench/peers.py --json bench/results/peers.json --markdown bench/results/peers.md
     python bench/peers.py --no-embed-cache                 # the model runs inside each add
 
 Systems (``--systems``, see bench/peers_systems.py): ``pmm`` (PMM's default with embeddings
@@ -214,6 +215,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--locomo", type=Path, default=LOCOMO, help="path of locomo10.json")
     p.add_argument("--chat", type=Path, default=CHAT, help="path of the chat dataset")
     p.add_argument("--json", type=Path, help="also write every figure to this JSON file")
+    p.add_argument("--markdown", type=Path, help="and the tables to this Markdown file")
     p.add_argument("--embed-cache", type=Path, default=CACHE, help="MiniLM vector cache file")
     p.add_argument("--no-embed-cache", action="store_true", help="run the model in each system")
     p.add_argument("--torch-threads", type=int, default=1, help="torch threads (default 1)")
@@ -267,6 +269,12 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
         print(f"wrote {args.json}")
+    if args.markdown:
+        from peers_report import markdown
+
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(report) + "\n", encoding="utf-8")
+        print(f"wrote {args.markdown}")
     return 0
 
 
