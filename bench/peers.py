@@ -91,6 +91,7 @@ CACHE = Path.home() / ".cache" / "pmm-bench" / "peers-minilm.sqlite"
 def run_system(name: str, model: Any, data: Dataset, workdir: Path) -> dict[str, Any]:
     """One system over every conversation of ``data``: its figures (see the module doc)."""
     peer = SYSTEMS[name](model)
+    misses = model.misses if model is not None else 0
     ingest = 0.0
     searches: list[float] = []
     rows: list[dict[str, Any]] = []
@@ -132,6 +133,7 @@ def run_system(name: str, model: Any, data: Dataset, workdir: Path) -> dict[str,
         "bytes_per_message": stored / n,
         "bytes_measure": "rss" if peer.disk == "rss" else "files",
         "notes": peer.notes,
+        "cache_misses": (model.misses - misses) if model is not None else 0,
     }
 
 

@@ -73,7 +73,7 @@ def dataset_tables(name: str, block: dict[str, Any]) -> list[str]:
         )
     ran = [r for r in results.values() if "error" not in r]
     if ran:
-        cats = list(ran[0]["by_category"])
+        cats = sorted(ran[0]["by_category"])
         counts = {c: int(ran[0]["by_category"][c]["n"]) for c in cats}
         lines += [
             "",
@@ -111,9 +111,13 @@ def markdown(report: dict[str, Any]) -> str:
             "",
         ]
         if "cache" in emb:
+            rate = ""
+            if emb["cache_added"]:
+                per_text = emb["cache_fill_s"] * 1000 / emb["cache_added"]
+                rate = f", embedded in batches of 256 at {per_text:.1f} ms per text"
             lines += [
                 "Vectors came from a cache filled once before the systems ran "
-                f"({emb['cache_added']:,} new texts this run; "
+                f"({emb['cache_added']:,} new texts this run{rate}; "
                 f"{emb.get('cache_misses', 0)} texts a system asked for beyond it, embedded "
                 "then): **the dense systems' ingest and search times leave the model out.** "
                 "Add the model's cost to compare with a keyword system: mem0 and the "

@@ -197,6 +197,7 @@ def test_every_installed_system_runs_on_a_generated_chat(
         assert "error" not in r, (name, r.get("error"))
         check_figures(r, 72)
         assert r["questions"] == 8
+        assert r["cache_misses"] == 0  # embeds the item texts and questions only
         # the made-up word is in the question and in the one answer turn only
         assert r["by_category"]["found"]["R@10"] == 1.0, name
     for name in ("pmm-keyword", "bm25"):  # no shared word: keyword search cannot find it
