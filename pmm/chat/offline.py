@@ -52,6 +52,8 @@ _TOPICS: dict[str, frozenset[str]] = {
     "Dislikes": frozenset("dislike dislikes hate hates like".split()),
 }
 _STOP = frozenset("i me my you your the a an of do does did is are am what about".split())
+_JOB_QUESTION = re.compile(r"\b(?:for a living|do for work|what do i do)\b", re.IGNORECASE)
+"""Asking for a job in words that name none ("what do I do for a living?": not where I live)."""
 
 
 class OfflineResponder:
@@ -96,6 +98,8 @@ def relevant_facts(facts: list[str], question: str) -> list[str]:
     if any(pattern.search(question) for pattern in _EVERYTHING):
         return list(facts)
     words = {w.lower() for w in _WORDS.findall(question)} - _STOP
+    if _JOB_QUESTION.search(question):
+        words = (words - {"living", "live"}) | {"job"}
     chosen = []
     for fact in facts:
         label, _, value = fact.partition(":")

@@ -22,6 +22,9 @@ def test_relevant_facts_are_what_was_asked() -> None:
     assert relevant_facts(FACTS, "What is my name?") == ["Name: Zed"]
     assert relevant_facts(FACTS, "Where do I live?") == ["Lives in: Oslo", "From: Faro"]
     assert relevant_facts(FACTS, "What is my job?") == ["Works as: teacher"]
+    # "living" is no question about where: issue 22 answered it with "Lives in"
+    assert relevant_facts(FACTS, "what do I do for a living?") == ["Works as: teacher"]
+    assert relevant_facts(FACTS, "What do I do for work?") == ["Works as: teacher"]
     assert relevant_facts(FACTS, "Do I enjoy sailing?") == ["Likes: sailing"]
     assert relevant_facts(FACTS, "Is Oslo cold?") == ["Lives in: Oslo"]
     assert relevant_facts(FACTS, "What do you know about me?") == FACTS
