@@ -337,8 +337,9 @@ class Recaller:
         """Recall of a query made of symbols only (``"🐶"``): the events holding them, by
         :meth:`EventLog.search_symbols`, ranked as the ``symbol`` ranker; with ``user_id``,
         only that user's events."""
-        limit = depth if user_id is None else depth * 50  # others' hits are dropped below
-        found = self.store.search_symbols(needles, limit=limit, session_id=session_id, kinds=kinds)
+        found = self.store.search_symbols(
+            needles, limit=depth, session_id=session_id, kinds=kinds, user_id=user_id
+        )
         ids = [i for i, _ in found if i not in excluded]
         events = self.store.get_many(ids)
         hits: list[Hit] = []
@@ -346,9 +347,7 @@ class Recaller:
             event = events.get(event_id)
             if event is None or (event.content is None and not event.summary):
                 continue
-            if user_id is not None and event.user_id != user_id:
-                continue  # the scan reads every user's text: keep to hers
-            hits.append(Hit(event, 1.0 / (RRF_K + rank), {"symbol": len(hits) + 1}))
+            hits.append(Hit(event, 1.0 / (RRF_K + rank), {"symbol": rank}))
             if len(hits) >= k:
                 break
         return hits

@@ -76,6 +76,24 @@ class ErasureReport:
     dry_run: bool = False
     """True: nothing was written; ``erased`` says what a real run would erase."""
 
+    @classmethod
+    def planned(
+        cls, targets: set[int], derived: set[int], skipped: list[int], reason: str, size: int
+    ) -> ErasureReport:
+        """What a ``dry_run`` reports: the events it would erase, nothing written, no
+        marker, the storage's ``size`` unchanged."""
+        return cls(
+            erased=sorted(targets | derived),
+            derived=sorted(derived),
+            markers=[],
+            reason=reason,
+            wal_truncated=False,
+            bytes_before=size,
+            bytes_after=size,
+            skipped=skipped,
+            dry_run=True,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "erased": self.erased,

@@ -252,6 +252,7 @@ class DerivedData:
         limit: int = 10,
         session_id: str | None = None,
         kinds: Iterable[str] | None = None,
+        user_id: str | None = None,
     ) -> list[tuple[int, float]]:
         """``(event_id, needles found)`` of the events whose content or summary holds one
         of ``needles`` (symbols the full-text index drops), most first, then newest, as on
@@ -259,7 +260,8 @@ class DerivedData:
         needles = [n for n in dict.fromkeys(needles) if n][:8]
         if not needles:
             return []
-        where, params = filters(session_id, None if kinds is None else list(kinds), None, None)
+        kind_list = None if kinds is None else list(kinds)
+        where, params = filters(session_id, kind_list, None, None, user_id)
         found = " + ".join(
             "(strpos(coalesce(content, ''), %s) > 0 OR strpos(coalesce(summary, ''), %s) > 0)::int"
             for _ in needles

@@ -115,17 +115,7 @@ def forget(
         with db.write() as conn:
             conn.execute("SET TRANSACTION READ ONLY")
             targets, derived, skipped = _select(conn, ids, sessions, match, require_text)
-        return ErasureReport(
-            erased=sorted(targets | derived),
-            derived=sorted(derived),
-            markers=[],
-            reason=reason,
-            wal_truncated=False,
-            bytes_before=before,
-            bytes_after=before,
-            skipped=skipped,
-            dry_run=True,
-        )
+        return ErasureReport.planned(targets, derived, skipped, reason, before)
     with db.write() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
         targets, derived, skipped = _select(conn, ids, sessions, match, require_text)

@@ -71,17 +71,7 @@ def forget(
     before = file_bytes(store.path)
     if dry_run:
         targets, derived, skipped = picked(store, ids, sessions, match, require_text)
-        return ErasureReport(
-            erased=sorted(targets | derived),
-            derived=sorted(derived),
-            markers=[],
-            reason=reason,
-            wal_truncated=False,
-            bytes_before=before,
-            bytes_after=before,
-            skipped=skipped,
-            dry_run=True,
-        )
+        return ErasureReport.planned(targets, derived, skipped, reason, before)
     targets, derived, skipped, markers, truncated = erase(
         store, ids, sessions, match, reason, require_text
     )

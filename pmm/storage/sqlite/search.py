@@ -252,6 +252,7 @@ class SearchIndex(SqliteBase):
         limit: int = 10,
         session_id: str | None = None,
         kinds: Iterable[str] | None = None,
+        user_id: str | None = None,
     ) -> list[tuple[int, float]]:
         """``(event_id, needles found)`` of the events whose text or summary holds one of
         ``needles`` (symbols such as emoji, which FTS5's tokenizer drops: see
@@ -260,7 +261,8 @@ class SearchIndex(SqliteBase):
         needles = [n for n in dict.fromkeys(needles) if n][:8]
         if not needles:
             return []
-        where, params = filters(session_id, None if kinds is None else list(kinds), None, None)
+        kind_list = None if kinds is None else list(kinds)
+        where, params = filters(session_id, kind_list, None, None, user_id)
         found = " + ".join(
             "(instr(coalesce(t, ''), ?) > 0 OR instr(coalesce(s, ''), ?) > 0)" for _ in needles
         )

@@ -219,7 +219,7 @@ def _window_ids(mind: Mind, user: str) -> list[int]:
 def _agent_model(n: int) -> object:
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integrations"))
     from fake_models import fake_model
 
     return fake_model(*(f"answer {i}" for i in range(n)))
