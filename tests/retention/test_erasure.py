@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pytest
+from mind_helpers import HashEmbedder
 
 from pmm import Mind
 from pmm.cli import main
@@ -32,22 +30,6 @@ FILLER = [
     "happened in that long and rather uneventful conversation about daily things."
     for i in range(40)
 ]
-
-
-class HashEmbedder:
-    """A deterministic bag-of-words embedder (CRC-32 of each word seeds its direction)."""
-
-    model_name = "test/erasure-hash"
-    dim = 16
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                seed = zlib.crc32(word.encode())
-                out[row] += np.random.default_rng(seed).standard_normal(self.dim)
-            out[row, 0] += 1e-3
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
 @pytest.fixture(autouse=True)

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mind_helpers import HashEmbedder
 
 pytest.importorskip("langgraph")
 
@@ -77,22 +75,6 @@ def population(draw: st.DrawFn) -> tuple[list[str], list[list[str]]]:
     users = draw(st.lists(IDS, min_size=3, max_size=4, unique=True))
     sessions = draw(st.lists(IDS, min_size=3 * len(users), max_size=3 * len(users), unique=True))
     return users, [sessions[3 * i : 3 * i + 3] for i in range(len(users))]
-
-
-class HashEmbedder:
-    """A deterministic bag-of-words embedder (CRC-32 of each word seeds its direction)."""
-
-    model_name = "test/isolation-hash"
-    dim = 16
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                seed = zlib.crc32(word.encode())
-                out[row] += np.random.default_rng(seed).standard_normal(self.dim)
-            out[row, 0] += 1e-3
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
 _counter = itertools.count()
