@@ -277,8 +277,14 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     print(f"({seconds:.0f} s for {len(records)} questions)")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        out = {"data": str(path), "questions": len(records), "tables": table,
-               "latency_p50_ms": latency, "seconds": seconds}  # fmt: skip
+        from provenance import stamp
+
+        command = "python " + " ".join(
+            ["bench/locomo.py", *(sys.argv[1:] if argv is None else argv)]
+        )
+        out = {"bench": "bench/locomo.py", **stamp(command), "data": path.name,
+               "questions": len(records), "tables": table, "latency_p50_ms": latency,
+               "seconds": seconds}  # fmt: skip
         args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
     if args.lists:

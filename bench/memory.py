@@ -21,9 +21,9 @@ import argparse
 import bisect
 import itertools
 import json
-import os
 import random
 import sqlite3
+import sys
 import tempfile
 import time
 import warnings
@@ -191,23 +191,15 @@ def main() -> None:
         " turns;\nthe buffer memory returns the whole session, unbudgeted."
     )
     if args.json:
-        import platform
-        import subprocess
+        from provenance import stamp
 
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-        ).stdout.strip()
         args.json.parent.mkdir(parents=True, exist_ok=True)
         record = {
             "bench": "bench/memory.py",
             "events": args.events,
             "sessions": args.sessions,
             "rounds": args.rounds,
-            "commit": commit,
-            "measured": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
-            f"{platform.python_version()}, SQLite {sqlite3.sqlite_version}",
-            "load_average": os.getloadavg()[0],
+            **stamp("python " + " ".join(["bench/memory.py", *sys.argv[1:]])),
             "figures": figures,
         }
         args.json.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

@@ -534,6 +534,12 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     else:
         results = run_quality(args, None if embedder is None else CachingEmbedder(embedder))
     if args.out_json:
+        from provenance import stamp
+
+        command = "python " + " ".join(
+            ["bench/recall.py", *(sys.argv[1:] if argv is None else argv)]
+        )
+        results = {"bench": "bench/recall.py", **stamp(command), **results}
         args.out_json.parent.mkdir(parents=True, exist_ok=True)
         args.out_json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.out_json}")
