@@ -336,7 +336,17 @@ class Mind:
     def clear(self, session_id: str | None = None, *, user_id: str | None = None) -> Event:
         """Start this session's history afresh. Nothing is deleted: a chained ``clear``
         marker is appended and history (and key facts) start after it. A user's other
-        threads keep theirs."""
+        threads keep theirs::
+
+            mind.clear("thread-1", user_id="alice")
+
+        Args:
+            session_id: The session (thread) to clear; default: the Mind's session.
+            user_id: The session's user (checked against its owner when given).
+
+        Returns:
+            The chained ``clear`` event.
+        """
         session = self._session(session_id)
         user = self._owners.resolve(session, user_id)
         [event] = self.store.append_many(
@@ -514,7 +524,14 @@ class Mind:
         return 0
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait for the background worker to finish what is pending now."""
+        """Wait for the background worker to finish what is pending now.
+
+        Args:
+            timeout: Seconds to wait at most (None: until done).
+
+        Returns:
+            True when nothing is pending any more (or there is no worker), False on timeout.
+        """
         return True if self._worker is None else self._worker.flush(timeout)
 
     @property
@@ -543,7 +560,16 @@ class Mind:
 
     def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
         """Counts by kind/session/role, digest and embedding coverage, size on disk; with
-        ``user_id``, that user's counts alone (:func:`pmm.context.users.user_stats`)."""
+        ``user_id``, that user's counts alone (:func:`pmm.context.users.user_stats`)::
+
+            mind.stats(user_id="alice")["events"]
+
+        Args:
+            user_id: Only this user's events (sessions, kinds, sizes of her text).
+
+        Returns:
+            A JSON-serialisable dict, the figures ``pmm stats`` prints.
+        """
         user = checked_user(user_id)
         if user is not None:
             return user_stats(self.store, user)
@@ -633,6 +659,17 @@ class Mind:
         a user, or has no events::
 
             mind.assign_user("alice-2024", "alice")   # `pmm assign-user alice-2024 alice`
+
+        Args:
+            session_id: The session written without a user.
+            user_id: The user it belongs to.
+            reason: Recorded in the ``user_assigned`` event's text.
+
+        Returns:
+            The chained ``user_assigned`` event.
+
+        Raises:
+            InvalidInputError: The session has no events or already has a user.
         """
         user = checked_user(user_id)
         if user is None:
@@ -659,6 +696,20 @@ class Mind:
         Every read decodes them; with the setting on, dream, close and the idle worker run it::
 
             mind.compress("30d").compressed            # texts compressed now
+
+        Args:
+            after: Keep this many newest texts as they are (``1000``), or compress those
+                older than an age (``"30d"``); None reads ``PMM_COMPRESS_AFTER``.
+            dry_run: Count what would be compressed, change nothing.
+            retrain: Train a new dictionary on the file's text even if one exists.
+
+        Returns:
+            How many texts were compressed, the bytes before and after, the dictionary.
+
+        Raises:
+            InvalidInputError: Compression is off (no ``after`` and no setting) or
+                ``after`` is neither a count nor an age.
+            UnsupportedOperationError: The store cannot compress (PostgreSQL).
         """
         return self._upkeep.compress(after, dry_run=dry_run, retrain=retrain)
 
@@ -674,6 +725,18 @@ class Mind:
         :mod:`pmm.retention.compaction`)::
 
             mind.compact(older_than="30d", dry_run=True).compacted   # what would go
+
+        Args:
+            older_than: The age (``"30d"``, ``"12h"`` or a ``timedelta``) a turn must reach.
+            session_id: Only this session's turns (default: every session).
+            dry_run: List what would be compacted, change nothing.
+
+        Returns:
+            The compacted event ids, the bytes of raw text dropped and the file's size
+            before and after.
+
+        Raises:
+            InvalidInputError: ``older_than`` is not an age.
         """
         return self._upkeep.compact(older_than=older_than, session_id=session_id, dry_run=dry_run)
 

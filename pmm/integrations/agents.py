@@ -187,7 +187,16 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> str:
         """The PMM context for a model call over ``messages`` (empty when there is none):
         facts, memories relevant to the latest human message, and remembered turns that
-        are not among ``messages`` (of ``user_id``'s threads, when given)."""
+        are not among ``messages`` (of ``user_id``'s threads, when given).
+
+        Args:
+            session: The PMM session (the thread).
+            messages: The messages the model gets; turns among them are not repeated.
+            user_id: The thread's user: key facts and memories come from all her threads.
+
+        Returns:
+            The text added to the system message, headed by the context header.
+        """
         query = next((str(m.text) for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         budget = (
             self.mind.settings.max_tokens
@@ -247,7 +256,16 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         oversized one is stored in full as linked parts, NUL and lone surrogates as
         U+FFFD; an empty one, or one the log still refuses, is left out; the others are
         stored, and one warning per run names what was changed or left out (a message
-        left out is named once, not again on every later run of the thread)."""
+        left out is named once, not again on every later run of the thread).
+
+        Args:
+            session: The PMM session (the thread), e.g. :meth:`session_for` of the run.
+            messages: The thread's messages; those already stored are skipped.
+            user_id: The thread's user (see :meth:`user_for`).
+
+        Returns:
+            The ids of the events appended now.
+        """
         candidates = [
             m
             for m in messages

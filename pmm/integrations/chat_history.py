@@ -70,6 +70,9 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The session's messages since its last clear, oldest first: every one, or with
+        ``max_token_limit`` the budgeted context (summary, relevant memories, recent turns)
+        as messages. A compacted turn shows its summary; an erased one is left out."""
         if self.max_token_limit is not None:
             return self.mind.context(
                 self.session_id,
@@ -90,6 +93,17 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
         return out
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append the messages as chained events in one transaction::
+
+            history.add_messages([HumanMessage("I live in Porto."), AIMessage("Noted!")])
+
+        What a message holds never fails the call (see :mod:`pmm.storage.safe_append`): an
+        oversized one is stored as linked parts, an empty one left out, with one warning.
+
+        Args:
+            messages: Human, AI, tool or system messages (tool messages keep their
+                ``tool_call_id``).
+        """
         entries = []
         for message in messages:
             role = message_role(message)
@@ -111,6 +125,7 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
         )
 
     def clear(self) -> None:
+        """Start the session afresh: a chained ``clear`` marker; nothing is deleted."""
         self.mind.clear(self.session_id, user_id=self.user_id)
 
     def close(self) -> None:

@@ -113,7 +113,16 @@ class PersistentMindMemory(BaseMemory):
         return self.pmm.counter.name
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """This session's history within ``max_token_limit`` (relevant to the input)."""
+        """This session's history within ``max_token_limit`` (relevant to the input)::
+
+            memory.load_memory_variables({"input": "Where do I live?"})["history"]
+
+        Args:
+            inputs: The chain's inputs; the input text is the query for relevant memories.
+
+        Returns:
+            ``{memory_key: text}``, or ``{memory_key: messages}`` with ``return_messages``.
+        """
         query = self._input_text(inputs) if inputs else None
         context = self.pmm.context(
             self.session,
@@ -130,7 +139,18 @@ class PersistentMindMemory(BaseMemory):
         """Append the user's input and the AI's output as two chained events (one
         transaction). What the texts hold never fails the chain: an oversized text is
         stored as linked parts, NUL and lone surrogates as U+FFFD, an empty one is left
-        out, with one warning (see :mod:`pmm.storage.safe_append`)."""
+        out, with one warning (see :mod:`pmm.storage.safe_append`)::
+
+            memory.save_context({"input": "I live in Porto."}, {"output": "Noted!"})
+
+        Args:
+            inputs: The chain's inputs: the user's text (``input_key``, or the one input),
+                and optionally ``ts`` (the turn's conversation time).
+            outputs: The chain's outputs: the AI's text (``output_key``, or the one output).
+
+        Raises:
+            InvalidInputError: ``inputs`` holds no user text.
+        """
         user_text = self._input_text(inputs)
         if user_text is None:
             raise InvalidInputError(
