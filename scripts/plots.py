@@ -1,19 +1,19 @@
-"""Draw the documentation's benchmark plots as SVG, from the benches' figures in
-docs/benchmarks/data/*.json.
+"""Draw the documentation's benchmark plots as SVG, from the JSON the benches write into
+docs/benchmarks/data/ (each file records its command, commit, time, machine and load).
 
     python scripts/plots.py            # rewrites docs/images/*.svg (needs the [docs] extra)
 
-Where each number comes from (every JSON file also says so in its "source" field):
+The files, and the command that writes each:
 
-- ``recall-at-k.json``: recall@1/5/10/25 per ranker and mode on the chat and paraphrase
-  datasets, transcribed from the README's table "All questions, recall@k and MRR" at commit
-  749a3cd, as printed by ``bench/fusion.py`` (which writes no JSON; rerunning it embeds
-  both datasets, too slow on the 2 shared cores the docs were built on).
-- ``memory-N.json``: written by ``python bench/memory.py --events N --sessions N/100
-  --rounds 100 --json docs/benchmarks/data/memory-N.json`` (100 events per session, so only
-  the size of the file changes); each file holds its commit, date, machine and load.
-- ``storage-bytes.json``: bytes per turn in each storage mode, transcribed from the README's
-  table at commit 7b3d8ec, as printed by ``python bench/storage.py --dbstat``.
+- ``recall-locomo.json``: ``python bench/locomo.py --json docs/benchmarks/data/recall-locomo.json``
+  (needs ../shared/data/locomo/; the file holds figures only, never LoCoMo's text);
+- ``recall-chat.json`` and ``recall-paraphrase.json``: ``python bench/recall.py --data chat
+  --digests without --out-json docs/benchmarks/data/recall-chat.json`` (and ``paraphrase``);
+- ``memory-N.json``: ``python bench/memory.py --events N --sessions N/100 --rounds 100
+  --json docs/benchmarks/data/memory-N.json`` (100 events per session, so only the size of
+  the file changes);
+- ``storage-bytes.json``: ``python bench/storage.py --recall-conversations 0 --json
+  docs/benchmarks/data/storage-bytes.json``.
 
 Nothing here is computed or invented: the script only draws what those files hold. The SVGs
 are deterministic (no dates, fixed ids), so a rerun on the same data changes no byte.
@@ -49,24 +49,59 @@ def _save(figure: Any, name: str) -> Path:
     return path
 
 
+RECALL_FILES = {
+    "LoCoMo (real dialog)": "recall-locomo.json",
+    "chat (generated)": "recall-chat.json",
+    "paraphrase (generated)": "recall-paraphrase.json",
+}
+"""One panel per dataset; the LoCoMo one is left out where its file is absent."""
+
+SYSTEMS = {
+    "bm25": "plain BM25 (baseline)",
+    "ranker:dense": "dense MiniLM alone",
+    "ranker:window": "window ranker alone",
+    "keyword": "keyword mode",
+    "semantic": "semantic mode",
+    "hybrid": "hybrid, the default",
+}
+"""The systems drawn, by their names in the benches' JSON (recall.py adds ``|digests``)."""
+
+
+def _recall_rows(data: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """``system -> {"R@1": .., ...}`` from bench/locomo.py's or bench/recall.py's JSON."""
+    if "tables" in data:  # bench/locomo.py: system -> category -> figures
+        return {name: groups["all"] for name, groups in data["tables"].items()}
+    rows = {}  # bench/recall.py: "system|digests" -> figures
+    for key, figures in data["summary"].items():
+        name, _, digests = key.partition("|")
+        if digests in ("-", "no"):
+            rows[name] = figures
+    return rows
+
+
 def recall_at_k() -> Path:
-    data = _load("recall-at-k.json")
-    ks = data["k"]
-    datasets = data["datasets"]
-    figure, axes = plt.subplots(1, len(datasets), figsize=(9, 3.4), sharey=True)
-    for ax, (dataset, rankers) in zip(axes, datasets.items(), strict=True):
-        for ranker, values in rankers.items():
-            style = "--" if "baseline" in ranker else "-"
-            ax.plot(ks, values, style, marker="o", label=ranker)
-        ax.set_title(dataset)
+    panels = {title: _load(name) for title, name in RECALL_FILES.items() if (DATA / name).is_file()}
+    if not panels:
+        raise SystemExit("no docs/benchmarks/data/recall-*.json: run bench/recall.py --out-json")
+    ks = [1, 5, 10, 25]
+    figure, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.6), sharey=True)
+    for ax, (title, data) in zip(axes, panels.items(), strict=True):
+        rows = _recall_rows(data)
+        for name, shown in SYSTEMS.items():
+            if name not in rows:
+                continue
+            style = "--" if name == "bm25" else "-"
+            ax.plot(ks, [rows[name][f"R@{k}"] for k in ks], style, marker="o", label=shown)
+        ax.set_title(f"{title}\n{data['measured'][:10]}, {data['commit']}", fontsize=8)
         ax.set_xlabel("k")
         ax.set_xscale("log")
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("recall@k")
+    axes[0].set_ylabel("recall@k (share of answer turns in the top k)")
     axes[-1].legend(loc="lower right", fontsize=7)
-    figure.suptitle(f"Recall@k per ranker and mode ({data['measured']})", fontsize=9)
+    machine = next(iter(panels.values()))["machine"]
+    figure.suptitle(f"Recall@k per ranker and mode ({machine})", fontsize=9)
     return _save(figure, "recall-at-k.svg")
 
 
@@ -112,7 +147,11 @@ def bytes_per_turn() -> Path:
     ax.bar_label(bars, [f"{modes[label]:,}" for label in labels], padding=3, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("bytes per turn (vacuumed file)")
-    ax.set_title(f"Bytes per turn by storage mode ({data['measured']})", fontsize=9)
+    ax.set_title(
+        f"Bytes per turn by storage mode ({data['measured'][:10]}, commit {data['commit']})\n"
+        f"{data['corpus']}",
+        fontsize=7,
+    )
     ax.set_xlim(0, max(modes.values()) * 1.18)
     return _save(figure, "bytes-per-turn.svg")
 
