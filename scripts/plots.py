@@ -58,10 +58,9 @@ RECALL_FILES = {
 
 SYSTEMS = {
     "bm25": "plain BM25 (baseline)",
-    "ranker:dense": "dense MiniLM alone",
     "ranker:window": "window ranker alone",
     "keyword": "keyword mode",
-    "semantic": "semantic mode",
+    "semantic": "semantic mode (dense MiniLM alone)",
     "hybrid": "hybrid, the default",
 }
 """The systems drawn, by their names in the benches' JSON (recall.py adds ``|digests``)."""
@@ -99,9 +98,12 @@ def recall_at_k() -> Path:
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("recall@k (share of answer turns in the top k)")
-    axes[-1].legend(loc="lower right", fontsize=7)
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(
+        handles, labels, loc="lower center", ncol=5, fontsize=7, bbox_to_anchor=(0.5, -0.1)
+    )
     machine = next(iter(panels.values()))["machine"]
-    figure.suptitle(f"Recall@k per ranker and mode ({machine})", fontsize=9)
+    figure.suptitle(f"Recall@k per ranker and mode ({machine})", fontsize=9, y=1.06)
     return _save(figure, "recall-at-k.svg")
 
 

@@ -1,5 +1,5 @@
-"""scripts/plots.py draws every plot from docs/benchmarks/data/*.json, and the transcribed
-figures there are the ones the benchmark pages print."""
+"""scripts/plots.py draws every plot from the benches' JSON in docs/benchmarks/data/, and
+the figures there are the ones the benchmark pages print."""
 
 from __future__ import annotations
 
@@ -34,28 +34,40 @@ def test_every_plot_is_drawn_from_the_data(tmp_path: Path, monkeypatch: pytest.M
     assert again == drawn[0].read_bytes()  # deterministic: a rerun changes no byte
 
 
-def test_the_transcribed_recall_figures_are_the_fusion_pages() -> None:
-    data = json.loads((DATA / "recall-at-k.json").read_text("utf-8"))
-    page = (ROOT / "docs" / "benchmarks" / "fusion.md").read_text("utf-8")
-    rows = {
-        "turn BM25 (baseline)": "| turn BM25 |",
-        "hybrid, the default": "| **hybrid, the default** |",
-    }
-    chat = data["datasets"]["chat (1,548 questions)"]
-    para = data["datasets"]["paraphrase (130 questions)"]
-    for name, prefix in rows.items():
-        [line] = [row for row in page.splitlines() if row.startswith(prefix)]
-        cells = [c.strip() for c in line.split("|")[2:-1]]
-        assert [float(c) for c in cells[0:4]] == chat[name]
-        assert [float(c) for c in cells[5:9]] == para[name]
+def test_the_recall_page_prints_the_plotted_figures() -> None:
+    page = (ROOT / "docs" / "benchmarks" / "recall.md").read_text("utf-8")
+    for dataset, row in (
+        ("chat", "| chat, 1,548 questions |"),
+        ("paraphrase", "| paraphrase, 130"),
+    ):
+        summary = json.loads((DATA / f"recall-{dataset}.json").read_text("utf-8"))["summary"]
+        [line] = [r for r in page.splitlines() if r.startswith(row)]
+        cells = line.split("|")[2:-1]
+        for cell, key in zip(
+            cells, ("bm25|-", "hybrid|no", "keyword|no", "semantic|no"), strict=False
+        ):
+            r10, r25 = summary[key]["R@10"], summary[key]["R@25"]
+            assert f"{r10:.3f}" in cell and f"({r25:.3f})" in cell, (dataset, key, cell)
 
 
-def test_the_storage_figures_are_the_storage_page() -> None:
-    data = json.loads((DATA / "storage-bytes.json").read_text("utf-8"))["bytes_per_turn"]
-    page = (ROOT / "docs" / "benchmarks" / "storage.md").read_text("utf-8")
-    assert f"| PMM, summaries off | {data['PMM, summaries off']:,} |" in page
-    assert f"| PMM compacted | {data['PMM compacted']:,} |" in page
-    assert f"| SQLChatMessageHistory | {data['SQLChatMessageHistory (baseline)']:,} |" in page
+def test_the_storage_page_prints_the_plotted_figures() -> None:
+    data = json.loads((DATA / "storage-bytes.json").read_text("utf-8"))
+    page = " ".join((ROOT / "docs" / "benchmarks" / "storage.md").read_text("utf-8").split())
+    per_turn = data["bytes_per_turn"]
+    pmm = ("PMM, summaries off", "PMM compressed", "PMM with digests", "PMM compacted")
+    assert " / ".join(f"{per_turn[k]:,}" for k in pmm) + " B per turn" in page
+    assert f"{per_turn['SQLChatMessageHistory (baseline)']:,} for `SQLChatMessageHistory`" in page
+    assert f"at commit `{data['commit']}`" in page
+
+
+def test_every_plotted_file_records_where_it_was_measured() -> None:
+    for path in DATA.glob("*.json"):
+        record = json.loads(path.read_text("utf-8"))
+        assert record["bench"].startswith("bench/"), path.name
+        assert record["commit"] and "+dirty" not in record["commit"], path.name
+        assert record["machine"] and record["measured"][:4] == "2026", path.name
+        if "command" in record:  # memory-*.json predate the recorded command
+            assert record["command"].startswith("python " + record["bench"]), path.name
 
 
 def test_the_memory_runs_record_where_they_were_measured() -> None:
