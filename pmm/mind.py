@@ -319,6 +319,15 @@ class Mind:
         the user of the entries that carry none::
 
             mind.remember_safely([NewEvent("prompt", big_text, "alice", "user")], where="app")
+
+        Args:
+            entries: The events to store, in order, in one transaction.
+            where: Names the caller in the warning (``"PMMMiddleware (session 'a')"``).
+            user_id: The user of the entries that carry none.
+
+        Returns:
+            The events stored: an oversized text's linked parts each, none for an entry
+            left out.
         """
         user = checked_user(user_id)
         if user is not None:
@@ -588,7 +597,15 @@ class Mind:
 
     def stored_message_ids(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
         """Which of these LangChain message ids this session already holds (events appended
-        with ``meta["message_id"]``): what lets a caller store each message exactly once."""
+        with ``meta["message_id"]``): what lets a caller store each message exactly once.
+
+        Args:
+            session_id: The session (thread) to look in.
+            message_ids: The LangChain message ids to look for.
+
+        Returns:
+            The subset of ``message_ids`` already stored.
+        """
         return self.store.stored_meta_values(
             session_id=self._session(session_id), field="message_id", values=message_ids
         )

@@ -144,7 +144,14 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def session_for(self, config: RunnableConfig | None) -> str:
         """The PMM session of a run: the override, the callable's answer, the thread id,
-        or the ``session_id`` setting when the run has no thread id."""
+        or the ``session_id`` setting when the run has no thread id.
+
+        Args:
+            config: The run's config (``configurable.thread_id``), or None.
+
+        Raises:
+            InvalidInputError: The ``session_id`` callable returned no usable string.
+        """
         if isinstance(self.session_id, str):
             return self.session_id
         config = config or {}
@@ -161,7 +168,14 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def user_for(self, config: RunnableConfig | None) -> str | None:
         """The user of a run: the fixed ``user_id``, the callable's answer, or the run's
         ``configurable.user_id``; None when there is none (the thread's own user, if it
-        has one, is used then)."""
+        has one, is used then).
+
+        Args:
+            config: The run's config (``configurable.user_id``), or None.
+
+        Raises:
+            InvalidInputError: The user is not a non-empty string.
+        """
         if isinstance(self.user_id, str):
             return self.user_id
         config = config or {}

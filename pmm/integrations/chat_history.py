@@ -49,6 +49,8 @@ class PMMChatMessageHistory(BaseChatMessageHistory):
         mind: Share an open :class:`~pmm.Mind` (one open file for every session).
         max_token_limit: None = ``messages`` is the whole session since its last
             ``clear()``; a number = the compact, budgeted context as messages.
+    user_id: The session's user (a session belongs to one user; see
+        :meth:`pmm.Mind.remember`).
         **settings: PMM settings for the Mind it opens.
     """
 
