@@ -29,33 +29,30 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from pmm.chat.offline import OfflineResponder
+from pmm.chat.online import Responder, online_responder
+from pmm.chat.terminal import (
+    PROMPT,
+    PromptAwareHandler,
+    enable_line_editing,
+    interrupts_deferred,
+)
 from pmm.context.users import checked_user
-from pmm.errors import InvalidInputError, MissingDependencyError, PMMError
+from pmm.errors import InvalidInputError, PMMError
 from pmm.records import NewEvent
 from pmm.settings import Settings
 from pmm.text.words import found_by, snippet
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import BaseMessage
-
     from pmm.mind import Mind
     from pmm.records import Hit
 
-SYSTEM_PROMPT = (
-    "You are a helpful assistant with a persistent memory of earlier conversations. "
-    "What you remember about the user and the conversation so far follow; use them when "
-    "they help, and never invent memories you do not have."
-)
+
 HELP = """\
 commands:
   /help           this list
@@ -69,138 +66,9 @@ commands:
   /user NAME [S]  act as user NAME (her thread S, or the current one if it is hers)
   /quit           leave (Ctrl-D and Ctrl-C at the prompt leave too)
 anything else is a message."""
-PROMPT = "you> "
 REPLY_PREFIX = "pmm> "
 
-AGENT_THREAD_MESSAGES = 40
-"""Messages the agent keeps in its thread; older ones come back from PMM (lossless trim)."""
-
 Write = Callable[[str], None]
-
-
-class Responder(Protocol):
-    """Produces the reply to one message, given the session's memory."""
-
-    banner: str
-
-    def reply(self, mind: Mind, session: str, text: str, user: str | None = None) -> str: ...
-
-
-# -- the two modes -------------------------------------------------------------------
-
-
-class OnlineResponder:
-    """Replies through ``prompt | ChatOpenAI | StrOutputParser`` with PMM's context."""
-
-    def __init__(self, model: str, api_key: str, base_url: str | None) -> None:
-        from langchain_core.output_parsers import StrOutputParser
-        from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-
-        llm = _chat_model(model, api_key, base_url)
-        prompt = ChatPromptTemplate.from_messages(
-            [("system", SYSTEM_PROMPT), MessagesPlaceholder("history"), ("human", "{input}")]
-        )
-        self.chain = prompt | llm | StrOutputParser()
-        where = base_url or "api.openai.com"
-        self.banner = f"online (classic chain): model {model} at {where}"
-
-    def reply(self, mind: Mind, session: str, text: str, user: str | None = None) -> str:
-        history: list[BaseMessage] = mind.context(
-            session, query=text, as_messages=True, user_id=user
-        ).messages()
-        answer = self.chain.invoke({"input": text, "history": history})
-        return str(answer)
-
-
-class AgentResponder:
-    """Replies through a LangChain v1 agent: ``create_agent`` with :class:`PMMMiddleware`
-    (PMM's context in the system message; each message stored once, by its id) and an
-    in-process checkpointer for the thread (the session name is the thread id). The
-    middleware saves the exchange before :meth:`reply` returns (``remembers``)."""
-
-    remembers = True
-
-    def __init__(self, model: str, api_key: str, base_url: str | None) -> None:
-        try:
-            from langchain.agents import create_agent
-            from langgraph.checkpoint.memory import InMemorySaver
-        except ImportError:
-            raise MissingDependencyError(
-                "the chat's agent mode", "langchain and langgraph", "agents"
-            ) from None
-        self._llm = _chat_model(model, api_key, base_url)
-        self._create_agent = create_agent
-        self._checkpointer = InMemorySaver()
-        self._agent: Any = None
-        self._mind: Mind | None = None
-        where = base_url or "api.openai.com"
-        self.banner = f"online: model {model} at {where}"
-
-    def _agent_for(self, mind: Mind) -> Any:
-        if self._agent is None or self._mind is not mind:
-            from pmm.integrations.agents import PMMMiddleware
-
-            self._agent = self._create_agent(
-                self._llm,
-                [],
-                system_prompt=SYSTEM_PROMPT,
-                middleware=[PMMMiddleware(mind=mind, trim_to=AGENT_THREAD_MESSAGES)],
-                checkpointer=self._checkpointer,
-            )
-            self._mind = mind
-        return self._agent
-
-    def reply(self, mind: Mind, session: str, text: str, user: str | None = None) -> str:
-        import uuid
-
-        from langchain_core.messages import HumanMessage, RemoveMessage
-
-        agent = self._agent_for(mind)
-        config: Any = {"configurable": {"thread_id": session}}
-        if user is not None:
-            config["configurable"]["user_id"] = user
-        message = HumanMessage(content=text, id=str(uuid.uuid4()))
-        try:
-            result = agent.invoke({"messages": [message]}, config)
-        except BaseException:
-            # Nothing of a failed or cancelled turn stays: not in the log (the middleware
-            # stores after the agent ends), and not in the thread's checkpoint either.
-            state = agent.get_state(config)
-            if any(m.id == message.id for m in state.values.get("messages", [])):
-                agent.update_state(config, {"messages": [RemoveMessage(id=str(message.id))]})
-            raise
-        return str(result["messages"][-1].text)
-
-
-def online_responder(
-    model: str, api_key: str, base_url: str | None, *, classic: bool = False
-) -> Responder:
-    """The online mode: the v1 agent, or the classic LCEL chain with ``classic``."""
-    if classic:
-        return OnlineResponder(model, api_key, base_url)
-    return AgentResponder(model, api_key, base_url)
-
-
-def _chat_model(model: str, api_key: str, base_url: str | None) -> BaseChatModel:
-    """``ChatOpenAI`` for an OpenAI-compatible server (one retry, a two-minute timeout)."""
-    try:
-        from langchain_openai import ChatOpenAI
-    except ImportError:
-        raise MissingDependencyError(
-            "chatting through an OpenAI-compatible model", "langchain-openai", "llm"
-        ) from None
-    from pydantic import SecretStr
-
-    return ChatOpenAI(
-        model=model,
-        api_key=SecretStr(api_key),
-        base_url=base_url or None,
-        max_retries=1,
-        timeout=120,
-    )
-
-
-# -- the loop ------------------------------------------------------------------------
 
 
 @dataclass
@@ -238,7 +106,7 @@ class Chat:
         # A reply of another kind than "response" (offline mode's) is logged but is no
         # turn: it never fills the history, the context or recall.
         reply_kind = getattr(self.responder, "reply_kind", "response")
-        with _interrupts_deferred():
+        with interrupts_deferred():
             if getattr(self.responder, "remembers", False):
                 pass  # the agent's middleware stored the exchange, each message once
             elif reply_kind == "response":
@@ -431,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"memory in {settings.db_path} ({_features(settings)})"
         )
         print("Type a message, or /help for commands; Ctrl-D leaves.")
-        _enable_line_editing()
+        enable_line_editing()
         chat = Chat(mind, settings.session_id, responder, user=user)
         if user is not None:
             mind.history(settings.session_id, user_id=user)  # refuses another user's thread
@@ -468,43 +336,8 @@ def _loop(chat: Chat, log_handler: PromptAwareHandler | None = None) -> int:
 # -- helpers -------------------------------------------------------------------------
 
 
-class PromptAwareHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Log records on their own line: while the prompt waits for input (``at_prompt``), a
-    warning from the background worker starts on a fresh line and the prompt, with what
-    was typed so far, is drawn again below it, instead of landing inside the prompt line.
-    """
-
-    def __init__(self, stream: IO[str] | None = None, prompt_stream: IO[str] | None = None):
-        super().__init__(stream if stream is not None else sys.stderr)
-        self.prompt_stream = prompt_stream
-        self.at_prompt = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if not self.at_prompt:
-            super().emit(record)
-            return
-        try:
-            message = self.format(record)
-            prompt_stream = self.prompt_stream or sys.stdout
-            prompt_stream.flush()
-            self.stream.write("\n" + message + "\n")
-            self.flush()
-            prompt_stream.write(PROMPT + _typed_so_far())
-            prompt_stream.flush()
-        except Exception:  # logging's own policy: report through handleError, never raise
-            self.handleError(record)
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
-def _typed_so_far() -> str:
-    try:
-        import readline
-    except ImportError:
-        return ""
-    return readline.get_line_buffer()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -566,29 +399,6 @@ def _openai_env() -> tuple[str | None, str | None]:
         return value or None
 
     return get("OPENAI_API_KEY"), get("OPENAI_BASE_URL")
-
-
-def _enable_line_editing() -> None:
-    """Arrow keys and history through readline, where Python has it."""
-    try:
-        import readline
-    except ImportError:  # e.g. Windows without pyreadline: plain input() still works
-        return
-    readline.parse_and_bind("set enable-bracketed-paste off")
-
-
-@contextmanager
-def _interrupts_deferred() -> Iterator[None]:
-    """Ctrl-C inside the block is held back and ignored: the block always completes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
 def _recall(

@@ -6,7 +6,7 @@ import io
 import logging
 
 from pmm.chat.offline import is_question, relevant_facts
-from pmm.chat.repl import PROMPT, PromptAwareHandler
+from pmm.chat.terminal import PROMPT, PromptAwareHandler
 
 FACTS = ["Name: Zed", "Lives in: Oslo", "From: Faro", "Works as: teacher", "Likes: sailing"]
 
