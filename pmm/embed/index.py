@@ -30,7 +30,6 @@ search restricted to a session, is scored exactly in one pass. ``quantized_min``
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +38,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from pmm.embed import scoring
+from pmm.embed.scoring import (
+    QUANTIZED_MIN,
+    SHORTLIST_MIN,
+    SHORTLIST_PER_K,
+    BoolArray,
+    FloatArray,
+    IdArray,
+    sign_bits,
+)
 from pmm.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -50,70 +59,6 @@ REDACTION_KIND = "redaction"
 """Kind of the event :meth:`EventStore.redact` appends; its ``meta["target"]`` is the id."""
 
 _CHUNK = 4096
-
-FloatArray = npt.NDArray[np.float32]
-IdArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
-
-
-_PARALLEL_MIN = 1 << 22
-"""Matrices of at least this many floats (about 11,000 vectors of 384) are scored in
-several threads."""
-_WORKERS = max(1, min(4, os.cpu_count() or 1))
-
-QUANTIZED_MIN = 20_000
-"""Candidate sets of at least this many vectors are searched by sign bits first (below it
-the exact float32 scan costs under 2 ms anyway)."""
-SHORTLIST_MIN = 4_000
-"""The bit pass keeps at least this many candidates for exact scoring (about 0.6 ms)."""
-SHORTLIST_PER_K = 80
-"""... and at least this many per result asked for."""
-
-
-def sign_bits(vectors: FloatArray) -> npt.NDArray[np.uint64]:
-    """One bit per dimension (1 where the value is > 0), packed into 64-bit words per row."""
-    rows, dim = vectors.shape
-    words = -(-dim // 64)
-    packed = np.zeros((rows, words * 8), dtype=np.uint8)
-    packed[:, : -(-dim // 8)] = np.packbits(vectors > 0, axis=1)
-    return packed.view(np.uint64)
-
-
-def _hamming(bits: npt.NDArray[np.uint64], query_bits: npt.NDArray[np.uint64]) -> IdArray:
-    """Bits that differ between each column of ``bits`` (one row per 64-bit word, one
-    column per vector: word by word over contiguous memory is ten times faster than
-    summing short rows) and ``query_bits``."""
-    total = np.zeros(bits.shape[1], dtype=np.int64)
-    differ = np.empty(bits.shape[1], dtype=np.uint64)
-    counts = np.empty(bits.shape[1], dtype=np.uint8)
-    for word in range(bits.shape[0]):
-        np.bitwise_xor(bits[word], query_bits[word], out=differ)
-        np.bitwise_count(differ, out=counts)
-        total += counts
-    return total
-
-
-def _similarities(
-    matrix: FloatArray, query: FloatArray, pool: ThreadPoolExecutor | None
-) -> FloatArray:
-    """``matrix @ query``, computed by numpy's einsum in the calling thread (and, for a big
-    matrix, in ``pool``'s threads, on slices), not by OpenBLAS: OpenBLAS's worker threads
-    keep spinning after each call and, measured on a 2-core machine, made the next query
-    embedding by torch twice as slow. einsum releases the GIL, so the slices run in
-    parallel; the work is memory-bound, so a few threads are enough."""
-    rows = matrix.shape[0]
-    out = np.empty(rows, dtype=np.float32)
-    if pool is None or matrix.size < _PARALLEL_MIN:
-        np.einsum("ij,j->i", matrix, query, out=out)
-        return out
-    step = -(-rows // _WORKERS)
-    parts = [
-        pool.submit(np.einsum, "ij,j->i", matrix[lo : lo + step], query, out=out[lo : lo + step])
-        for lo in range(0, rows, step)
-    ]
-    for part in parts:
-        part.result()
-    return out
 
 
 def _kinds_key(kinds: Iterable[str] | str | None) -> tuple[str, ...] | None:
@@ -157,7 +102,7 @@ class VectorIndex:
         self._lock = threading.RLock()
         self._matrix: FloatArray = np.zeros((0, dim), dtype=np.float32)
         self._bits: npt.NDArray[np.uint64] = sign_bits(self._matrix).T.copy()
-        """Sign bits, one row per 64-bit word and one column per vector (see _hamming)."""
+        """Sign bits, one row per 64-bit word and one column per vector (see scoring.hamming)."""
         self._ids: IdArray = np.zeros(0, dtype=np.int64)
         self._n = 0
         self._id_sum = 0
@@ -360,8 +305,12 @@ class VectorIndex:
 
     def _scoring_pool(self) -> ThreadPoolExecutor | None:
         """Threads for scoring a big matrix in slices (made once the index is big)."""
-        if self._pool is None and _WORKERS > 1 and self._n * self.dim >= _PARALLEL_MIN:
-            self._pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="pmm-vectors")
+        if (
+            self._pool is None
+            and scoring.WORKERS > 1
+            and self._n * self.dim >= scoring.PARALLEL_MIN
+        ):
+            self._pool = ThreadPoolExecutor(scoring.WORKERS, thread_name_prefix="pmm-vectors")
         return self._pool
 
     def _candidates(
@@ -432,7 +381,7 @@ class VectorIndex:
                     return []
                 if rows.size >= self.quantized_min:
                     rows = self._shortlist(query, k, None, rows)
-                scores = _similarities(self._matrix[rows], query, self._scoring_pool())
+                scores = scoring.similarities(self._matrix[rows], query, self._scoring_pool())
             elif self._n >= self.quantized_min:
                 usable: BoolArray | None = None
                 if key is not None:
@@ -443,9 +392,9 @@ class VectorIndex:
                 rows = self._shortlist(query, k, usable)
                 if not rows.size:
                     return []
-                scores = _similarities(self._matrix[rows], query, self._scoring_pool())
+                scores = scoring.similarities(self._matrix[rows], query, self._scoring_pool())
             else:
-                scores = _similarities(self._matrix[: self._n], query, self._scoring_pool())
+                scores = scoring.similarities(self._matrix[: self._n], query, self._scoring_pool())
                 if key is not None:
                     scores[~self._kind_mask(key)] = -np.inf
                 if excluded.size:
@@ -470,17 +419,7 @@ class VectorIndex:
     ) -> IdArray:
         """Rows (of ``rows``, else of every usable row) whose sign bits are nearest the
         query's: the candidates the exact pass scores (see the module docstring)."""
-        query_bits = sign_bits(query.reshape(1, -1))[0]
         bits = self._bits[:, : self._n] if rows is None else self._bits[:, rows]
-        distance = _hamming(bits, query_bits)
-        if usable is not None:
-            distance[~usable] = np.iinfo(np.int64).max
-        keep = min(max(self.shortlist_min, self.shortlist_per_k * k), distance.shape[0])
-        if keep < distance.shape[0]:
-            near = np.argpartition(distance, keep - 1)[:keep]
-        else:
-            near = np.arange(distance.shape[0])
-        if usable is not None:
-            near = near[usable[near]]
-        near.sort()
+        keep = max(self.shortlist_min, self.shortlist_per_k * k)
+        near = scoring.nearest_by_bits(bits, query, keep, usable)
         return near if rows is None else rows[near]

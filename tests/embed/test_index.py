@@ -199,10 +199,10 @@ def test_empty_store_and_growth_past_capacity(store: EventStore) -> None:
 def test_big_indexes_are_scored_in_slices_with_the_same_result(
     store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pmm.embed.index as index_module
+    import pmm.embed.scoring as scoring
 
-    monkeypatch.setattr(index_module, "_PARALLEL_MIN", 64)
-    monkeypatch.setattr(index_module, "_WORKERS", 3)
+    monkeypatch.setattr(scoring, "PARALLEL_MIN", 64)
+    monkeypatch.setattr(scoring, "WORKERS", 3)
     rng = np.random.default_rng(11)
     data = rng.standard_normal((1000, DIM)).astype(np.float32)
     data /= np.linalg.norm(data, axis=1, keepdims=True)
@@ -221,7 +221,7 @@ def test_big_indexes_are_scored_in_slices_with_the_same_result(
 
 
 def test_sign_bits_count_the_dimensions_whose_sign_differs() -> None:
-    from pmm.embed.index import _hamming, sign_bits
+    from pmm.embed.scoring import hamming, sign_bits
 
     rng = np.random.default_rng(3)
     for dim in (8, 64, 100, 384):
@@ -230,7 +230,7 @@ def test_sign_bits_count_the_dimensions_whose_sign_differs() -> None:
         bits = sign_bits(data)
         assert bits.dtype == np.uint64 and bits.shape == (50, -(-dim // 64))
         expected = ((data > 0) != (query > 0)).sum(axis=1)
-        found = _hamming(np.ascontiguousarray(bits.T), sign_bits(query[None])[0])
+        found = hamming(np.ascontiguousarray(bits.T), sign_bits(query[None])[0])
         assert found.tolist() == expected.tolist()
 
 
