@@ -160,13 +160,31 @@ def prf_query(
     return " ".join([question, *best])
 
 
+def digest_turns(mind: Mind) -> None:
+    """Give every turn the heuristic digester's summary and keywords (``--digests``: the
+    turn key then holds them, and the ``digest`` ranker reads them alone)."""
+    from pmm.digest.heuristic import HeuristicDigester
+
+    events = mind.store.events(kinds=("prompt", "response"))
+    made = HeuristicDigester().digest_many([e.text for e in events], [e.role for e in events])
+    mind.store.set_digests(
+        (e.id, d.summary, d.keywords, d.method) for e, d in zip(events, made, strict=True)
+    )
+
+
 def collect(
-    convs: list[Conversation], embedder: Any | None, limit: int, tmp: Path, prf: int = 0
+    convs: list[Conversation],
+    embedder: Any | None,
+    limit: int,
+    tmp: Path,
+    prf: int = 0,
+    digests: bool = False,
 ) -> list[dict[str, Any]]:
     """One record per question: its lists (dia_ids, best first) from every mode, every
-    ranker and the baseline, the fusion weights the engine chose, and mode latencies
-    (with ``prf`` > 0 also ``window_prf``: the window key searched again with the question
-    and ``prf`` words of its top :data:`PRF_FEEDBACK` hits, a lever measured offline)."""
+    ranker and the baseline, the fusion weights the engine chose, and mode latencies.
+    Levers measured offline: ``digests`` digests every turn first; ``prf`` > 0 adds
+    ``window_prf``, the window key searched again with the question and ``prf`` words of
+    its top :data:`PRF_FEEDBACK` hits."""
     records: list[dict[str, Any]] = []
     modes = [m for m in RECALL_MODES if embedder is not None or m == "keyword"]
     for conv in convs:
@@ -184,6 +202,8 @@ def collect(
             embedder=embedder,
         ) as mind:
             to_dia = ingest(mind, conv)
+            if digests:
+                digest_turns(mind)
             started = time.perf_counter()
             mind.dream()  # embeds every turn
             embed_s = time.perf_counter() - started
@@ -285,6 +305,8 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     parser.add_argument("--lists", type=Path, help="write every question's lists here")
     parser.add_argument("--prf", type=int, default=0, metavar="N",
                         help="also the window key re-searched with N feedback words")  # fmt: skip
+    parser.add_argument("--digests", action="store_true",
+                        help="heuristic digests of every turn as extra keys (a lever)")  # fmt: skip
     args = parser.parse_args(argv)
 
     path = args.data / "locomo10.json" if args.data.is_dir() else args.data
@@ -308,7 +330,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pmm-locomo-") as tmp:
         try:
-            records = collect(convs, embedder, args.limit, Path(tmp), args.prf)
+            records = collect(convs, embedder, args.limit, Path(tmp), args.prf, args.digests)
         finally:
             if cached is not None:
                 cached.save()

@@ -279,44 +279,6 @@ def row(name: str, table: dict[str, Any]) -> str:
             f"  {cats}  {mh:.3f}")  # fmt: skip
 
 
-def lever_report(
-    qs: list[Question], lever: Sequence[str], shipped: Sequence[str]
-) -> dict[str, Any]:
-    """The shipped fusion with and without the features ``lever``, held out, per fold and
-    per category (R@10 / R@25 / H@10), in hybrid and keyword mode: what adopting it buys."""
-    out: dict[str, Any] = {}
-    metrics = ("R@10", "R@25", "H@10")
-    for mode, cols in (
-        ("hybrid", list(shipped)),
-        ("keyword", [f for f in shipped if "dense" not in f]),
-    ):
-        after = learned([*dict.fromkeys([*cols, *lever])])
-        before = learned([f for f in cols if f not in lever])
-        folds = [fold_table(qs, fit) for fit in (before, after)]
-        tables = [cross_validate(qs, fit)[0] for fit in (before, after)]
-        print(f"\nlever {'+'.join(lever)}, {mode}: held out, without -> with")
-        for b, a in zip(*folds, strict=True):
-            line = "  ".join(f"{m} {b[m]:.3f} -> {a[m]:.3f}" for m in metrics)
-            print(f"  fold {','.join(b['held_out']):<16} {line}")
-        losses = []
-        for cat in ("all", *CATEGORIES.values()):
-            if cat not in tables[0]:
-                continue
-            pair = [(m, tables[0][cat][m], tables[1][cat][m]) for m in metrics]
-            line = "  ".join(f"{m} {x:.3f} -> {y:.3f}" for m, x, y in pair)
-            print(f"  {cat:<16}       {line}")
-            losses += [f"{cat} {m}" for m, x, y in pair if y < x - 1e-9]
-        losses += [
-            f"fold {','.join(b['held_out'])} {m}"
-            for b, a in zip(*folds, strict=True)
-            for m in metrics
-            if a[m] < b[m] - 1e-9
-        ]
-        print(f"  losses: {', '.join(losses) if losses else 'none'}")
-        out[mode] = {"folds": folds, "tables": tables, "losses": losses}
-    return out
-
-
 def check_rules(results: dict[str, Any], default: str, keyword: str) -> None:
     """The issue's rule, held out: the default never below a single ranker or the
     keyword-only mode on any category (R@10, R@25, H@10)."""
@@ -353,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="compare the shipped fusion with and without these features",
     )
     parser.add_argument("--levers-only", action="store_true", help="only the --lever report")
+    parser.add_argument("--shipped-only", action="store_true",
+                        help="only the shipped fusion, per fold and category")  # fmt: skip
     parser.add_argument("--window", choices=WINDOW_LISTS, default="window",
                         help="the window ranker's list (pseudo-relevance feedback)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -367,12 +331,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {}
     full = [f for g in GROUPS.values() for f in g]
     shipped = [f for f in full if f not in SHIPPED_WITHOUT]
-    if args.lever:
-        results["lever"] = lever_report(qs, args.lever, shipped)
-    if args.levers_only:
-        if args.json:
-            args.json.write_text(json.dumps(results, indent=1, default=str) + "\n", "utf-8")
-        return 0
     systems: dict[str, Any] = {}
     for mode in ("bm25", "keyword", "semantic", "hybrid", "turn", "window", "dense"):
         systems[f"engine {mode}"] = engine_fit(mode)
