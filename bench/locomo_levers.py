@@ -9,7 +9,9 @@ the shipped learned fusion with and without a feature, or with another window li
 without and with ``F``, each fitted per fold on the eight training conversations, printed
 per fold and per category (R@10 / R@25 / H@10) with every cell that lost. Without a lever:
 the shipped fusion alone, per fold and per category, with the window list ``--window``
-names (compare runs with ``--window window``). Hybrid and keyword mode both.
+names (compare runs with ``--window window``). ``--demote-questions``: the shipped fusion
+without and with the rule "a question turn never ranks above a turn that is no question and
+holds every query word it holds" (issue 22). Hybrid and keyword mode both.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,25 +40,30 @@ from locomo_cv import (  # noqa: E402
     load,
     metric_rows,
 )
-from locomo_data import CATEGORIES  # noqa: E402
+from locomo_data import CATEGORIES, load_locomo  # noqa: E402
+
+from pmm.recall.rerank import is_question_turn, query_terms  # noqa: E402
+from pmm.text.stemmer import fts_tokens  # noqa: E402
+
+Fit = Callable[[list[Question]], Any]
 
 
-def lever_report(
-    qs: list[Question], lever: Sequence[str], shipped: Sequence[str]
+def modes(shipped: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The shipped features of hybrid mode and of keyword mode (no dense ranker)."""
+    return [("hybrid", list(shipped)), ("keyword", [f for f in shipped if "dense" not in f])]
+
+
+def compare_report(
+    qs: list[Question], title: str, pairs: dict[str, tuple[Fit, Fit]]
 ) -> dict[str, Any]:
-    """The shipped fusion with and without the features ``lever``, held out, per fold and
-    per category (R@10 / R@25 / H@10), in hybrid and keyword mode: what adopting it buys."""
+    """Each mode's ``(without, with)`` fits held out, per fold and per category (R@10 /
+    R@25 / H@10), and every cell that lost: what adopting the lever buys."""
     out: dict[str, Any] = {}
     metrics = ("R@10", "R@25", "H@10")
-    for mode, cols in (
-        ("hybrid", list(shipped)),
-        ("keyword", [f for f in shipped if "dense" not in f]),
-    ):
-        after = learned([*dict.fromkeys([*cols, *lever])])
-        before = learned([f for f in cols if f not in lever])
+    for mode, (before, after) in pairs.items():
         folds = [fold_table(qs, fit) for fit in (before, after)]
         tables = [cross_validate(qs, fit)[0] for fit in (before, after)]
-        print(f"\nlever {'+'.join(lever)}, {mode}: held out, without -> with")
+        print(f"\n{title}, {mode}: held out, without -> with")
         for b, a in zip(*folds, strict=True):
             line = "  ".join(f"{m} {b[m]:.3f} -> {a[m]:.3f}" for m in metrics)
             print(f"  fold {','.join(b['held_out']):<16} {line}")
@@ -79,14 +86,71 @@ def lever_report(
     return out
 
 
+def lever_report(
+    qs: list[Question], lever: Sequence[str], shipped: Sequence[str]
+) -> dict[str, Any]:
+    """The shipped fusion without and with the features ``lever``."""
+    pairs = {
+        mode: (
+            learned([f for f in cols if f not in lever]),
+            learned([*dict.fromkeys([*cols, *lever])]),
+        )
+        for mode, cols in modes(shipped)
+    }
+    return compare_report(qs, f"lever {'+'.join(lever)}", pairs)
+
+
+def demoted(qs: list[Question], data: Path) -> Callable[[Fit], Fit]:
+    """A fit wrapper: the rule "a question turn never ranks above a turn that is no question
+    and holds every query word it holds" applied to the fitted ranking."""
+    convs = {c.sample_id: c for c in load_locomo(data)}
+    held: dict[int, dict[int, tuple[bool, frozenset[str]]]] = {}
+    for q in qs:
+        texts = {n: t.text for n, t in enumerate(convs[q.conv].turns, start=1)}
+        terms = query_terms(q.rec["question"])
+        held[id(q)] = {
+            i: (is_question_turn(texts[i]), terms.intersection(fts_tokens(texts[i]))) for i in q.ids
+        }
+
+    def wrap(fit: Fit) -> Fit:
+        def fitted(train: list[Question]) -> Any:
+            rank = fit(train)
+
+            def ranked(q: Question) -> list[int]:
+                return demote(rank(q), held[id(q)])
+
+            return ranked
+
+        return fitted
+
+    return wrap
+
+
+def demote(order: list[int], held: dict[int, tuple[bool, frozenset[str]]]) -> list[int]:
+    """``order`` with each question that holds query words moved just below the first turn
+    that is no question and holds them all (where one is in ``order``)."""
+    told = [words for i in order for asks, words in [held[i]] if not asks and words]
+    out: list[int] = []
+    waiting: list[int] = []
+    for i in order:
+        asks, words = held[i]
+        if asks and words and any(words <= t for t in told):
+            waiting.append(i)
+            continue
+        out.append(i)
+        if not asks and words:
+            out += [w for w in waiting if held[w][1] <= words]
+            waiting = [w for w in waiting if not held[w][1] <= words]
+    return out + waiting
+
+
 def shipped_report(qs: list[Question], shipped: Sequence[str]) -> dict[str, Any]:
     """The shipped fusion (hybrid and keyword) held out: pooled per category and per fold
     (R@10 / R@25 / H@10), one fit per fold (``--shipped-only``, e.g. with ``--window``)."""
     convs = list(dict.fromkeys(q.conv for q in qs))
     out: dict[str, Any] = {}
     metrics = ("R@10", "R@25", "H@10")
-    modes = (("hybrid", list(shipped)), ("keyword", [f for f in shipped if "dense" not in f]))
-    for mode, cols in modes:
+    for mode, cols in modes(shipped):
         fit = learned(cols)
         held: list[tuple[Question, list[int]]] = []
         folds = []
@@ -126,6 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=WINDOW_LISTS,
         default="window",
         help="the window ranker's list (pseudo-relevance feedback)",
+    )
+    parser.add_argument(
+        "--demote-questions",
+        action="store_true",
+        help="the rule: a question never above a told turn holding its words",
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)  # fmt: skip
