@@ -197,11 +197,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the rule: a question never above a told turn holding its words",
     )
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)  # fmt: skip
+    args = parser.parse_args(argv)
     qs = load(args.lists, args.data, args.window)
     print(f"{len(qs)} questions, window list: {args.window}")
     shipped = [f for g in GROUPS.values() for f in g if f not in SHIPPED_WITHOUT]
-    results = lever_report(qs, args.lever, shipped) if args.lever else shipped_report(qs, shipped)
+    if args.demote_questions:
+        wrap = demoted(qs, args.data)
+        pairs = {mode: (learned(cols), wrap(learned(cols))) for mode, cols in modes(shipped)}
+        results = compare_report(qs, "rule: questions below told turns", pairs)
+    elif args.lever:
+        results = lever_report(qs, args.lever, shipped)
+    else:
+        results = shipped_report(qs, shipped)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str) + "\n", "utf-8")
     return 0
