@@ -19,7 +19,8 @@ ranks miss, measured on LoCoMo (``python bench/locomo_cv.py``):
 
 The features (:data:`FEATURES`) are each ranker's reciprocal rank at two sharpnesses, the
 query's temporal flag and lexical coverage (see :func:`pmm.recall.fusion.lexical_coverage`)
-crossed with them, whether the candidate is a question, whether it names a person the
+crossed with them, whether the candidate is a question (and whether a turn that is none
+holds the query's words it holds: measured, weight 0), whether it names a person the
 query names, how much of the fused mass its session holds (two-stage recall: sessions,
 then turns), whether its date holds the year / month / day the query names, and its
 length (measured, weight 0 in :data:`LEARNED_COEFFICIENTS`). The coefficients were fitted
@@ -33,6 +34,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from pmm.text.stemmer import fts_tokens
+from pmm.text.words import STOPWORDS, search_terms
+
 RANKED = ("turn", "window", "dense")
 """The rankers whose ranks are features (digest is off by default)."""
 FEATURES: tuple[str, ...] = (
@@ -41,6 +45,7 @@ FEATURES: tuple[str, ...] = (
     *(f"temporal_{r}" for r in RANKED),
     "lowcov_dense",
     "question_turn",
+    "question_answered",
     "names_match",
     "names_miss",
     "session_share",
@@ -150,6 +155,16 @@ def query_dates(query: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def query_terms(query: str) -> frozenset[str]:
+    """The stems of the query's content words (stopwords left out, unlike a search whose
+    query holds nothing else).
+
+    >>> sorted(query_terms("What's my dog's name?"))
+    ['dog', 'name']
+    """
+    return frozenset(t for w in search_terms(query) if w not in STOPWORDS for t in fts_tokens(w))
+
+
 def _date_parts(ts: str) -> frozenset[str]:
     """``2023-06-13T...`` as ``{'Y2023', 'M06', 'D13'}`` (empty when not a date)."""
     if len(ts) < 10 or ts[4] != "-" or ts[7] != "-":
@@ -180,11 +195,13 @@ def candidate_features(
     coverage: float,
     dates: Mapping[int, str] | None = None,
     query_date_set: frozenset[str] = frozenset(),
+    query_term_set: frozenset[str] = frozenset(),
 ) -> tuple[list[int], list[list[float]]]:
     """The candidates (every id any ranker lists, in first-seen order) and each one's
     feature row, in the order of :data:`FEATURES`. ``texts`` / ``sessions`` / ``dates``:
     each candidate's text, session and conversation time (``ts``, ISO-8601; missing:
-    empty); ``query_date_set``: :func:`query_dates` of the query."""
+    empty); ``query_date_set`` / ``query_term_set``: :func:`query_dates` /
+    :func:`query_terms` of the query."""
     ranks: dict[int, dict[str, int]] = {}
     for ranker, ids in rankings.items():
         if ranker not in RANKED:
@@ -202,6 +219,7 @@ def candidate_features(
         session = sessions.get(event_id, "")
         mass[session] = mass.get(session, 0.0) + m
     top_mass = max(mass.values(), default=0.0) or 1.0
+    answered = _answered_questions(ids, texts, query_term_set)
     rows: list[list[float]] = []
     t = 1.0 if temporal else 0.0
     for event_id in ids:
@@ -219,6 +237,7 @@ def candidate_features(
                 *(t * x for x in rr60),
                 (1.0 - coverage) * rr60[2],
                 1.0 if is_question_turn(text) else 0.0,
+                1.0 if event_id in answered else 0.0,
                 1.0 if named else 0.0,
                 1.0 if query_name_set and not named else 0.0,
                 mass.get(session, 0.0) / top_mass,
@@ -227,6 +246,29 @@ def candidate_features(
             ]
         )
     return ids, rows
+
+
+def _answered_questions(
+    ids: Sequence[int], texts: Mapping[int, str], terms: frozenset[str]
+) -> set[int]:
+    """The question turns among ``ids`` that hold some of the query's ``terms`` when a
+    turn that is no question holds every one of them they hold: a user who asks "What's
+    my dog's name?" twice fills the keys with the question, while "I have a dog named
+    Bolt." holds its word and the answer."""
+    if not terms:
+        return set()
+    questions: dict[int, frozenset[str]] = {}
+    told: list[frozenset[str]] = []
+    for event_id in ids:
+        text = texts.get(event_id, "")
+        held = terms.intersection(fts_tokens(text))
+        if not held:
+            continue
+        if is_question_turn(text):
+            questions[event_id] = held
+        else:
+            told.append(held)
+    return {i for i, held in questions.items() if any(held <= t for t in told)}
 
 
 def _date_features(wanted: frozenset[str], ts: str) -> tuple[float, float]:
@@ -254,6 +296,8 @@ def rerank(
     ids, rows = candidate_features(
         query_names(query), rankings, texts, sessions, temporal=temporal, coverage=coverage,
         dates=dates, query_date_set=query_dates(query),
+        # read each candidate's words only for coefficients that weigh them
+        query_term_set=query_terms(query) if coefficients.get("question_answered") else frozenset(),
     )  # fmt: skip
     weights = [float(coefficients.get(f, 0.0)) for f in FEATURES]
     scored = [

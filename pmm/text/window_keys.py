@@ -52,13 +52,24 @@ WINDOW_SKIP = frozenset(w for w in STOPWORDS if "'" not in w)
 """Tokens the window index leaves out: one-word stopwords, as words, not stems (a stopword's
 stem may be a content word's: "please" / "pleased", "says" / "saying"). A query uses them
 only when it holds nothing else (:func:`pmm.text.words.search_terms`); the turn index has them."""
-WINDOW_BODY_RULES = 2
+WINDOW_TURN_CHARS = 16_384
+"""Characters of a turn's text that its own and its neighbours' windows hold (its first
+ones): a window is context, and a 3.6 MB tool result would otherwise make every key built
+over it (each of the next ``radius`` appends rewrites one) as big and as slow as itself. The
+turn's own key still holds all of it."""
+WINDOW_BODY_RULES = 3
 """Bump when :func:`window_body` changes in a way :data:`WINDOW_BODY_FORMAT` cannot see."""
 
 
 def _body_format() -> str:
     probe = "Running runs RUN caresses ponies agreed happily Łódź don't e-mail 3.5 東京 naïve"
-    parts = (WINDOW_BODY_RULES, WINDOW_TERM_CAP, sorted(WINDOW_SKIP), fts_tokens(probe))
+    parts = (
+        WINDOW_BODY_RULES,
+        WINDOW_TERM_CAP,
+        WINDOW_TURN_CHARS,
+        sorted(WINDOW_SKIP),
+        fts_tokens(probe),
+    )
     return hashlib.sha256(repr(parts).encode("utf-8")).hexdigest()[:16]
 
 
@@ -201,9 +212,10 @@ def reached_turns(rows: Sequence[WindowRow], radius: int, marked: Collection[int
 def window_texts(
     rows: Sequence[WindowRow], radius: int, targets: Collection[int]
 ) -> dict[int, str]:
-    """The window text of each turn in ``targets`` (see :func:`window_members`)."""
+    """The window text of each turn in ``targets`` (see :func:`window_members`): each
+    member's first :data:`WINDOW_TURN_CHARS` characters."""
     return {
-        event_id: " ".join(r.text for r in near if r.text)
+        event_id: " ".join(r.text[:WINDOW_TURN_CHARS] for r in near if r.text)
         for event_id, near in window_members(rows, radius, targets).items()
     }
 
@@ -215,13 +227,21 @@ def window_bodies(
     counted: dict[int, dict[str, tuple[str, int]]] | None = None,
 ) -> dict[int, str]:
     """:func:`window_body` of each target's window text (:func:`window_texts`), reading
-    each row's terms once (``counted``: row id -> its terms, shared between calls)."""
+    each row's terms once (``counted``: row id -> its terms, shared between calls), from
+    its first :data:`WINDOW_TURN_CHARS` characters: the work is bounded by the radius,
+    whatever a turn holds.
+
+    >>> huge = WindowRow(1, "response", "row; " * 900_000)  # a 4.5 MB tool result
+    >>> window_bodies([huge, WindowRow(2, "prompt", "sales figures")], 1, {2})
+    {2: 'row row sales figures'}
+    """
     counted = {} if counted is None else counted
 
     def terms(row: WindowRow) -> dict[str, tuple[str, int]]:
         found = counted.get(row.id)
         if found is None:
-            found = counted[row.id] = term_counts(row.text or "", WINDOW_SKIP)
+            text = (row.text or "")[:WINDOW_TURN_CHARS]
+            found = counted[row.id] = term_counts(text, WINDOW_SKIP)
         return found
 
     return {

@@ -15,6 +15,7 @@ from pmm.recall.rerank import (
     candidate_features,
     is_question_turn,
     query_names,
+    query_terms,
     rerank,
 )
 
@@ -54,6 +55,24 @@ def test_features_of_known_candidates() -> None:
     s1 = 1 / 61 + 1 / 62 + 1 / 61
     assert f[3]["session_share"] == 1.0
     assert f[9]["session_share"] == pytest.approx((1 / 62) / s1)
+
+
+def test_a_question_is_answered_when_a_told_turn_holds_its_query_words() -> None:
+    """The measured (not shipped) lever of bench/locomo_cv.py --lever question_answered."""
+    texts = {1: "What's my dog's name?", 2: "Is your cat ok?", 3: "I have a dog named Bolt.",
+             4: "What is the dog's name and age?"}  # fmt: skip
+    rankings = {"turn": [1, 2, 3, 4]}
+    terms = query_terms("dog name")
+    assert terms == {"dog", "name"}
+    ids, rows = candidate_features(frozenset(), rankings, texts, {}, temporal=False,
+                                   coverage=1.0, query_term_set=terms)  # fmt: skip
+    answered = {
+        i: row[FEATURES.index("question_answered")] for i, row in zip(ids, rows, strict=True)
+    }
+    # 1 holds "dog" and "name", as 3 does ("named"); 2 holds no query word; 3 tells
+    assert answered == {1: 1.0, 2: 0.0, 3: 0.0, 4: 1.0}
+    _, unread = candidate_features(frozenset(), rankings, texts, {}, temporal=False, coverage=1.0)
+    assert all(row[FEATURES.index("question_answered")] == 0.0 for row in unread)
 
 
 def test_rerank_orders_by_the_coefficients() -> None:

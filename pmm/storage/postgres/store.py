@@ -49,9 +49,11 @@ from pmm.storage.postgres.meta_keys import MetaKeys, StoreExpiry
 from pmm.storage.postgres.rows import BUMP, COLUMNS, INSERT, filters
 from pmm.storage.postgres.vectors import setup_vectors
 from pmm.storage.postgres.windows import (
+    WINDOW_STATE,
     built_radius,
     prefetch_tails,
     rebuild_windows,
+    windows_current,
     write_appended,
 )
 from pmm.storage.reads import EventReads
@@ -106,9 +108,9 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         the float32 vectors exactly), and why (see :mod:`pmm.storage.postgres.vectors`)."""
 
     def _build_windows(self) -> None:
-        """Build the window keys when this database's were built with another radius (or
-        never: a database from before migration 0003)."""
-        if self._db.read("SELECT radius FROM window_state")[0][0] == self.window_radius:
+        """Build the window keys when this database's were built with another radius or body
+        format (or never: a database from before migration 0003 or 0007)."""
+        if windows_current(self._db.read(WINDOW_STATE)[0], self.window_radius):
             return
         with self._db.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))

@@ -4,14 +4,19 @@
         ...                                      # append, redact, erase or compact
         sync_windows(conn, [(session, id), ...], radius=2)
 
-``event_windows`` (migrations/0003) holds one tsvector per turn: its window text (the turn
+``event_windows`` (migrations/0003) holds one tsvector per turn: its window body (the turn
 and up to ``radius`` turns before and after it in its session, never across a ``clear``
-marker) with weight A and its date in words with weight B, so that a search can weigh the
+marker, each turn's first :data:`~pmm.text.window_keys.WINDOW_TURN_CHARS` characters, as
+:func:`~pmm.text.window_keys.window_bodies` caps them on SQLite too: each term at most twice,
+no stopwords) with weight A and its date in words with weight B, so that a search can weigh the
 date (``ts_rank_cd`` weights). It is written in the same transaction as the change that
 calls for it: an appended turn gets its row and the ``radius`` turns before it get theirs
 rewritten (their windows now reach it); a turn whose text changed (redaction, erasure,
 compaction) has its neighbours rewritten and loses its own row when it has no text left.
-A store opened with another radius than the one the index was built with rebuilds it.
+A store opened with another radius or body format (migrations/0007) than the index was
+built with rebuilds it. The capped bodies bound the work of an append: a 3.6 MB tool result
+made each of the next appends of its session run ``to_tsvector`` over megabytes (seconds a
+step, bench/agent_soak.py); now its neighbours read and index its first characters only.
 """
 
 from __future__ import annotations
@@ -22,18 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 from pmm.text.window_keys import (
     BOUNDARY_KIND,
+    WINDOW_BODY_FORMAT,
     WINDOW_KINDS,
+    WINDOW_TURN_CHARS,
     WindowRow,
     date_words,
     reached_turns,
-    window_texts,
+    window_bodies,
 )
 
 if TYPE_CHECKING:
     import psycopg
 
 _KINDS = [*WINDOW_KINDS, BOUNDARY_KIND]
-_ROW = "id, kind, ts, coalesce(content, summary)"
+# only the characters a window holds travel from the server (a part of a split message is 1 MB)
+_ROW = f"id, kind, ts, left(coalesce(content, summary), {WINDOW_TURN_CHARS})"
 _NEIGHBOURHOOD = (
     "SELECT s.sid, r.* FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS s(sid, low, high)"
     " CROSS JOIN LATERAL ("
@@ -149,7 +157,7 @@ def _plan(
         session_rows = sorted(rows[session])
         window_rows = [WindowRow(int(r[0]), r[1], r[3]) for r in session_rows]
         targets = reached_turns(window_rows, radius, marked_ids)
-        texts = window_texts(window_rows, radius, targets)
+        texts = window_bodies(window_rows, radius, targets)
         ts_kind = {r[0]: (r[2], r[1]) for r in session_rows}
         upserts += [
             (i, session, ts_kind[i][1], text, date_words(ts_kind[i][0]))
@@ -166,10 +174,21 @@ def _upsert(conn: psycopg.Connection[Any], rows: list[_Window]) -> int:
     return len(rows)
 
 
+WINDOW_STATE = "SELECT radius, body_format FROM window_state"
+"""How the window index was built: read it and ask :func:`windows_current`."""
+
+
+def windows_current(state: Sequence[Any] | None, radius: int) -> bool:
+    """Whether a :data:`WINDOW_STATE` row says the index was built with ``radius`` and with
+    the bodies this code makes (:data:`~pmm.text.window_keys.WINDOW_BODY_FORMAT`)."""
+    return state is not None and tuple(state) == (radius, WINDOW_BODY_FORMAT)
+
+
 def built_radius(conn: psycopg.Connection[Any]) -> int:
-    """The radius the window index was built with (-1: never built)."""
-    row = conn.execute("SELECT radius FROM window_state").fetchone()
-    return int(row[0]) if row else -1
+    """The radius the window index was built with (-1: never built, or built with
+    another body format than this code's)."""
+    row = conn.execute(WINDOW_STATE).fetchone()
+    return int(row[0]) if row and row[1] == WINDOW_BODY_FORMAT else -1
 
 
 def rebuild_windows(conn: psycopg.Connection[Any], radius: int) -> int:
@@ -179,7 +198,7 @@ def rebuild_windows(conn: psycopg.Connection[Any], radius: int) -> int:
     written = 0
     for session, session_rows in _sessions(conn):
         every = {r[0] for r in session_rows}
-        texts = window_texts([WindowRow(r[0], r[1], r[3]) for r in session_rows], radius, every)
+        texts = window_bodies([WindowRow(r[0], r[1], r[3]) for r in session_rows], radius, every)
         ts_kind = {r[0]: (r[2], r[1]) for r in session_rows}
         written += _upsert(
             conn,
@@ -188,7 +207,9 @@ def rebuild_windows(conn: psycopg.Connection[Any], radius: int) -> int:
                 for i, text in texts.items()
             ],
         )
-    conn.execute("UPDATE window_state SET radius = %s", (radius,))
+    conn.execute(
+        "UPDATE window_state SET radius = %s, body_format = %s", (radius, WINDOW_BODY_FORMAT)
+    )
     return written
 
 

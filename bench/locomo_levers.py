@@ -1,0 +1,218 @@
+"""One lever at a time on LoCoMo, held out by conversation as ``bench/locomo_cv.py`` folds:
+the shipped learned fusion with and without a feature, or with another window list.
+
+    python bench/locomo.py --lists L.json [--prf 5]          # the lists, once (minutes)
+    python bench/locomo_levers.py --lists L.json --lever question_answered
+    python bench/locomo_levers.py --lists L.json --window prf-rrf    # PRF on the window key
+
+``--lever F`` (repeatable): the shipped features (``locomo_cv.SHIPPED_WITHOUT`` left out)
+without and with ``F``, each fitted per fold on the eight training conversations, printed
+per fold and per category (R@10 / R@25 / H@10) with every cell that lost. Without a lever:
+the shipped fusion alone, per fold and per category, with the window list ``--window``
+names (compare runs with ``--window window``). ``--demote-questions``: the shipped fusion
+without and with the rule "a question turn never ranks above a turn that is no question and
+holds every query word it holds" (issue 22). Hybrid and keyword mode both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from locomo import DEFAULT_DATA  # noqa: E402
+from locomo_cv import (  # noqa: E402
+    FOLDS,
+    GROUPS,
+    SHIPPED_WITHOUT,
+    WINDOW_LISTS,
+    Question,
+    cross_validate,
+    fold_table,
+    learned,
+    load,
+    metric_rows,
+)
+from locomo_data import CATEGORIES, load_locomo  # noqa: E402
+
+from pmm.recall.rerank import is_question_turn, query_terms  # noqa: E402
+from pmm.text.stemmer import fts_tokens  # noqa: E402
+
+Fit = Callable[[list[Question]], Any]
+
+
+def modes(shipped: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The shipped features of hybrid mode and of keyword mode (no dense ranker)."""
+    return [("hybrid", list(shipped)), ("keyword", [f for f in shipped if "dense" not in f])]
+
+
+def compare_report(
+    qs: list[Question], title: str, pairs: dict[str, tuple[Fit, Fit]]
+) -> dict[str, Any]:
+    """Each mode's ``(without, with)`` fits held out, per fold and per category (R@10 /
+    R@25 / H@10), and every cell that lost: what adopting the lever buys."""
+    out: dict[str, Any] = {}
+    metrics = ("R@10", "R@25", "H@10")
+    for mode, (before, after) in pairs.items():
+        folds = [fold_table(qs, fit) for fit in (before, after)]
+        tables = [cross_validate(qs, fit)[0] for fit in (before, after)]
+        print(f"\n{title}, {mode}: held out, without -> with")
+        for b, a in zip(*folds, strict=True):
+            line = "  ".join(f"{m} {b[m]:.3f} -> {a[m]:.3f}" for m in metrics)
+            print(f"  fold {','.join(b['held_out']):<16} {line}")
+        losses = []
+        for cat in ("all", *CATEGORIES.values()):
+            if cat not in tables[0]:
+                continue
+            pair = [(m, tables[0][cat][m], tables[1][cat][m]) for m in metrics]
+            line = "  ".join(f"{m} {x:.3f} -> {y:.3f}" for m, x, y in pair)
+            print(f"  {cat:<16}       {line}")
+            losses += [f"{cat} {m}" for m, x, y in pair if y < x - 1e-9]
+        losses += [
+            f"fold {','.join(b['held_out'])} {m}"
+            for b, a in zip(*folds, strict=True)
+            for m in metrics
+            if a[m] < b[m] - 1e-9
+        ]
+        print(f"  losses: {', '.join(losses) if losses else 'none'}")
+        out[mode] = {"folds": folds, "tables": tables, "losses": losses}
+    return out
+
+
+def lever_report(
+    qs: list[Question], lever: Sequence[str], shipped: Sequence[str]
+) -> dict[str, Any]:
+    """The shipped fusion without and with the features ``lever``."""
+    pairs = {
+        mode: (
+            learned([f for f in cols if f not in lever]),
+            learned([*dict.fromkeys([*cols, *lever])]),
+        )
+        for mode, cols in modes(shipped)
+    }
+    return compare_report(qs, f"lever {'+'.join(lever)}", pairs)
+
+
+def demoted(qs: list[Question], data: Path) -> Callable[[Fit], Fit]:
+    """A fit wrapper: the rule "a question turn never ranks above a turn that is no question
+    and holds every query word it holds" applied to the fitted ranking."""
+    convs = {c.sample_id: c for c in load_locomo(data)}
+    held: dict[int, dict[int, tuple[bool, frozenset[str]]]] = {}
+    for q in qs:
+        texts = {n: t.text for n, t in enumerate(convs[q.conv].turns, start=1)}
+        terms = query_terms(q.rec["question"])
+        held[id(q)] = {
+            i: (is_question_turn(texts[i]), terms.intersection(fts_tokens(texts[i]))) for i in q.ids
+        }
+
+    def wrap(fit: Fit) -> Fit:
+        def fitted(train: list[Question]) -> Any:
+            rank = fit(train)
+
+            def ranked(q: Question) -> list[int]:
+                return demote(rank(q), held[id(q)])
+
+            return ranked
+
+        return fitted
+
+    return wrap
+
+
+def demote(order: list[int], held: dict[int, tuple[bool, frozenset[str]]]) -> list[int]:
+    """``order`` with each question that holds query words moved just below the first turn
+    that is no question and holds them all (where one is in ``order``)."""
+    told = [words for i in order for asks, words in [held[i]] if not asks and words]
+    out: list[int] = []
+    waiting: list[int] = []
+    for i in order:
+        asks, words = held[i]
+        if asks and words and any(words <= t for t in told):
+            waiting.append(i)
+            continue
+        out.append(i)
+        if not asks and words:
+            out += [w for w in waiting if held[w][1] <= words]
+            waiting = [w for w in waiting if not held[w][1] <= words]
+    return out + waiting
+
+
+def shipped_report(qs: list[Question], shipped: Sequence[str]) -> dict[str, Any]:
+    """The shipped fusion (hybrid and keyword) held out: pooled per category and per fold
+    (R@10 / R@25 / H@10), one fit per fold (``--shipped-only``, e.g. with ``--window``)."""
+    convs = list(dict.fromkeys(q.conv for q in qs))
+    out: dict[str, Any] = {}
+    metrics = ("R@10", "R@25", "H@10")
+    for mode, cols in modes(shipped):
+        fit = learned(cols)
+        held: list[tuple[Question, list[int]]] = []
+        folds = []
+        for f in range(FOLDS):
+            test = convs[2 * f : 2 * f + 2]
+            ranker = fit([q for q in qs if q.conv not in test])
+            mine = [(q, ranker(q)) for q in qs if q.conv in test]
+            held += mine
+            m = metric_rows([q for q, _ in mine], [ids for _, ids in mine])["all"]
+            folds.append({"held_out": test, **{k: m[k] for k in metrics}})
+        table = metric_rows([q for q, _ in held], [ids for _, ids in held])
+        print(f"\nshipped {mode}, held out:")
+        for f in folds:
+            line = "  ".join(f"{m} {f[m]:.3f}" for m in metrics)
+            print(f"  fold {','.join(f['held_out']):<16} {line}")
+        for cat in ("all", *CATEGORIES.values()):
+            if cat in table:
+                line = "  ".join(f"{m} {table[cat][m]:.3f}" for m in metrics)
+                print(f"  {cat:<16}      {line}")
+        out[mode] = {"folds": folds, "table": table}
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lists", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA / "locomo10.json")
+    parser.add_argument(
+        "--lever",
+        action="append",
+        default=[],
+        metavar="FEATURE",
+        help="compare the shipped fusion with and without these features",
+    )
+    parser.add_argument(
+        "--window",
+        choices=WINDOW_LISTS,
+        default="window",
+        help="the window ranker's list (pseudo-relevance feedback)",
+    )
+    parser.add_argument(
+        "--demote-questions",
+        action="store_true",
+        help="the rule: a question never above a told turn holding its words",
+    )
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    qs = load(args.lists, args.data, args.window)
+    print(f"{len(qs)} questions, window list: {args.window}")
+    shipped = [f for g in GROUPS.values() for f in g if f not in SHIPPED_WITHOUT]
+    if args.demote_questions:
+        wrap = demoted(qs, args.data)
+        pairs = {mode: (learned(cols), wrap(learned(cols))) for mode, cols in modes(shipped)}
+        results = compare_report(qs, "rule: questions below told turns", pairs)
+    elif args.lever:
+        results = lever_report(qs, args.lever, shipped)
+    else:
+        results = shipped_report(qs, shipped)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=str) + "\n", "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
