@@ -36,6 +36,8 @@ _EVENT_FIELDS = {
     "keywords": (False, (list,)),
     "digest_method": (False, (str, type(None))),
     "user_id": (False, (str, type(None))),
+    "user_digest": (False, (str, type(None))),
+    "session_digest": (False, (str, type(None))),
 }
 
 

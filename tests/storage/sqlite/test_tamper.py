@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from store_helpers import filled_store, raw
 
-from pmm.events.hashing import canonical_json, chain_hash, legacy_hash, sha256_hex
+from pmm.events.hashing import canonical_json, chain_payload_v3, legacy_hash, sha256_hex
 from pmm.records import VerifyReport
 from pmm.storage.sqlite import EventStore
 
@@ -44,15 +44,18 @@ def row(conn, event_id: int) -> dict[str, object]:
 
 
 def rehash(r: dict[str, object]) -> str:
-    return chain_hash(
-        id=r["id"],
-        ts=r["ts"],
-        kind=r["kind"],
-        session_id=r["session_id"],
-        role=r["role"],
-        content_sha256=r["content_sha256"],
-        meta_json=r["meta"],
-        prev_hash=r["prev_hash"],
+    """The version-3 hash of a row as stored (its keyed digests included)."""
+    return sha256_hex(
+        chain_payload_v3(
+            ts=r["ts"],
+            kind=r["kind"],
+            role=r["role"],
+            content_sha256=r["content_sha256"],
+            meta_json=r["meta"],
+            prev_hash=r["prev_hash"],
+            user_digest=r["user_digest"],
+            session_digest=r["session_digest"],
+        )
     )
 
 
