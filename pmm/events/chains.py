@@ -28,6 +28,7 @@ from pmm.events.chain import ASSIGN_KIND, ChainWalker, CheckedEvent
 from pmm.events.hashing import (
     CHAIN_HASH_VERSION,
     HASH_VERSION,
+    LEGACY_HASH_VERSION,
     USER_HASH_VERSION,
     canonical_json,
     chain_payload_v3,
@@ -200,6 +201,7 @@ class ChainsWalker:
         self.rows = 0
         self.last: _Head | None = None
         self.bad: tuple[int, str] | None = None
+        self._seen_v3 = False
 
     def fail(self, id_: int, reason: str) -> None:
         """Record a row that cannot even be read as the first one that does not verify."""
@@ -224,7 +226,11 @@ class ChainsWalker:
         session_dig: str | None = None,
     ) -> str | None:
         """Check one row; returns why it does not verify (and remembers it), else None."""
-        if version != CHAIN_HASH_VERSION:
+        if version not in _VERSIONS or (version != CHAIN_HASH_VERSION and self._seen_v3):
+            # Rows of versions 0-2 were all written before the first version-3 row.
+            self.rows += 1
+            reason: str | None = f"hash_version {version} is not allowed here"
+        elif version != CHAIN_HASH_VERSION:
             if self.user is None:
                 self.rows += 1
                 reason = self.legacy.step(
@@ -243,6 +249,7 @@ class ChainsWalker:
             )
         else:
             self.rows += 1
+            self._seen_v3 = True
             reason = self._check(
                 id_, ts, kind, session_id, role, content, content_sha256, meta_json,
                 prev_hash, digest, user_id, user_dig, session_dig,
@@ -390,6 +397,7 @@ class ChainsWalker:
         )
 
 
+_VERSIONS = frozenset({LEGACY_HASH_VERSION, HASH_VERSION, USER_HASH_VERSION, CHAIN_HASH_VERSION})
 _MOVED = (
     "the row's user is not the one its hash covers: it was moved to another user "
     "(or its user's chain key was replaced)"

@@ -21,7 +21,6 @@ exactly by PMM otherwise. ``forget`` and ``compact`` rewrite the tables afterwar
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any

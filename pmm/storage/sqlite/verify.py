@@ -109,9 +109,9 @@ class Inspection(DerivedData):
                     prev = prev.hex()
                 if type(digest) is bytes:
                     digest = digest.hex()
-                if user_dig is not None:
+                if type(user_dig) is bytes:
                     user_dig = user_dig.hex()
-                if session_dig is not None:
+                if type(session_dig) is bytes:
                     session_dig = session_dig.hex()
                 if (
                     step(id_, ts, kind, session, role, text, sha, meta, prev, digest, version,

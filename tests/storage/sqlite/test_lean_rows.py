@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from store_helpers import N_MIGRATIONS, make_legacy_db, raw, with_users, without_users
 
-from pmm.storage.copy import copy_log
 from pmm.errors import IntegrityError
+from pmm.storage.copy import copy_log
 from pmm.storage.sqlite import EventStore, schema
 from pmm.storage.sqlite.windows import sync_windows
 
