@@ -55,7 +55,10 @@ def _sql(target: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any,
 
 
 def _rows(target: str, user: str) -> list[dict[str, Any]]:
-    cols = "id, ts, kind, role, content, content_sha256, meta, prev_hash, hash, user_digest, session_digest"
+    cols = (
+        "id, ts, kind, role, content, content_sha256, meta, prev_hash, hash, user_digest,"
+        " session_digest"
+    )
     found = _sql(target, f"SELECT {cols} FROM events WHERE user_id = ? ORDER BY id", (user,))
     names = [c.strip() for c in cols.split(",")]
     return [
