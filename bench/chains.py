@@ -60,15 +60,17 @@ class GlobalChainStore(PostgresEventStore):
         return super()._append_locked(conn, checked)
 
 
-def _writer(url: str, mode: str, worker: int, start_at: float, seconds: float) -> int:
-    """One process: append until ``start_at + seconds``; returns how many committed."""
+def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> int:
+    """One process: connect, wait at the ``ready`` barrier for every other writer, then
+    append for ``seconds``; returns how many committed."""
     import psycopg
 
     user = f"user{worker}"
     done = 0
     if mode == "bare":
         with psycopg.connect(url, autocommit=True) as conn:
-            time.sleep(max(0.0, start_at - time.time()))
+            ready.wait()
+            start_at = time.time()
             while time.time() < start_at + seconds:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user,))
@@ -79,7 +81,8 @@ def _writer(url: str, mode: str, worker: int, start_at: float, seconds: float) -
         return done
     cls = GlobalChainStore if mode == "global" else PostgresEventStore
     with cls(url, pool_size=1) as store:
-        time.sleep(max(0.0, start_at - time.time()))
+        ready.wait()
+        start_at = time.time()
         while time.time() < start_at + seconds:
             store.append_many(
                 [
@@ -95,9 +98,9 @@ def _writer(url: str, mode: str, worker: int, start_at: float, seconds: float) -
 def appends_per_second(url: str, mode: str, writers: int, seconds: float) -> float:
     """Committed appends per second of ``writers`` processes in ``mode``."""
     ctx = mp.get_context("spawn")
-    with ctx.Pool(writers) as pool:
-        start_at = time.time() + 3.0  # every process connected and waiting
-        counts = pool.starmap(_writer, [(url, mode, w, start_at, seconds) for w in range(writers)])
+    with ctx.Manager() as manager, ctx.Pool(writers) as pool:
+        ready = manager.Barrier(writers)  # every process connected before the clock starts
+        counts = pool.starmap(_writer, [(url, mode, w, ready, seconds) for w in range(writers)])
     return sum(counts) / seconds
 
 

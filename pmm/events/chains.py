@@ -18,7 +18,6 @@ as the one legacy chain, exactly as before. See ``docs/design/chains.md``.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,11 +29,11 @@ from pmm.events.hashing import (
     HASH_VERSION,
     LEGACY_HASH_VERSION,
     USER_HASH_VERSION,
-    canonical_json,
     chain_payload_v3,
     keyed_digest,
     sha256_hex,
 )
+from pmm.events.merkle import merkle_root
 from pmm.records import Event, VerifyReport
 
 NO_USER = "no-user"
@@ -130,30 +129,6 @@ def seal_chains(
         )
         state.head_hash, state.head_id = digest, id_
     return events
-
-
-def merkle_root(heads: Mapping[str, str]) -> str | None:
-    """RFC 6962's Merkle tree hash over the sorted ``(label, head)`` pairs: leaf =
-    sha256(0x00 || canonical_json([label, head])), node = sha256(0x01 || left || right),
-    split at the largest power of two below the count. None for no chains.
-
-    >>> merkle_root({"legacy": "ab"}) == hashlib.sha256(b'\\x00["legacy","ab"]').hexdigest()
-    True
-    """
-    if not heads:
-        return None
-    level = [
-        hashlib.sha256(b"\x00" + canonical_json([label, heads[label]]).encode()).digest()
-        for label in sorted(heads)
-    ]
-    return _tree(level).hex()
-
-
-def _tree(nodes: list[bytes]) -> bytes:
-    if len(nodes) == 1:
-        return nodes[0]
-    split = 1 << ((len(nodes) - 1).bit_length() - 1)
-    return hashlib.sha256(b"\x01" + _tree(nodes[:split]) + _tree(nodes[split:])).digest()
 
 
 @dataclass(slots=True)
