@@ -529,9 +529,7 @@ class Mind:
 
     # -- admin -----------------------------------------------------------------------
 
-    def verify(
-        self, *, expect_head: str | None = None, user_id: str | None = None
-    ) -> VerifyReport:
+    def verify(self, *, expect_head: str | None = None, user_id: str | None = None) -> VerifyReport:
         """Walk every user's hash chain, or one user's (see
         :class:`pmm.events.chains.ChainsWalker`)::
 

@@ -143,7 +143,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         checked = [check_new_event(e, self.max_content_bytes) for e in entries]
         if not checked:
             return []
-        with self._db.write() as conn:
+        with self._db.pipelined_write() as conn:
             return self._append_locked(conn, checked)
 
     def _append_locked(

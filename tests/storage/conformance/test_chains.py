@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from pmm.events.chains import NO_USER, user_digest
-from pmm.events.merkle import merkle_root
 from pmm.events.hashing import chain_payload_v3, keyed_digest, sha256_hex
+from pmm.events.merkle import merkle_root
 from pmm.records import NewEvent
 from pmm.storage import open_store
 from pmm.storage.base import EventLog
