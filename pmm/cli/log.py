@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pmm.cli.jsonl import _output, _read_export
+from pmm.cli.jsonl import _output, _read_export, key_line
 from pmm.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -299,6 +299,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     head: Event | None = None
     with open_store(path) as store, _output(args.file) as out:
         user = checked_user(args.user)
+        for chain, secret in store.chain_keys(user):
+            out.write(key_line(chain, secret))
         events = store.iter_events() if user is None else store.events(user_id=user)
         for event in events:
             out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
@@ -322,12 +324,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     path = _db_path(args)
-    events = list(_read_export(args.file))
+    items = list(_read_export(args.file))
+    events = [i for i in items if isinstance(i, Event)]
+    keys = [i for i in items if not isinstance(i, Event)]
     created = not Path(path).exists()
     store = open_store(path)
     imported = False
     try:
-        report = store.import_events(events)
+        report = store.import_events(events, keys=keys)
         imported = True
     except IntegrityError as exc:
         _error(f"import refused: {exc}")

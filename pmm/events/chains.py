@@ -354,9 +354,9 @@ class ChainsWalker:
         reason = None if self.bad is None else self.bad[1]
         if self.bad is None and not found:
             reason = (
-                f"the pinned head {self.expect_head} is neither the root nor a row of "
-                + ("the log" if self.user is None else "this user's chain")
-                + ": it was cut back or rewritten (or the log grew since a root was pinned)"
+                f"the pinned head {self.expect_head} is not in the log (neither the root "
+                + ("nor a row" if self.user is None else "nor a row of this user's chain")
+                + "): it was cut back or rewritten (or the log grew since a root was pinned)"
             )
         return VerifyReport(
             ok=reason is None,

@@ -141,13 +141,11 @@ def save_heads(conn: psycopg.Connection[Any], states: Iterable[ChainState]) -> N
 
 
 def chain_keys(conn: psycopg.Connection[Any], user: str | None = None) -> list[tuple[str, bytes]]:
-    """``(chain, secret)`` of every chain (with ``user``: hers and the chain without one)."""
+    """``(chain, secret)`` of every chain (with ``user``: hers alone)."""
     if user is None:
         rows = conn.execute("SELECT chain, secret FROM chains").fetchall()
     else:
-        rows = conn.execute(
-            "SELECT chain, secret FROM chains WHERE chain IN (%s, %s)", (user, NO_USER_KEY)
-        ).fetchall()
+        rows = conn.execute("SELECT chain, secret FROM chains WHERE chain = %s", (user,)).fetchall()
     return [(str(r[0]), bytes(r[1])) for r in rows]
 
 

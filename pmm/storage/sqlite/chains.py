@@ -48,14 +48,12 @@ def save_heads(conn: sqlite3.Connection, states: Iterable[ChainState]) -> None:
 
 
 def chain_keys(conn: sqlite3.Connection, user: str | None = None) -> list[tuple[str, bytes]]:
-    """``(chain, secret)`` of every chain (with ``user``: hers and the chain without a
-    user); none in a file from before migrations/0015."""
+    """``(chain, secret)`` of every chain (with ``user``: hers alone); none in a file
+    from before migrations/0015."""
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chains'").fetchone():
         return []
     if user is None:
         rows = conn.execute("SELECT chain, secret FROM chains").fetchall()
     else:
-        rows = conn.execute(
-            "SELECT chain, secret FROM chains WHERE chain IN (?, ?)", (user, NO_USER_KEY)
-        ).fetchall()
+        rows = conn.execute("SELECT chain, secret FROM chains WHERE chain = ?", (user,)).fetchall()
     return [(str(r[0]), bytes(r[1])) for r in rows]
