@@ -239,8 +239,7 @@ def export_events(store: EventLog, out: str | IO[str], user_id: str | None) -> i
         )
         for chain, secret in store.chain_keys(user_id):  # version-3 rows need them
             stream.write(
-                json.dumps({"chain_key": chain, "secret": secret.hex()}, ensure_ascii=False)
-                + "\n"
+                json.dumps({"chain_key": chain, "secret": secret.hex()}, ensure_ascii=False) + "\n"
             )
         for event in events:
             stream.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")

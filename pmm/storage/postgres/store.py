@@ -419,7 +419,8 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         return [int(r[0]) for r in self._db.read("SELECT version FROM schema_migrations")]
 
     def chain_keys(self, user_id: str | None = None) -> list[tuple[str, bytes]]:
-        """``(chain, secret)`` of every chain (``user_id``: hers alone): what a copy or export of version-3 rows needs to verify elsewhere."""
+        """``(chain, secret)`` of every chain (``user_id``: hers alone): what a copy or
+        export of version-3 rows needs to verify elsewhere."""
         with self._db.write() as conn:
             return chain_keys(conn, user_id)
 

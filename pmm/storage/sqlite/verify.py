@@ -62,8 +62,9 @@ class Inspection(DerivedData):
     # -- verification ----------------------------------------------------------------
 
     def chain_keys(self, user_id: str | None = None) -> list[tuple[str, bytes]]:
-        """``(chain, secret)`` of every chain (``user_id``: hers alone): what a copy or export of version-3 rows needs to verify elsewhere. Secret:
-        whoever holds a user's key can link her digests back to her ids."""
+        """``(chain, secret)`` of every chain (``user_id``: hers alone): what a copy or
+        export of version-3 rows needs to verify elsewhere. Secret: whoever holds a
+        user's key can link her digests back to her ids."""
         with self._lock, translated(self.path):
             return chain_keys(self._conn, user_id)
 
