@@ -316,14 +316,16 @@ class ChainsWalker:
             secret = self._by_digest.get(user_dig)
             if user_id is not None:
                 own = self._secrets.get(user_id)
-                if own is None or user_digest(own, user_id) != user_dig:
+                if own is None:
+                    return _NO_KEY
+                if user_digest(own, user_id) != user_dig:
                     return _MOVED
                 if kind == ASSIGN_KIND and session_id is not None:
                     self.legacy._check_user(id_, kind, session_id, user_id, USER_HASH_VERSION)
         if session_id is None:
             return None
         if secret is None:
-            return "no chain key holds this row's user: its key was deleted or never stored"
+            return _NO_KEY
         cache_key = (user_dig, session_id)
         expected = self._sessions.get(cache_key)
         if expected is None:
@@ -373,6 +375,7 @@ class ChainsWalker:
 
 
 _VERSIONS = frozenset({LEGACY_HASH_VERSION, HASH_VERSION, USER_HASH_VERSION, CHAIN_HASH_VERSION})
+_NO_KEY = "no chain key holds this row's user: its key was deleted or never stored"
 _MOVED = (
     "the row's user is not the one its hash covers: it was moved to another user "
     "(or its user's chain key was replaced)"

@@ -178,7 +178,7 @@ def test_a_chain_forged_without_the_secret_is_caught(store: EventLog, target: st
     # Rewritten as mallory's: her digest must be made up (the secret is not known), and
     # every hash recomputed; the digest is not the keyed digest of the stored user id.
     _fill(store)
-    store.append("prompt", "mallory exists", session_id="m", role="user")  # no key for her
+    store.append_many([NewEvent("prompt", "mallory is here", "m", "user", None, None, "mallory")])
     made_up = sha256_hex("mallory")
     prev = None
     for row in _rows(target, "alice"):
@@ -236,3 +236,19 @@ def test_assigning_a_session_keeps_every_chain_verifying(store: EventLog) -> Non
     assert store.verify().ok
     mine = store.verify(user_id="alice")
     assert mine.ok and mine.user_head == after.hash
+
+
+def test_rows_whose_ids_and_secret_were_erased_still_verify(store: EventLog, target: str) -> None:
+    # What a future erasure of a user can leave: her rows without her ids, her secret
+    # gone; the hashes cover the stored digests, so every chain still verifies.
+    _fill(store)
+    before = store.verify()
+    _sql(target, "UPDATE events SET user_id = NULL, session_id = NULL WHERE user_id = 'alice'")
+    _sql(target, "DELETE FROM chains WHERE chain = 'alice'")
+    after = store.verify()
+    assert after.ok, after
+    assert after.root == before.root and after.heads == before.heads
+    # with her ids still there, a missing secret is a failure, not a pass
+    _sql(target, "DELETE FROM chains WHERE chain = 'bob'")
+    report = store.verify()
+    assert not report.ok and "no chain key" in (report.reason or "")
