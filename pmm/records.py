@@ -34,6 +34,11 @@ class Event:
     user_id: str | None = None
     """The user (tenant) the event's session belongs to, or None (a log without users).
     Chained for ``hash_version`` 2; see :mod:`pmm.events.hashing`."""
+    user_digest: str | None = None
+    """Version 3: the keyed digest of the user that the hash covers (hex; None: the
+    chain of events without a user). Set on appended events; see :mod:`pmm.events.chains`."""
+    session_digest: str | None = None
+    """Version 3: the keyed digest of the session that the hash covers (hex), or None."""
 
     @property
     def text(self) -> str:
@@ -58,13 +63,19 @@ class Event:
             "keywords": list(self.keywords),
             "digest_method": self.digest_method,
             "user_id": self.user_id,
+            **(
+                {}
+                if self.hash_version != 3
+                else {"user_digest": self.user_digest, "session_digest": self.session_digest}
+            ),
         }
 
 
 def event_from_row(row: Sequence[Any]) -> Event:
     """An :class:`Event` from a row of the event log's columns in their schema order
     (id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,
-    hash_version, summary, keywords, digest_method[, user_id]), as both storage backends
+    hash_version, summary, keywords, digest_method[, user_id, user_digest,
+    session_digest]), as both storage backends
     read them."""
     return Event(
         id=int(row[0]),
@@ -82,6 +93,8 @@ def event_from_row(row: Sequence[Any]) -> Event:
         keywords=json.loads(row[12]) if row[12] else [],
         digest_method=row[13],
         user_id=row[14] if len(row) > 14 else None,
+        user_digest=row[15] if len(row) > 15 else None,
+        session_digest=row[16] if len(row) > 16 else None,
     )
 
 
@@ -130,9 +143,18 @@ class VerifyReport:
     first_bad_id: int | None = None
     reason: str | None = None
     seconds: float = 0.0
+    root: str | None = None
+    """The Merkle root over every chain's ``(label, head hash)`` (see
+    :func:`pmm.events.chains.merkle_root`): the one value to pin for the whole log. None
+    for a one-user verify and for an empty log."""
+    heads: dict[str, str] = field(default_factory=dict)
+    """Each chain's head hash by label: a user's keyed digest, ``"no-user"`` for events
+    without a user, ``"legacy"`` for the rows written before one chain per user."""
+    user_head: str | None = None
+    """With ``verify(user_id=...)``: that user's chain head (None: she has no chain)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "ok": self.ok,
             "rows": self.rows,
             "head": self.head,
@@ -140,7 +162,12 @@ class VerifyReport:
             "first_bad_id": self.first_bad_id,
             "reason": self.reason,
             "seconds": round(self.seconds, 6),
+            "root": self.root,
+            "chains": len(self.heads),
         }
+        if self.user_head is not None:
+            out["user_head"] = self.user_head
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,23 +154,54 @@ while True:
 USERS_MIGRATION = 13
 """migrations/0013_users.sql: the user column. Today's code writes it, so a test that
 writes a file "of an earlier schema" applies it too, then takes it out (without_users)."""
+CHAINS_MIGRATION = 15
+"""migrations/0015_user_chains.sql: one chain per user (keyed digests, chain secrets).
+Today's code writes version-3 rows; without_users takes it out too and re-hashes the
+rows as the version-1 chain a file of that time holds."""
 
 
 def with_users(migrations: list[Any]) -> list[Any]:
-    """``migrations`` plus 0013 (the user column today's code writes), in order."""
+    """``migrations`` plus 0013 and 0015 (what today's code writes), in order."""
     from pmm.storage.sqlite import schema
 
-    extra = [m for m in schema.load_migrations() if m.version == USERS_MIGRATION]
+    extra = [
+        m for m in schema.load_migrations() if m.version in (USERS_MIGRATION, CHAINS_MIGRATION)
+    ]
     return sorted({m.version: m for m in [*migrations, *extra]}.values(), key=lambda m: m.version)
 
 
-def without_users(path: Path | str) -> None:
-    """Take migration 0013 back out of a file written with :func:`with_users`, as if it
-    was written before it: the column, its index, and the full-text view and triggers as
-    the file's own newest earlier migrations made them."""
+def without_users(path: Path | str) -> dict[int, tuple[str | None, str]]:
+    """Take migrations 0013 and 0015 back out of a file written with :func:`with_users`,
+    as if it was written before them: the columns, the chains table, the index, and the
+    full-text view and triggers as the file's own newest earlier migrations made them;
+    the rows re-hashed as one version-1 chain: returns ``{id: (prev_hash, hash)}``."""
+    from pmm.events.hashing import chain_hash
     from pmm.storage.sqlite import schema
 
     with raw(path) as conn:
+        conn.execute("DROP TABLE chains")
+        conn.execute("ALTER TABLE events DROP COLUMN user_digest")
+        conn.execute("ALTER TABLE events DROP COLUMN session_digest")
+        prev: str | None = None
+        rehashed: dict[int, tuple[str | None, str]] = {}
+        rows = conn.execute(
+            "SELECT id, ts, kind, session_id, role, content_sha256, meta, hash FROM events"
+            " ORDER BY id"
+        ).fetchall()
+        for id_, ts, kind, session, role, sha, meta, old in rows:
+            pack = bytes.fromhex if isinstance(old, bytes) else str  # before 0008: hex text
+            digest = chain_hash(
+                id=id_, ts=ts, kind=kind, session_id=session, role=role,
+                content_sha256=sha.hex() if isinstance(sha, bytes) else sha,
+                meta_json=meta, prev_hash=prev,
+            )  # fmt: skip
+            conn.execute(
+                "UPDATE events SET prev_hash = ?, hash = ?, hash_version = 1 WHERE id = ?",
+                (None if prev is None else pack(prev), pack(digest), id_),
+            )
+            rehashed[id_] = (prev, digest)
+            prev = digest
+        conn.execute("DELETE FROM schema_migrations WHERE version = ?", (CHAINS_MIGRATION,))
         applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
         conn.execute("DROP INDEX events_by_user")
         conn.execute("DROP VIEW events_fts_source")
@@ -193,3 +224,4 @@ def without_users(path: Path | str) -> None:
             conn.execute(statement)
         conn.execute("DELETE FROM schema_migrations WHERE version = ?", (USERS_MIGRATION,))
         conn.execute(f"PRAGMA user_version = {max(applied - {USERS_MIGRATION})}")
+    return rehashed

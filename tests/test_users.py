@@ -42,8 +42,8 @@ def test_each_event_stores_its_user_and_is_hashed_with_it(db: Path) -> None:
     with EventStore(db) as store:
         a = store.append("prompt", "hi", session_id="t1", role="user")
         b = store.append_many([NewEvent("prompt", "hello", "t2", "user", user_id="alice")])[0]
-        assert (a.user_id, a.hash_version) == (None, 1)  # no user: exactly as before
-        assert (b.user_id, b.hash_version) == ("alice", 2)
+        assert (a.user_id, a.hash_version, a.user_digest) == (None, 3, None)  # no user's chain
+        assert (b.user_id, b.hash_version) == ("alice", 3) and b.user_digest is not None
         assert store.get(b.id) == b and store.verify().ok
         assert store.session_owner("t2") == (True, "alice")
         assert store.session_owner("t1") == (True, None)
@@ -152,7 +152,7 @@ def test_old_sessions_are_assigned_once_as_a_chained_event(db: Path) -> None:
         with pytest.raises(InvalidInputError, match="written without a user"):
             mind.remember("more", role="user", session_id="old", user_id="ana")
         event = mind.assign_user("old", "ana", reason="migrated")
-        assert (event.kind, event.user_id, event.hash_version) == ("user_assigned", "ana", 2)
+        assert (event.kind, event.user_id, event.hash_version) == ("user_assigned", "ana", 3)
         assert {e.user_id for e in mind.store.events(session_id="old")} == {"ana"}
         with pytest.raises(InvalidInputError, match="already belongs"):
             mind.assign_user("old", "ana")
@@ -316,7 +316,8 @@ def test_cli_user_options(db: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0 and stats["events"] == 4 and stats["by_session"] == {"a1": 4}
     export = tmp_path / "alice.jsonl"
     code, _, _ = run(capsys, "export", str(export), "--user", "alice", "--db", str(db))
-    lines = [json.loads(line) for line in export.read_text().splitlines()]
+    key, *lines = [json.loads(line) for line in export.read_text().splitlines()]
+    assert key["chain_key"] == "alice"  # her chain's secret alone, then her events
     assert code == 0 and len(lines) == 4 and {e["user_id"] for e in lines} == {"alice"}
     code, out, _ = run(capsys, "assign-user", "old", "carol", "--db", str(db))
     assert code == 0 and "now belongs to user 'carol'" in out

@@ -225,7 +225,7 @@ class Chat:
         if report.ok:
             self.write(
                 f"chain OK: {report.rows:,} rows verified; head id {report.head_id}, "
-                f"hash {report.head}"
+                f"hash {report.head}; root over {len(report.heads)} chains {report.root}"
             )
         else:
             self.write(f"chain FAILED at event {report.first_bad_id}: {report.reason}")

@@ -3,9 +3,12 @@ an event.
 
 ``_output(file)`` opens the export target (``-`` is stdout) and ``_read_export(file)`` yields
 the :class:`~pmm.records.Event` of each line, checked against ``_EVENT_FIELDS`` (an unknown
-field, a missing one or a wrong type is an ``InvalidInputError`` naming ``file:line``)::
+field, a missing one or a wrong type is an ``InvalidInputError`` naming ``file:line``), or
+the ``(chain, secret)`` of a chain-key line (``{"chain_key": ..., "secret": hex}``, written
+first: version-3 rows need their chain's secret to verify)::
 
-    events = list(_read_export("backup.jsonl"))
+    items = list(_read_export("backup.jsonl"))
+    events = [i for i in items if isinstance(i, Event)]
 """
 
 from __future__ import annotations
@@ -36,11 +39,19 @@ _EVENT_FIELDS = {
     "keywords": (False, (list,)),
     "digest_method": (False, (str, type(None))),
     "user_id": (False, (str, type(None))),
+    "user_digest": (False, (str, type(None))),
+    "session_digest": (False, (str, type(None))),
 }
 
 
-def _read_export(file: str) -> Iterator[Event]:
-    """Events of an export file, validated field by field (InvalidInputError if not)."""
+def key_line(chain: str, secret: bytes) -> str:
+    """The export line of one chain's secret."""
+    return json.dumps({"chain_key": chain, "secret": secret.hex()}, ensure_ascii=False) + "\n"
+
+
+def _read_export(file: str) -> Iterator[Event | tuple[str, bytes]]:
+    """Events and chain keys of an export file, validated field by field
+    (InvalidInputError if not)."""
     stream = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
     name = "stdin" if file == "-" else file
     try:
@@ -54,13 +65,25 @@ def _read_export(file: str) -> Iterator[Event]:
             stream.close()
 
 
-def _parse_event(line: str, where: str) -> Event:
+def _parse_key(data: dict[str, object], where: str) -> tuple[str, bytes]:
+    chain, secret = data.get("chain_key"), data.get("secret")
+    if set(data) != {"chain_key", "secret"} or not isinstance(chain, str):
+        raise InvalidInputError(f"{where}: a chain key line holds chain_key and secret alone")
+    try:
+        return chain, bytes.fromhex(str(secret))
+    except ValueError:
+        raise InvalidInputError(f"{where}: the chain key's secret is not hex") from None
+
+
+def _parse_event(line: str, where: str) -> Event | tuple[str, bytes]:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{where}: not a JSON object ({exc.msg})") from None
     if not isinstance(data, dict):
         raise InvalidInputError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    if "chain_key" in data:
+        return _parse_key(data, where)
     unknown = sorted(set(data) - set(_EVENT_FIELDS))
     if unknown:
         raise InvalidInputError(f"{where}: unknown field(s) {', '.join(unknown)}")

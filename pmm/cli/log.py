@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pmm.cli.jsonl import _output, _read_export
+from pmm.cli.jsonl import _output, _read_export, key_line
 from pmm.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -181,19 +181,30 @@ def worker_lines(worker: dict[str, Any] | None) -> list[str]:
 def cmd_verify(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     expected = _head_pin(args.expect_head)
+    user = args.user
     with open_store(path) as store:
         if expected is not None and len(expected) < HASH_HEX:
-            expected = _unique_hash(store, expected)
-        report = store.verify(expect_head=expected)
+            expected = _unique_hash(store, expected, user)
+        report = store.verify(expect_head=expected, user_id=user)
     rate = report.rows / report.seconds if report.seconds > 0 else 0.0
     result = {**report.to_dict(), "rows_per_second": round(rate), "path": _abs(path)}
+    if user is not None:
+        result["user"] = user
     speed = f"{report.seconds:.3f} s ({rate:,.0f} rows/s)"
     if report.ok:
-        lines = [f"OK: {report.rows:,} rows verified in {speed}"]
+        scope = f" of user {user!r}" if user is not None else ""
+        lines = [f"OK: {report.rows:,} rows{scope} verified in {speed}"]
         if report.head is not None:
+            lines.append(f"head: id {report.head_id}  hash {report.head}")
+        if user is not None and report.user_head is not None:
             lines += [
-                f"head: id {report.head_id}  hash {report.head}",
-                f"pin it: pmm verify --expect-head {report.head}",
+                f"user head: {report.user_head}",
+                f"pin it: pmm verify --user {user} --expect-head {report.user_head}",
+            ]
+        elif report.root is not None:
+            lines += [
+                f"root over {len(report.heads):,} chains: {report.root}",
+                f"pin it: pmm verify --expect-head {report.root}",
             ]
     else:
         where = f"at event {report.first_bad_id}" if report.first_bad_id is not None else ""
@@ -228,15 +239,19 @@ def _head_pin(value: str | None) -> str | None:
     return pin
 
 
-def _unique_hash(store: EventLog, prefix: str) -> str:
-    """The one event hash that starts with ``prefix``; the prefix itself when none does
-    (verify then reports that the pinned head is not in the log)."""
-    matches = [e.hash for e in store.iter_events() if e.hash.startswith(prefix)]
+def _unique_hash(store: EventLog, prefix: str, user: str | None) -> str:
+    """The one event hash (or the root) that starts with ``prefix``; the prefix itself
+    when none does (verify then reports that the pinned head is not in the log)."""
+    events = store.iter_events() if user is None else iter(store.events(user_id=user))
+    matches = [e.hash for e in events if e.hash.startswith(prefix)]
     if len(matches) > 1:
         raise InvalidInputError(
             f"--expect-head {prefix} matches {len(matches)} events: give more digits"
         )
-    return matches[0] if matches else prefix
+    if matches:
+        return matches[0]
+    root = None if user is not None else store.verify().root
+    return root if root is not None and root.startswith(prefix) else prefix
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
@@ -284,6 +299,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     head: Event | None = None
     with open_store(path) as store, _output(args.file) as out:
         user = checked_user(args.user)
+        for chain, secret in store.chain_keys(user):
+            out.write(key_line(chain, secret))
         events = store.iter_events() if user is None else store.events(user_id=user)
         for event in events:
             out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
@@ -307,12 +324,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     path = _db_path(args)
-    events = list(_read_export(args.file))
+    items = list(_read_export(args.file))
+    events = [i for i in items if isinstance(i, Event)]
+    keys = [i for i in items if not isinstance(i, Event)]
     created = not Path(path).exists()
     store = open_store(path)
     imported = False
     try:
-        report = store.import_events(events)
+        report = store.import_events(events, keys=keys)
         imported = True
     except IntegrityError as exc:
         _error(f"import refused: {exc}")

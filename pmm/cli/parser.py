@@ -137,16 +137,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "verify",
         cmd_verify,
-        "Walk the hash chain and check every row.",
-        "Prints the rows checked, the head (id and hash: pin it with --expect-head next\n"
-        "time to catch a log cut back at its end) and the speed. Exit 1 when a row does\n"
-        "not verify, with its id and the reason.",
+        "Walk every user's hash chain and check every row.",
+        "Prints the rows checked, the root over every chain's head (pin it with\n"
+        "--expect-head next time to catch a chain cut back or rewritten) and the speed;\n"
+        "with --user, that user's chain alone and her head. Exit 1 when a row does not\n"
+        "verify, with its id and the reason.",
     )
     p.add_argument(
         "--expect-head",
         metavar="HASH",
-        help="a head hash printed earlier: fail unless the chain still reaches it",
+        help="a root or head printed earlier: fail unless it is the root or still in the chain",
     )
+    p.add_argument("--user", metavar="U", help="only this user's chain (her rows alone)")
     p = command("tail", cmd_tail, "Show the newest events, oldest of them first.")
     p.add_argument("-n", type=_positive_int, default=10, metavar="N", help="how many (10)")
     p.add_argument("--session", metavar="S", help="only this session")

@@ -229,13 +229,18 @@ def user_erasure_ids(
 
 def export_events(store: EventLog, out: str | IO[str], user_id: str | None) -> int:
     """Write events as JSON lines (every field, :meth:`Event.to_dict`) to a path or a
-    text file: all of them, or one user's. Returns how many."""
+    text file: all of them, or one user's, after a line per chain secret they need
+    (``{"chain_key": ..., "secret": hex}``, as ``pmm export``). Returns how many events."""
     events = store.events(user_id=user_id) if user_id is not None else store.iter_events()
     count = 0
     with contextlib.ExitStack() as stack:
         stream = (
             stack.enter_context(open(out, "w", encoding="utf-8")) if isinstance(out, str) else out
         )
+        for chain, secret in store.chain_keys(user_id):  # version-3 rows need them
+            stream.write(
+                json.dumps({"chain_key": chain, "secret": secret.hex()}, ensure_ascii=False) + "\n"
+            )
         for event in events:
             stream.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
             count += 1

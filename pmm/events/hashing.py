@@ -14,6 +14,17 @@ so that a row moved to another user no longer verifies. Rows without a user are 
 written as version 1: a session written before it had a user can be assigned one later
 (:meth:`pmm.Mind.assign_user`), which a chained ``user_assigned`` event records.
 
+Version 3 (every row PMM writes since one chain per user, issue 21)::
+
+    hash = sha256(canonical_json({ts, kind, role, content_sha256, meta, prev_hash,
+                                  user: keyed digest of user_id or null,
+                                  session: keyed digest of session_id or null}))
+
+where ``prev_hash`` is the hash of the previous version-3 row of the same user (rows
+without a user form one chain of their own), and the keyed digests are HMAC-SHA256 under
+a random secret per chain (:func:`keyed_digest`). See ``docs/design/chains.md``.
+Versions 1 and 2 are still verified (rows written before it), in id order as one chain.
+
 Version 0 (rows written by the earlier PMM, kept verifying after migration)::
 
     hash = sha256((prev_hash or "") + "|" + kind + "|" + content + "|" + meta_json)
@@ -25,6 +36,7 @@ the chain still verifies.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -141,3 +153,54 @@ def chain_hash(**fields: Any) -> str:
 def legacy_hash(prev_hash: str | None, kind: str, content: str, meta_json: str) -> str:
     """The version-0 hash used by the earlier PMM."""
     return sha256_hex(f"{prev_hash or ''}|{kind}|{content}|{meta_json}")
+
+
+CHAIN_HASH_VERSION = 3
+"""Rows written since one chain per user (issue 21): see :func:`chain_payload_v3`."""
+
+
+def keyed_digest(secret: bytes, what: str, value: str) -> str:
+    """HMAC-SHA256 of ``what + NUL + value`` under a chain's secret, as 64 hex digits:
+    the form in which a version-3 hash covers a user or session id, so that deleting the
+    secret (and the id) leaves a digest nobody can link back to the id.
+
+    >>> len(keyed_digest(b"k" * 32, "user", "alice@example.com"))
+    64
+    """
+    return hmac.new(secret, f"{what}\x00{value}".encode(), hashlib.sha256).hexdigest()
+
+
+def chain_payload_v3(
+    *,
+    ts: str,
+    kind: str,
+    role: str | None,
+    content_sha256: str,
+    meta_json: str,
+    prev_hash: str | None,
+    user_digest: str | None,
+    session_digest: str | None,
+) -> str:
+    """The canonical JSON that a version-3 row's hash covers: no id (a chain keeps its
+    hashes wherever it is imported) and the user and session as keyed digests
+    (:func:`keyed_digest`); ``prev_hash`` is the previous row of the same chain (user).
+    Equal, by test, to ``canonical_json`` of the same fields as a dict."""
+    return (
+        '{"content_sha256":'
+        + _q(content_sha256)
+        + ',"kind":'
+        + _q(kind)
+        + ',"meta":'
+        + meta_json
+        + ',"prev_hash":'
+        + _q(prev_hash)
+        + ',"role":'
+        + _q(role)
+        + ',"session":'
+        + _q(session_digest)
+        + ',"ts":'
+        + _q(ts)
+        + ',"user":'
+        + _q(user_digest)
+        + "}"
+    )

@@ -32,17 +32,24 @@ class Administration(MindParts):
 
     # -- admin -----------------------------------------------------------------------
 
-    def verify(self, *, expect_head: str | None = None) -> VerifyReport:
-        """Walk the hash chain (see :meth:`pmm.storage.base.EventLog.verify`).
+    def verify(self, *, expect_head: str | None = None, user_id: str | None = None) -> VerifyReport:
+        """Walk every user's hash chain, or one user's (see
+        :class:`pmm.events.chains.ChainsWalker`)::
+
+            root = mind.verify().root                       # pin it somewhere safe
+            mind.verify(expect_head=root).ok                # later: nothing rewritten
+            mind.verify(user_id="alice").user_head          # her chain alone
 
         Args:
-            expect_head: A head hash printed earlier (or a unique prefix of 8+ hex
-                digits): the report is not ok unless the chain still reaches it.
+            expect_head: A root or a head hash printed earlier: the report is not ok
+                unless it is the root, or a row of the chain(s) walked.
+            user_id: Check this user's chain alone (cost grows with her events only).
 
         Returns:
-            ``ok``, the rows checked, the head, and the first bad row and why.
+            ``ok``, the rows checked, each chain's head and the root (or her head),
+            and the first bad row and why.
         """
-        return self.store.verify(expect_head=expect_head)
+        return self.store.verify(expect_head=expect_head, user_id=checked_user(user_id))
 
     def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
         """Counts by kind/session/role, digest and embedding coverage, size on disk; with

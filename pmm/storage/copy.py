@@ -33,7 +33,7 @@ def copy_log(
                 " nothing was copied"
             )
         with open_store(target) as dst:
-            report = dst.import_events(src.iter_events(batch=batch))
+            report = dst.import_events(src.iter_events(batch=batch), keys=src.chain_keys())
             if report.head != checked.head or report.rows != checked.rows:
                 raise IntegrityError(
                     f"the copy in {dst.path} ends at {report.head} after {report.rows} rows,"

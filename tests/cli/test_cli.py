@@ -267,7 +267,8 @@ def test_verify_reports_the_first_bad_row(filled: Path, capsys: pytest.CaptureFi
     assert code == 1
     data = json.loads(out)
     assert data["ok"] is False and data["first_bad_id"] == 4
-    assert "hash does not match" in data["reason"]
+    # the hash covers the session's keyed digest, which no longer matches the stored id
+    assert "session is not the one its hash covers" in data["reason"]
 
 
 # -- tail, show ----------------------------------------------------------------------
@@ -331,9 +332,10 @@ def test_export_import_round_trip_is_exact(
         original = list(store.iter_events())
     assert summary["events"] == len(original) == 12
     assert summary["head"] == original[-1].hash
-    lines = file.read_text("utf-8").splitlines()
+    keys, *lines = file.read_text("utf-8").splitlines()  # the chain's secret comes first
+    assert json.loads(keys)["chain_key"] == ""
     assert [json.loads(line) for line in lines] == [e.to_dict() for e in original]
-    assert {json.loads(line)["hash_version"] for line in lines} == {0, 1}
+    assert {json.loads(line)["hash_version"] for line in lines} == {0, 3}
     assert any(json.loads(line)["content"] is None for line in lines)  # the redaction
     assert any(json.loads(line)["digest_method"] == "heuristic" for line in lines)
 
@@ -344,7 +346,7 @@ def test_export_import_round_trip_is_exact(
     with EventStore(copy) as store:
         assert list(store.iter_events()) == original
         assert store.verify(expect_head=original[-1].hash).ok
-    assert export_lines(capsys, copy) == lines
+    assert export_lines(capsys, copy) == [keys, *lines]  # the same secret came along
     assert run(capsys, "verify", "--db", str(copy))[0] == 0
     # the search index was rebuilt for the imported rows
     hits = run_json(capsys, "search", "Oslo", "--db", str(copy))
@@ -359,7 +361,7 @@ def test_export_to_stdout_and_import_from_stdin(
 ) -> None:
     code, out, err = run(capsys, "export", "-", "--db", str(filled))
     assert code == 0
-    assert len(out.splitlines()) == 6 and "exported 6 events to stdout" in err
+    assert len(out.splitlines()) == 1 + 6 and "exported 6 events to stdout" in err
     monkeypatch.setattr(sys, "stdin", io.StringIO(out))
     data = run_json(capsys, "import", "-", "--db", str(tmp_path / "copy.db"))
     assert data["events"] == 6 and data["verified"] is True
@@ -385,10 +387,10 @@ def test_import_of_a_tampered_file_fails_without_rows(
 ) -> None:
     file = tmp_path / "log.jsonl"
     assert run(capsys, "export", str(file), "--db", str(filled))[0] == 0
-    lines = file.read_text("utf-8").splitlines()
-    row = json.loads(lines[2])
+    lines = file.read_text("utf-8").splitlines()  # a chain key line, then the events
+    row = json.loads(lines[3])
     row["content"] = "I like sailing in winter"  # the hash no longer matches the text
-    lines[2] = json.dumps(row)
+    lines[3] = json.dumps(row)
     file.write_text("\n".join(lines) + "\n", "utf-8")
 
     empty = tmp_path / "empty.db"
@@ -645,7 +647,7 @@ def test_export_to_a_closed_pipe_is_not_an_error(filled: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(REPO)},
         executable="/bin/bash",
     )
-    assert json.loads(run_.stdout)["id"] == 1
+    assert json.loads(run_.stdout)["chain_key"] == ""  # the secret its rows need, first
     assert "Error" not in run_.stderr and "Traceback" not in run_.stderr
     status = subprocess.run(
         f"set -o pipefail; {sys.executable} {SCRIPT} export - --db {filled} | head -1 >/dev/null",

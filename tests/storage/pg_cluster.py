@@ -131,8 +131,10 @@ class PostgresCluster:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=self._env())
 
     @classmethod
-    def start(cls, bindir: Path | None = None) -> PostgresCluster:
-        """Start a cluster from ``bindir`` (default :func:`find_bindir`)."""
+    def start(cls, bindir: Path | None = None, *, durable: bool = False) -> PostgresCluster:
+        """Start a cluster from ``bindir`` (default :func:`find_bindir`); ``durable``:
+        PostgreSQL's default durability (fsync, synchronous commit, full page writes) as
+        a benchmark of appends needs, instead of a test server's speed."""
         bindir = bindir or find_bindir()
         if bindir is None:
             raise RuntimeError("PostgreSQL binaries (initdb, pg_ctl) not found")
@@ -154,10 +156,10 @@ class PostgresCluster:
         if init.returncode != 0:
             shutil.rmtree(root, ignore_errors=True)
             raise RuntimeError(f"initdb failed: {init.stderr or init.stdout}")
-        options = (
-            f"-p {cluster.port} -c listen_addresses=127.0.0.1 -k {datadir} -c fsync=off"
-            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=60"
-        )
+        options = f"-p {cluster.port} -c listen_addresses=127.0.0.1 -k {datadir}"
+        options += " -c max_connections=60"
+        if not durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         started = cluster._run(
             "pg_ctl", "-D", str(datadir), "-o", options, "-l", str(datadir / "server.log"),
             "-w", "-t", "60", "start",

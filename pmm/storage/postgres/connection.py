@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 MIGRATE_LOCK = 0x504D_4D00
 """Session advisory lock held while migrations are applied ("PMM" 00)."""
 APPEND_LOCK = 0x504D_4D01
-"""Transaction advisory lock every append holds from reading the head to committing."""
+"""Transaction advisory lock that every append holds *shared* (see
+:mod:`pmm.storage.postgres.chains`) and the writers that rewrite the log hold exclusively."""
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -118,6 +119,29 @@ class Database:
         """One transaction: committed when the block ends, rolled back on an error."""
         with self._translated(), self._pool.connection() as conn, conn.transaction():
             yield conn
+
+    @contextlib.contextmanager
+    def pipelined_write(self) -> Iterator[psycopg.Connection[Any]]:
+        """Like :meth:`write`, in pipeline mode: ``BEGIN`` travels with the first batch of
+        statements and ``COMMIT`` with the last, a round trip less each (an append's)."""
+        with (
+            self._translated(),
+            self._pool.connection() as conn,
+            conn.pipeline(),
+            conn.transaction(),
+        ):
+            yield conn
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[psycopg.Connection[Any]]:
+        """One read-only ``REPEATABLE READ`` transaction: every statement in it sees the
+        same snapshot (verify reads the chain keys and then the rows), rolled back after."""
+        with self._translated(), self._pool.connection() as conn:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield conn
+            finally:
+                conn.execute("ROLLBACK")
 
     def stream(
         self, sql: str, params: Sequence[Any] = (), *, batch: int = 2000

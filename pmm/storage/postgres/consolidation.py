@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from pmm.events.chain import CheckedEvent, check_new_event
 from pmm.records import Event, NewEvent, event_from_row
-from pmm.storage.postgres.connection import APPEND_LOCK, Database
+from pmm.storage.postgres.chains import lock_sessions
+from pmm.storage.postgres.connection import Database
 from pmm.storage.postgres.rows import COLUMNS
 from pmm.storage.summaries import covering_summary, summary_edges
 
@@ -88,7 +89,7 @@ class ConsolidationData:
         :meth:`pmm.storage.sqlite.EventStore.append_summary`)."""
         checked = check_new_event(summary, self.max_content_bytes)
         with self._db.write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            lock_sessions(conn, [summary.session_id])  # at most once per session
             row = conn.execute(
                 f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND kind = %s"
                 " ORDER BY id DESC LIMIT 1",
@@ -149,7 +150,8 @@ class ConsolidationData:
         ``marker`` event, atomically; None (and nothing written) when that edge exists."""
         checked = check_new_event(marker, self.max_content_bytes)
         with self._db.write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            # The edge's primary key makes it at most once; the marker's append takes
+            # its own session's and user's locks.
             inserted = conn.execute(
                 "INSERT INTO edges(src, dst, kind) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                 (newer, older, kind),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pmm.errors import InvalidInputError
 from pmm.records import Event, event_from_row
 from pmm.storage.postgres.connection import Database
-from pmm.storage.postgres.rows import BUMP, COLUMNS, filters
+from pmm.storage.postgres.rows import BUMP, COLUMNS, DATA_VERSION, filters
 from pmm.storage.postgres.vectors import PGVECTOR, ensure_index, search_candidates, vector_literal
 from pmm.storage.postgres.windows import window_weights
 from pmm.storage.terms import COMMON_TERM_MIN_DOCS, checked_words, pick_terms
@@ -151,9 +151,7 @@ class DerivedData:
     def data_version(self) -> tuple[int, int]:
         """A value that changes whenever the log is written, by any connection: the
         counter every update and delete bumps, and the newest id (appends)."""
-        row = self._db.read(
-            "SELECT version, (SELECT coalesce(max(id), 0) FROM events) FROM data_version"
-        )[0]
+        row = self._db.read(f"SELECT {DATA_VERSION}, (SELECT coalesce(max(id), 0) FROM events)")[0]
         return int(row[0]), int(row[1])
 
     def add_edges(self, edges: Iterable[tuple[int, int, str]]) -> None:
@@ -363,7 +361,7 @@ class DerivedData:
         fingerprint that tells a vector cache when to reload (see the SQLite store)."""
         row = self._db.read(
             "SELECT count(*), coalesce(sum(event_id), 0),"
-            " (SELECT version FROM data_version) FROM embeddings WHERE model = %s",
+            f" {DATA_VERSION} FROM embeddings WHERE model = %s",
             (model,),
         )[0]
         return int(row[0]), int(row[1]), int(row[2])

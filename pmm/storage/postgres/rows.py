@@ -7,14 +7,18 @@ from typing import Any
 
 COLUMNS = (
     "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
-    " hash_version, summary, keywords, digest_method, user_id"
+    " hash_version, summary, keywords, digest_method, user_id, user_digest, session_digest"
 )
 INSERT = (
     "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
-    " prev_hash, hash, hash_version, user_id)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " prev_hash, hash, hash_version, user_id, user_digest, session_digest)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
-BUMP = "UPDATE data_version SET version = version + 1"
+BUMP = "UPDATE data_versions SET version = version + 1 WHERE shard = pg_backend_pid() % 64"
+"""Every write that changes stored rows bumps its connection's shard of the change
+counter (migrations/0006): writers of different users rarely share a row lock."""
+DATA_VERSION = "(SELECT sum(version) FROM data_versions)"
+"""The change counter that caches compare (see ``data_version``)."""
 
 
 def filters(

@@ -21,7 +21,6 @@ exactly by PMM otherwise. ``forget`` and ``compact`` rewrite the tables afterwar
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -31,33 +30,31 @@ from pmm.errors import (
     IntegrityError,
     InvalidInputError,
 )
-from pmm.events.chain import (
-    ASSIGN_KIND,
-    ChainWalker,
-    CheckedEvent,
-    check_new_event,
-    owner_error,
-    resolve_owners,
-    seal,
-)
-from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
+from pmm.events.chain import ASSIGN_KIND, CheckedEvent, check_new_event, owner_error
+from pmm.events.chains import ChainsWalker, key_heads
+from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
 from pmm.records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
+from pmm.storage.postgres.chains import (
+    OWNERS,
+    append_locked,
+    chain_keys,
+    import_keys,
+    lock_sessions,
+)
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.consolidation import ConsolidationData
 from pmm.storage.postgres.derived import DerivedData
 from pmm.storage.postgres.meta_keys import MetaKeys, StoreExpiry
-from pmm.storage.postgres.rows import BUMP, COLUMNS, INSERT, filters
+from pmm.storage.postgres.rows import BUMP, COLUMNS, filters
 from pmm.storage.postgres.vectors import setup_vectors
 from pmm.storage.postgres.windows import (
     WINDOW_STATE,
     built_radius,
-    prefetch_tails,
     rebuild_windows,
     windows_current,
-    write_appended,
 )
 from pmm.storage.reads import EventReads
-from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS, WINDOW_KINDS
+from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
@@ -151,43 +148,19 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         checked = [check_new_event(e, self.max_content_bytes) for e in entries]
         if not checked:
             return []
-        with self._db.write() as conn:
+        with self._db.pipelined_write() as conn:
             return self._append_locked(conn, checked)
 
     def _append_locked(
         self, conn: psycopg.Connection[Any], checked: list[CheckedEvent]
     ) -> list[Event]:
-        # Two round trips: (lock, head, the sessions' last turns) and (insert, window keys).
-        sessions = {c.entry.session_id for c in checked if c.entry.kind in WINDOW_KINDS}
-        owned = sorted({c.entry.session_id for c in checked if c.entry.session_id is not None})
-        with conn.pipeline():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-            head_cur = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1")
-            tails = prefetch_tails(conn, sessions, self.window_radius) if sessions else []
-            owner_cur = conn.execute(_OWNERS, (owned,)) if owned else None
-        owners = {} if owner_cur is None else {r[0]: r[1] for r in owner_cur.fetchall()}
-        checked = resolve_owners(
-            checked, lambda s: (s in owners, owners.get(s))
-        )  # under the lock: no other writer can claim a new session meanwhile
-        head = head_cur.fetchone()
-        last_id, prev_hash = (int(head[0]), head[1]) if head else (0, None)
-        events = seal(checked, last_id=last_id, prev_hash=prev_hash, ts=utc_now())
-        rows = [
-            (e.id, e.ts, e.kind, e.session_id, e.role, e.content, e.content_sha256,
-             c.meta_json, e.prev_hash, e.hash, e.hash_version, e.user_id)
-            for e, c in zip(events, checked, strict=True)
-        ]  # fmt: skip
-        appended = [(e.id, e.kind, e.session_id, e.ts, e.content) for e in events]
-        with conn.pipeline(), conn.cursor() as cur:
-            cur.executemany(INSERT, rows)
-            if sessions:
-                write_appended(conn, tails, appended, self.window_radius)
-        return events
+        # Per-user locks and heads: see pmm.storage.postgres.chains.
+        return append_locked(conn, checked, self.window_radius)
 
     def session_owner(self, session_id: str) -> tuple[bool, str | None]:
         """``(has_rows, user_id)`` of a session: whether the log holds any of its events,
         and the user it belongs to (None: none, or written without a user)."""
-        rows = self._db.read(_OWNERS, ([session_id],))
+        rows = self._db.read(OWNERS, ([session_id],))
         return (False, None) if not rows else (True, rows[0][1])
 
     def assign_user(self, session_id: str, user_id: str, *, reason: str = "") -> Event:
@@ -205,8 +178,8 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
             )
         )
         with self._db.write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-            rows = conn.execute(_OWNERS, ([session_id],)).fetchall()
+            lock_sessions(conn, [session_id])  # its appends wait; other users' do not
+            rows = conn.execute(OWNERS, ([session_id],)).fetchall()
             if not rows:
                 raise InvalidInputError(
                     f"session {session_id!r} has no events: there is nothing to assign "
@@ -284,20 +257,25 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         """An entry checked for appending (see :func:`pmm.events.chain.check_new_event`)."""
         return check_new_event(entry, self.max_content_bytes)
 
-    def import_events(self, events: Iterable[Event]) -> VerifyReport:
+    def import_events(
+        self, events: Iterable[Event], *, keys: Iterable[tuple[str, bytes]] = ()
+    ) -> VerifyReport:
         """Insert exported events verbatim (same ids, timestamps, hashes, digests) into an
         empty log, in one transaction; refuses a chain that does not verify (nothing is
-        written then). Embeddings are not imported: recompute them afterwards."""
+        written then). ``keys``: the source's chain secrets (:meth:`chain_keys`), which
+        its version-3 rows need. Embeddings are not imported: recompute them afterwards."""
+        events = list(events)
+        keys = list(keys)
         rows = [
             (e.id, e.ts, e.kind, e.session_id, e.role, e.content, e.content_sha256,
              _meta_spelling(e), e.prev_hash, e.hash, e.hash_version, e.summary,
              json.dumps(list(e.keywords), ensure_ascii=False) if e.keywords else None,
-             e.digest_method, e.user_id)
+             e.digest_method, e.user_id, e.user_digest, e.session_digest)
             for e in events
         ]  # fmt: skip
-        walker = ChainWalker()
+        walker = ChainsWalker(keys=keys)
         for r in sorted(rows, key=lambda r: r[0]):
-            if walker.step(*r[:11], user_id=r[14]) is not None:
+            if walker.step(*r[:11], r[14], r[15], r[16]) is not None:
                 break
         report = walker.report()
         if not report.ok:
@@ -311,9 +289,10 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
                 raise InvalidInputError(
                     f"{self.path} already holds events: import only into a new, empty database"
                 )
-            marks = ", ".join(["%s"] * 15)
+            marks = ", ".join(["%s"] * 17)
             with conn.cursor() as cur:
                 cur.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
+            import_keys(conn, keys, key_heads(events, keys))
             rebuild_windows(conn, self.window_radius)
             conn.execute(BUMP)
         return self.verify()
@@ -444,32 +423,34 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         """Every migration version recorded in this database."""
         return [int(r[0]) for r in self._db.read("SELECT version FROM schema_migrations")]
 
-    def verify(self, *, expect_head: str | None = None) -> VerifyReport:
-        """Walk the whole chain through a server-side cursor (constant memory) and report
-        the first row that does not verify (see :class:`pmm.events.chain.ChainWalker`)."""
-        walker = ChainWalker(expect_head=expect_head)
-        rows = self._db.stream(
-            "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
-            " prev_hash, hash, hash_version, user_id FROM events ORDER BY id"
-        )
-        with contextlib.closing(rows):
-            for row in rows:
-                id_, ts, kind, session, role, text, sha, meta, prev, digest, version, user = row
-                if (
-                    walker.step(id_, ts, kind, session, role, text, sha, meta, prev, digest,
-                                version, user)
-                    is not None
-                ):  # fmt: skip
+    def chain_keys(self, user_id: str | None = None) -> list[tuple[str, bytes]]:
+        """``(chain, secret)`` of every chain (``user_id``: hers alone): what a copy or
+        export of version-3 rows needs to verify elsewhere."""
+        with self._db.write() as conn:
+            return chain_keys(conn, user_id)
+
+    def verify(self, *, expect_head: str | None = None, user_id: str | None = None) -> VerifyReport:
+        """Walk every chain (or ``user_id``'s alone, through ``events_by_user``) through a
+        server-side cursor (constant memory) and report the first row that does not
+        verify, each chain's head and the root (see
+        :class:`pmm.events.chains.ChainsWalker`)."""
+        where, params = ("", ()) if user_id is None else (" WHERE user_id = %s", (user_id,))
+        # One snapshot: a chain created meanwhile has its key and its rows, or neither.
+        with self._db.snapshot() as conn, conn.cursor(name="pmm_verify") as cur:
+            walker = ChainsWalker(
+                keys=chain_keys(conn, user_id), expect_head=expect_head, user=user_id
+            )
+            cur.itersize = 2000
+            cur.execute(
+                "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
+                " prev_hash, hash, hash_version, user_id, user_digest, session_digest"
+                f" FROM events{where} ORDER BY id",
+                params,
+            )
+            for row in cur:
+                if walker.step(*row) is not None:
                     break
         return walker.report()
-
-
-_OWNERS = (
-    "SELECT s, (SELECT user_id FROM events WHERE session_id = s ORDER BY id DESC LIMIT 1)"
-    " FROM unnest(%s::text[]) AS s WHERE EXISTS (SELECT 1 FROM events WHERE session_id = s)"
-)
-"""``(session, user_id)`` of each of the given sessions that has events (its newest row's
-user: a session's rows all carry it), read through ``events_by_session``."""
 
 
 def _meta_spelling(event: Event) -> str:

@@ -24,16 +24,25 @@ from typing import Any
 
 from pmm.errors import IntegrityError, InvalidInputError
 from pmm.events.hashing import (
+    CHAIN_HASH_VERSION,
     HASH_VERSION,
     LEGACY_HASH_VERSION,
     USER_HASH_VERSION,
     chain_payload,
+    chain_payload_v3,
     legacy_hash,
     sha256_hex,
 )
 from pmm.records import VerifyReport
 from pmm.storage.sqlite import EventStore
-from pmm.storage.sqlite.files import copy_file, page_check, remove_files, salvage, write_salvaged
+from pmm.storage.sqlite.files import (
+    copy_file,
+    page_check,
+    remove_files,
+    salvage,
+    salvage_keys,
+    write_salvaged,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +198,7 @@ def recover(broken: str | os.PathLike[str], target: str | os.PathLike[str]) -> R
     ids = {r[0] for r in rows}
     lost = sorted(set(range(1, max(ids, default=0) + 1)) - ids | set(failed))
     unverified, broken_links = _check_rows(rows)
-    report = write_salvaged(dst, rows, edges, vectors)
+    report = write_salvaged(dst, rows, edges, vectors, salvage_keys(src, errors))
     return RecoveryReport(
         src,
         dst,
@@ -213,8 +222,23 @@ def _check_rows(rows: list[tuple[Any, ...]]) -> tuple[list[int], list[int]]:
     unverified: list[int] = []
     broken: list[int] = []
     prev_id, prev_hash = 0, None
+    chains: dict[str | None, str] = {}  # version 3: each user's chain links on its own
     for id_, ts, kind, session, role, content, sha, meta, prev, digest, version, *rest in rows:
         ok = content is None or (isinstance(content, str) and sha256_hex(content) == sha)
+        if version == CHAIN_HASH_VERSION:
+            user_dig, session_dig = rest[4], rest[5]
+            expected_v3 = sha256_hex(
+                chain_payload_v3(
+                    ts=ts, kind=kind, role=role, content_sha256=sha, meta_json=meta,
+                    prev_hash=prev, user_digest=user_dig, session_digest=session_dig,
+                )
+            )  # fmt: skip
+            if not ok or expected_v3 != digest:
+                unverified.append(id_)
+            if prev != chains.get(user_dig):
+                broken.append(id_)
+            chains[user_dig] = digest
+            continue
         if version in (HASH_VERSION, USER_HASH_VERSION):
             user = rest[3] if len(rest) > 3 else None  # after summary, keywords, digest_method
             expected = sha256_hex(

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pmm.errors import DatabaseError, PMMError
-from pmm.records import VerifyReport
+from pmm.events.chains import key_heads
+from pmm.records import VerifyReport, event_from_row
 from pmm.storage.sqlite.rows import COLUMNS
 from pmm.storage.sqlite.store import EventStore
 from pmm.storage.sqlite.stored_text import pack_digest, unpack_digest
@@ -82,22 +84,50 @@ def salvage(
     return rows, failed, edges, vectors
 
 
+def salvage_keys(src: str, errors: list[str]) -> list[tuple[str, bytes]]:
+    """The chain secrets readable in ``src`` (none before migrations/0015)."""
+    try:
+        conn = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        errors.append(f"chains: unreadable ({exc})")
+        return []
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chains'").fetchone():
+            return []
+        found = _salvage_all(conn, "SELECT chain, secret FROM chains", errors)
+    finally:
+        conn.close()
+    return [(str(key), bytes(secret)) for key, secret in found]
+
+
 def write_salvaged(
     dst: str,
     rows: list[tuple[Any, ...]],
     edges: list[tuple[Any, ...]],
     vectors: list[tuple[Any, ...]],
+    keys: Sequence[tuple[str, bytes]] = (),
 ) -> VerifyReport:
-    """Write salvaged rows verbatim into the new log ``dst``; returns its verify report."""
+    """Write salvaged rows (and chain secrets) verbatim into the new log ``dst``; returns
+    its verify report."""
+    heads = key_heads([event_from_row(r) for r in rows], keys)
     with EventStore(dst) as store:
         with store._write() as wconn:
             wconn.executemany(
-                f"INSERT INTO events({COLUMNS}) VALUES ({','.join('?' * 15)})",
+                f"INSERT INTO events({COLUMNS}) VALUES ({','.join('?' * 17)})",
                 [
-                    (*r[:6], pack_digest(r[6]), r[7], pack_digest(r[8]), pack_digest(r[9]), *r[10:])
+                    (*r[:6], pack_digest(r[6]), r[7], pack_digest(r[8]), pack_digest(r[9]),
+                     *r[10:15], pack_digest(r[15]), pack_digest(r[16]))
                     for r in rows
                 ],
-            )
+            )  # fmt: skip
+            wconn.executemany(
+                "INSERT INTO chains(chain, secret, head_id, head_hash) VALUES (?, ?, ?, ?)",
+                [
+                    (key, secret, heads.get(key, (0, None))[0],
+                     pack_digest(heads.get(key, (0, None))[1]))
+                    for key, secret in keys
+                ],
+            )  # fmt: skip
             wconn.executemany(
                 "INSERT OR IGNORE INTO edges(src, dst, kind) SELECT ?, ?, ?"
                 " WHERE ?1 IN (SELECT id FROM events) AND ?2 IN (SELECT id FROM events)",
@@ -125,9 +155,11 @@ def _salvage_events(
     failed: list[int] = []
     pending = [(1, top)] if top else []
     columns = COLUMNS
-    try:  # a file from before migrations/0013 has no user column: its rows have no user
-        if "user_id" not in {r[1] for r in conn.execute("PRAGMA table_info(events)")}:
-            columns = COLUMNS.replace(", user_id", ", NULL")
+    try:  # a file from before migrations/0013 (0015) has no user column (digests)
+        present = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
+        for name in ("user_id", "user_digest", "session_digest"):
+            if name not in present:
+                columns = columns.replace(f", {name}", ", NULL")
     except sqlite3.Error as exc:
         errors.append(f"the events table's columns are unreadable ({exc})")
     while pending:
@@ -171,7 +203,7 @@ def _plain_rows(
             except PMMError as exc:
                 if len(errors) < 20:
                     errors.append(f"event {row[0]}: its compressed text cannot be read ({exc})")
-        for i in (6, 8, 9):
+        for i in (6, 8, 9, 15, 16):
             fields[i] = unpack_digest(fields[i])
         plain.append(tuple(fields))
     return plain

@@ -23,14 +23,15 @@ from pmm.events.chain import (
     check_new_event,
     owner_error,
     resolve_owners,
-    seal,
 )
+from pmm.events.chains import seal_chains
 from pmm.events.hashing import utc_now
 from pmm.records import Event, NewEvent, TurnRow
 from pmm.storage.reads import EventReads
+from pmm.storage.sqlite.chains import open_chains, save_heads
 from pmm.storage.sqlite.connection import SqliteBase
 from pmm.storage.sqlite.rows import COLUMNS, INSERT, filters
-from pmm.storage.sqlite.stored_text import TEXT_SQL, unpack_digest
+from pmm.storage.sqlite.stored_text import TEXT_SQL
 
 
 class EventLogData(SqliteBase, EventReads):
@@ -65,9 +66,10 @@ class EventLogData(SqliteBase, EventReads):
 
     def _append_locked(self, conn: sqlite3.Connection, checked: list[CheckedEvent]) -> list[Event]:
         checked = resolve_owners(checked, lambda session: _owner(conn, session))
-        head = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
-        last_id, prev_hash = (head[0], unpack_digest(head[1])) if head else (0, None)
-        events = seal(checked, last_id=last_id, prev_hash=prev_hash, ts=utc_now())
+        head = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+        chains = open_chains(conn, dict.fromkeys(c.entry.user_id for c in checked))
+        ids = range(head + 1, head + 1 + len(checked))
+        events = seal_chains(checked, chains, ids=ids, ts=utc_now())
         # Digests are stored as their 32 bytes (migrations/0008); ours are always hex.
         unhex = bytes.fromhex
         rows = [
@@ -84,6 +86,8 @@ class EventLogData(SqliteBase, EventReads):
                 unhex(e.hash),
                 e.hash_version,
                 e.user_id,
+                None if e.user_digest is None else unhex(e.user_digest),
+                None if e.session_digest is None else unhex(e.session_digest),
             )
             for e, c in zip(events, checked, strict=True)
         ]
@@ -91,6 +95,7 @@ class EventLogData(SqliteBase, EventReads):
             conn.execute(INSERT, rows[0])
         else:
             conn.executemany(INSERT, rows)
+        save_heads(conn, chains.values())
         return events
 
     def session_owner(self, session_id: str) -> tuple[bool, str | None]:

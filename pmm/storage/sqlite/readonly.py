@@ -94,9 +94,12 @@ def refuse_pending_migrations(conn: sqlite3.Connection, path: str) -> None:
 
 
 def add_missing_columns(conn: sqlite3.Connection) -> None:
-    """Let an archive from before migrations/0013 (no ``user_id`` column) be read as a log
-    whose rows have no user: a temporary view named ``events`` (the connection's own temp
-    schema, nothing is written to the file) shadows the table and adds the column."""
+    """Let an archive from before migrations/0013 (no ``user_id`` column) or 0015 (no
+    keyed digests) be read as a log whose rows have no user, or none of version 3: a
+    temporary view named ``events`` (the connection's own temp schema, nothing is written
+    to the file) shadows the table and adds the columns."""
     columns = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
-    if columns and "user_id" not in columns:
-        conn.execute("CREATE TEMP VIEW events AS SELECT *, NULL AS user_id FROM main.events")
+    missing = [c for c in ("user_id", "user_digest", "session_digest") if c not in columns]
+    if columns and missing:
+        extra = "".join(f", NULL AS {c}" for c in missing)
+        conn.execute(f"CREATE TEMP VIEW events AS SELECT *{extra} FROM main.events")

@@ -12,11 +12,12 @@ from typing import Any
 
 COLUMNS = (
     "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
-    " hash_version, summary, keywords, digest_method, user_id"
+    " hash_version, summary, keywords, digest_method, user_id, user_digest, session_digest"
 )
 INSERT = (
     "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
-    " prev_hash, hash, hash_version, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " prev_hash, hash, hash_version, user_id, user_digest, session_digest)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pmm.errors import IntegrityError, InvalidInputError
+from pmm.events.chains import key_heads
 from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
 from pmm.records import Event, VerifyReport
 from pmm.retention.compression import CompressAfter
@@ -258,15 +259,21 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
             self, policy, dry_run=dry_run, retrain=retrain, batch=batch or BATCH, seconds=seconds
         )
 
-    def import_events(self, events: Iterable[Event]) -> VerifyReport:
+    def import_events(
+        self, events: Iterable[Event], *, keys: Iterable[tuple[str, bytes]] = ()
+    ) -> VerifyReport:
         """Insert exported events verbatim (same ids, timestamps, hashes and digests) into
         an empty log, in one transaction; returns the verify report of the result.
+        ``keys``: the source's chain secrets (:meth:`chain_keys`), which its version-3
+        rows need to verify.
 
         Raises :class:`InvalidInputError` when the log already holds events and
         :class:`IntegrityError` when the events do not form a chain that verifies; either
         way nothing is written. Embeddings are not imported: recompute them afterwards.
         """
         rows = []
+        events = list(events)
+        keys = list(keys)
         for e in events:
             meta_json = canonical_json(e.meta)
             if e.hash_version == LEGACY_HASH_VERSION and e.content is not None:
@@ -292,6 +299,8 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
                     keywords,
                     e.digest_method,
                     e.user_id,
+                    pack_digest(e.user_digest),
+                    pack_digest(e.session_digest),
                 )
             )
         with self._lock, self._write() as conn:
@@ -299,9 +308,18 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
                 raise InvalidInputError(
                     f"{self.path} already holds events: import only into a new, empty database"
                 )
-            marks = ",".join("?" * 15)
+            marks = ",".join("?" * 17)
+            heads = key_heads(events, keys)
             try:
                 conn.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
+                conn.executemany(
+                    "INSERT INTO chains(chain, secret, head_id, head_hash) VALUES (?, ?, ?, ?)",
+                    [
+                        (key, secret, heads.get(key, (0, None))[0],
+                         pack_digest(heads.get(key, (0, None))[1]))
+                        for key, secret in keys
+                    ],
+                )  # fmt: skip
             except sqlite3.IntegrityError as exc:
                 raise IntegrityError(f"the events cannot be imported as given: {exc}") from None
             report = self.verify()

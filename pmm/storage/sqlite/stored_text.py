@@ -77,7 +77,7 @@ class StoredText:
         fields = list(row)
         if isinstance(fields[5], bytes):
             fields[5] = self.codec.decode(fields[5])
-        for i in (6, 8, 9):
-            if isinstance(fields[i], bytes):
+        for i in (6, 8, 9, 15, 16):
+            if i < len(fields) and isinstance(fields[i], bytes):
                 fields[i] = fields[i].hex()
         return event_from_row(fields)

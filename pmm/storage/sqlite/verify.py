@@ -11,8 +11,9 @@ import os
 from typing import Any
 
 from pmm.errors import CorruptDatabaseError, MissingDependencyError
-from pmm.events.chain import ChainWalker
+from pmm.events.chains import ChainsWalker
 from pmm.records import VerifyReport
+from pmm.storage.sqlite.chains import chain_keys
 from pmm.storage.sqlite.connection import translated
 from pmm.storage.sqlite.derived import DerivedData
 
@@ -60,26 +61,42 @@ class Inspection(DerivedData):
 
     # -- verification ----------------------------------------------------------------
 
-    def verify(self, *, expect_head: str | None = None) -> VerifyReport:
-        """Walk the whole chain and report the first row that does not verify.
-
-        Checks, per row: ``prev_hash`` equals the previous row's hash (the first row has
-        none), the content (when present) matches ``content_sha256``, and ``hash`` is the
-        hash of the row. A log cut off at its end still verifies from inside; pin its
-        head and pass ``expect_head`` to catch that.
-        """
-        walker = ChainWalker(expect_head=expect_head)
+    def chain_keys(self, user_id: str | None = None) -> list[tuple[str, bytes]]:
+        """``(chain, secret)`` of every chain (``user_id``: hers alone): what a copy or
+        export of version-3 rows needs to verify elsewhere. Secret: whoever holds a
+        user's key can link her digests back to her ids."""
         with self._lock, translated(self.path):
+            return chain_keys(self._conn, user_id)
+
+    def verify(self, *, expect_head: str | None = None, user_id: str | None = None) -> VerifyReport:
+        """Walk every chain (or ``user_id``'s alone, read through the user index) and
+        report the first row that does not verify, each chain's head and the root over
+        them (see :class:`pmm.events.chains.ChainsWalker`).
+
+        A chain cut off at its end still verifies from inside; pin the root (or a user's
+        head) and pass it as ``expect_head`` to catch that.
+
+        >>> store.verify().root                      # pin it  # doctest: +SKIP
+        >>> store.verify(user_id="alice").user_head  # doctest: +SKIP
+        """
+        with self._lock, translated(self.path):
+            walker = ChainsWalker(
+                keys=chain_keys(self._conn, user_id), expect_head=expect_head, user=user_id
+            )
+            where, params = ("", ()) if user_id is None else (" WHERE user_id = ?", (user_id,))
             cursor = self._conn.execute(
                 "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
-                " prev_hash, hash, hash_version, user_id FROM events ORDER BY id"
+                " prev_hash, hash, hash_version, user_id, user_digest, session_digest"
+                f" FROM events{where} ORDER BY id",
+                params,
             )
             decode = self._text.codec.decode
             step = walker.step
             # Digests are 32-byte BLOBs (migrations/0008) and texts may be compressed
             # (0009): converted inline, since this loop is verify's whole cost.
             for row in cursor:
-                id_, ts, kind, session, role, text, sha, meta, prev, digest, version, user = row
+                id_, ts, kind, session, role, text, sha, meta, prev, digest, version = row[:11]
+                user, user_dig, session_dig = row[11:]
                 if type(text) is bytes:
                     try:
                         text = decode(text)
@@ -92,10 +109,15 @@ class Inspection(DerivedData):
                     prev = prev.hex()
                 if type(digest) is bytes:
                     digest = digest.hex()
+                if type(user_dig) is bytes:
+                    user_dig = user_dig.hex()
+                if type(session_dig) is bytes:
+                    session_dig = session_dig.hex()
                 if (
-                    step(id_, ts, kind, session, role, text, sha, meta, prev, digest, version, user)
+                    step(id_, ts, kind, session, role, text, sha, meta, prev, digest, version,
+                         user, user_dig, session_dig)
                     is not None
-                ):
+                ):  # fmt: skip
                     break
             cursor.close()
         return walker.report()

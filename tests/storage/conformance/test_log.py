@@ -153,15 +153,16 @@ def test_a_log_copies_verbatim_to_the_other_backend(
     log.set_digests([(1, "Alice moved to Lisbon.", ["lisbon"], "heuristic")])
     other_target = str(tmp_path / "copy.db") if is_postgres_url(log_target) else pg_url
     with open_store(other_target) as other:
-        report = other.import_events(log.iter_events())
+        report = other.import_events(log.iter_events(), keys=log.chain_keys())
         assert report.ok and report.rows == 4 and report.head == log.get(4).hash
+        assert report.root == log.verify().root  # the chains' secrets and heads came along
         assert [e.to_dict() for e in other.iter_events()] == [
             e.to_dict() for e in log.iter_events()
         ]
         other.append("prompt", "and it goes on", session_id="alice", role="user")
         assert other.verify().ok
         with pytest.raises(InvalidInputError, match="empty"):
-            other.import_events(log.iter_events())
+            other.import_events(log.iter_events(), keys=log.chain_keys())
 
 
 def test_a_broken_chain_is_not_imported(
@@ -172,7 +173,7 @@ def test_a_broken_chain_is_not_imported(
     other_target = str(tmp_path / "copy.db") if is_postgres_url(log_target) else pg_url
     with open_store(other_target) as other:
         with pytest.raises(IntegrityError, match="does not verify at event 2"):
-            other.import_events(log.iter_events())
+            other.import_events(log.iter_events(), keys=log.chain_keys())
         assert other.count() == 0
 
 

@@ -35,7 +35,7 @@ def test_sessions_users_and_assignment_alike(log_target: str) -> None:
         with pytest.raises(InvalidInputError, match="written without a user"):
             mind.remember("x", role="user", session_id="old", user_id="bob")
         marker = mind.clear("a1")
-        assert marker.user_id == "alice" and marker.hash_version == 2
+        assert marker.user_id == "alice" and marker.hash_version == 3
         event = mind.assign_user("old", "bob")
         assert (event.kind, event.user_id) == ("user_assigned", "bob")
         with pytest.raises(InvalidInputError, match="already belongs"):

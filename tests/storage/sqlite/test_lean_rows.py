@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from store_helpers import N_MIGRATIONS, make_legacy_db, raw, with_users, without_users
 
+from pmm.errors import IntegrityError
 from pmm.storage.copy import copy_log
 from pmm.storage.sqlite import EventStore, schema
 from pmm.storage.sqlite.windows import sync_windows
@@ -43,7 +44,12 @@ def old_file(path: Path, monkeypatch: pytest.MonkeyPatch, upto: int = 7) -> list
             )
         exported = [e.to_dict() for e in old.events()]
     monkeypatch.undo()
-    without_users(path)
+    rehashed = without_users(path)
+    for row in exported:  # re-hashed as the version-1 chain of that schema
+        row.pop("user_digest", None)
+        row.pop("session_digest", None)
+        row["prev_hash"], row["hash"] = rehashed[int(str(row["id"]))]
+        row["hash_version"] = 1
     with raw(path) as conn:  # as the PMM of that schema wrote them: 64 hex characters
         conn.execute(
             "UPDATE events SET content_sha256 = lower(hex(content_sha256)),"
@@ -116,9 +122,12 @@ def test_export_import_and_copy_round_trips_are_exact(tmp_path: Path) -> None:
             store.append("prompt", f"new turn {i}", session_id="s", role="user", meta={"i": i})
         exported = [e.to_dict() for e in store.events()]
         events = store.events()
+        keys = store.chain_keys()
     assert len(exported) == len(legacy) + 5
     with EventStore(tmp_path / "b.db") as target:
-        assert target.import_events(events).ok
+        with pytest.raises(IntegrityError, match="no chain key"):
+            target.import_events(events)  # version-3 rows verify only with their secrets
+        assert target.import_events(events, keys=keys).ok
         assert [e.to_dict() for e in target.events()] == exported
     assert copy_log(source, tmp_path / "c.db").ok
     with EventStore(tmp_path / "c.db") as copy:

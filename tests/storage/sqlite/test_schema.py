@@ -285,16 +285,18 @@ def test_legacy_migration_happens_once(legacy_db):
     conn.close()
 
 
-def test_new_appends_chain_onto_the_legacy_head(legacy_db):
+def test_new_appends_start_their_own_chain_beside_the_legacy_one(legacy_db):
     db, rows = legacy_db
     with EventStore(db) as store:
         ev = store.append("prompt", "hello again", session_id="default", role="user")
         ev2 = store.append("response", "welcome back", session_id="default", role="assistant")
         assert ev.id == rows[-1][0] + 1
-        assert ev.prev_hash == rows[-1][6]
-        assert ev.hash_version == 1 and ev2.prev_hash == ev.hash
+        assert ev.prev_hash is None  # the chain without a user starts here (version 3)
+        assert ev.hash_version == 3 and ev2.prev_hash == ev.hash
         report = store.verify(expect_head=ev2.hash)
         assert report.ok and report.rows == len(rows) + 2
+        assert report.heads == {"legacy": rows[-1][6], "no-user": ev2.hash}
+        assert store.verify(expect_head=report.root).ok
         assert store.count(session_id="default") == len(rows) + 2
         assert store.search_text("Lisbon")  # legacy rows are searchable too
 

@@ -12,7 +12,7 @@ import pytest
 from store_helpers import N_MIGRATIONS, filled_store, raw, snapshot
 
 from pmm.errors import DatabaseError, EventNotFoundError, InvalidInputError, PMMError
-from pmm.events.hashing import canonical_json, chain_hash
+from pmm.events.hashing import canonical_json, chain_payload_v3, keyed_digest, sha256_hex
 from pmm.records import Event, NewEvent
 from pmm.storage.sqlite import EventStore
 
@@ -32,6 +32,7 @@ def test_append_returns_a_chained_event(db: Path):
             "response", "Lisbon is lovely", session_id="alice", role="assistant", meta={"n": 1}
         )
         after = datetime.now(UTC)
+        keys = store.chain_keys()
 
     assert isinstance(first, Event)
     assert (first.id, second.id) == (1, 2)
@@ -39,23 +40,29 @@ def test_append_returns_a_chained_event(db: Path):
         assert TS.match(ev.ts), ev.ts
         stamp = datetime.strptime(ev.ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
         assert before - timedelta(seconds=1) <= stamp <= after + timedelta(seconds=1)
-        assert ev.hash_version == 1
+        assert ev.hash_version == 3
         assert ev.content_sha256 == hashlib.sha256(ev.content.encode()).hexdigest()
         assert re.fullmatch(r"[0-9a-f]{64}", ev.hash)
     assert first.prev_hash is None
     assert second.prev_hash == first.hash
     assert second.meta == {"n": 1}
     assert (first.kind, first.session_id, first.role) == ("prompt", "alice", "user")
-    # the hash is the documented rule over the stored fields
-    assert second.hash == chain_hash(
-        id=2,
-        ts=second.ts,
-        kind="response",
-        session_id="alice",
-        role="assistant",
-        content_sha256=second.content_sha256,
-        meta_json=canonical_json({"n": 1}),
-        prev_hash=first.hash,
+    # the hash is the documented rule over the stored fields, the session as its keyed
+    # digest under the chain's secret (this log has no users: the chain without one)
+    [(chain, secret)] = keys
+    assert chain == "" and second.user_digest is None
+    assert second.session_digest == keyed_digest(secret, "session", "alice")
+    assert second.hash == sha256_hex(
+        chain_payload_v3(
+            ts=second.ts,
+            kind="response",
+            role="assistant",
+            content_sha256=second.content_sha256,
+            meta_json=canonical_json({"n": 1}),
+            prev_hash=first.hash,
+            user_digest=None,
+            session_digest=second.session_digest,
+        )
     )
 
 

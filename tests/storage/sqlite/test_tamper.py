@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from store_helpers import filled_store, raw
 
-from pmm.events.hashing import canonical_json, chain_hash, legacy_hash, sha256_hex
+from pmm.events.hashing import canonical_json, chain_payload_v3, legacy_hash, sha256_hex
 from pmm.records import VerifyReport
 from pmm.storage.sqlite import EventStore
 
@@ -44,15 +44,18 @@ def row(conn, event_id: int) -> dict[str, object]:
 
 
 def rehash(r: dict[str, object]) -> str:
-    return chain_hash(
-        id=r["id"],
-        ts=r["ts"],
-        kind=r["kind"],
-        session_id=r["session_id"],
-        role=r["role"],
-        content_sha256=r["content_sha256"],
-        meta_json=r["meta"],
-        prev_hash=r["prev_hash"],
+    """The version-3 hash of a row as stored (its keyed digests included)."""
+    return sha256_hex(
+        chain_payload_v3(
+            ts=r["ts"],
+            kind=r["kind"],
+            role=r["role"],
+            content_sha256=r["content_sha256"],
+            meta_json=r["meta"],
+            prev_hash=r["prev_hash"],
+            user_digest=r["user_digest"],
+            session_digest=r["session_digest"],
+        )
     )
 
 
@@ -86,7 +89,8 @@ def test_edited_content_with_matching_content_sha256(db: Path):
 def test_edited_chained_column(db: Path, column: str, value: object):
     with raw(db) as conn:
         conn.execute(f"UPDATE events SET {column} = ? WHERE id = 4", (value,))
-    assert_bad(verify(db), 4, "hash does not match")
+    # the hash covers the session's keyed digest, which no longer matches the stored id
+    assert_bad(verify(db), 4, "session is not" if column == "session_id" else "hash does not")
 
 
 def test_edited_hash(db: Path):
@@ -125,10 +129,16 @@ def test_swapped_ids(db: Path):
     assert_bad(verify(db), 3, "prev_hash")
 
 
-def test_renumbered_row(db: Path):
+def test_a_renumbered_row_keeps_its_hash_but_not_its_place(db: Path):
+    # Version 3 does not hash the id (a chain keeps its hashes when imported elsewhere):
+    # a row given another id keeps verifying while its chain's order holds...
     with raw(db) as conn:
         conn.execute("UPDATE events SET id = 100 WHERE id = ?", (N,))
-    assert_bad(verify(db), 100, "hash does not match")
+    assert verify(db).ok
+    # ...and a row moved before its predecessor breaks the links.
+    with raw(db) as conn:
+        conn.execute("UPDATE events SET id = 0 WHERE id = 100")
+    assert_bad(verify(db), 0, "prev_hash")
 
 
 def test_forged_row_with_correct_hash_breaks_its_successor(db: Path):
@@ -184,7 +194,7 @@ def test_truncated_end(db: Path):
     assert verify(db, expect_head=keep_head).ok
 
 
-def test_legacy_row_after_v1_rows_is_rejected(db: Path):
+def test_legacy_row_after_v3_rows_is_rejected(db: Path):
     with raw(db) as conn:
         head = row(conn, N)
         content, meta = "User said: sneaky", "{}"
@@ -207,7 +217,7 @@ def test_legacy_row_after_v1_rows_is_rejected(db: Path):
     assert_bad(verify(db), N + 1, "hash_version 0")
 
 
-def test_v1_row_downgraded_to_legacy_is_rejected(db: Path):
+def test_v3_row_downgraded_to_legacy_is_rejected(db: Path):
     with raw(db) as conn:
         r = row(conn, 4)
         conn.execute(
@@ -219,15 +229,15 @@ def test_v1_row_downgraded_to_legacy_is_rejected(db: Path):
 
 def test_unknown_hash_version_is_rejected(db: Path):
     with raw(db) as conn:
-        conn.execute("UPDATE events SET hash_version = 3 WHERE id = 2")
-    assert_bad(verify(db), 2, "hash_version 3")
+        conn.execute("UPDATE events SET hash_version = 4 WHERE id = 2")
+    assert_bad(verify(db), 2, "hash_version 4")
 
 
-def test_a_row_relabelled_as_a_user_row_does_not_verify(db: Path):
-    # version 2 (rows of a user) covers the user: a version-1 row claimed as one fails
+def test_a_row_relabelled_as_an_older_version_does_not_verify(db: Path):
+    # every version-3 row comes after the rows of versions 0-2
     with raw(db) as conn:
         conn.execute("UPDATE events SET hash_version = 2 WHERE id = 2")
-    assert_bad(verify(db), 2, "hash does not match")
+    assert_bad(verify(db), 2, "hash_version 2")
 
 
 def test_only_the_first_bad_row_is_reported(db: Path):

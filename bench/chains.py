@@ -1,0 +1,300 @@
+"""One hash chain per user on PostgreSQL (issue 21): appends/s by writer processes, and
+verify of one user against verify of the whole log, all baselines measured in the same run.
+
+    python bench/chains.py                       # a throwaway durable cluster, small sizes
+    python bench/chains.py --events 1000000      # verify figures at 1,000,000 events
+    python bench/chains.py --url postgresql://u@host/db --seconds 10
+
+Without ``--url`` it starts a throwaway cluster (tests/storage/pg_cluster.py) with
+PostgreSQL's *default durability* (fsync, synchronous commit and full page writes on: each
+commit waits for its WAL flush), and stops it at the end. Appends: 1, 2, 4 and 8 writer
+processes (spawned, each with its own connection and user, distinct sessions), each
+appending one event per transaction for ``--seconds``, for
+
+- ``per-user``: PMM's append (per-user advisory lock, ids from a sequence);
+- ``global``: the same append under one global exclusive advisory lock held from before
+  the head is read to commit: the path every append took before one chain per user;
+- ``bare``: a bare INSERT of one row per transaction under a per-user advisory lock: what
+  the server can do at best with this durability.
+
+Then ``--events`` events over ``--users`` users: ``verify(user_id=...)`` p50 of one user
+against one full ``verify()``. Targets (issue 21): 8 per-user writers >= 2x one writer,
+the global path flat; one per-user writer >= half the bare rate; one user's verify at
+1,000,000 events < 50 ms. :func:`erase_stall` is the hook for bench/erase_stall.py's
+figure (the longest wait of another user's append while one user is erased).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import multiprocessing as mp
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "storage"))
+warnings.filterwarnings("ignore")
+
+from pmm.records import NewEvent  # noqa: E402
+from pmm.storage.postgres import PostgresEventStore  # noqa: E402
+from pmm.storage.postgres.connection import APPEND_LOCK  # noqa: E402
+
+WRITERS = (1, 2, 4, 8)
+MODES = ("per-user", "global", "bare")
+
+
+class GlobalChainStore(PostgresEventStore):
+    """The append path as it was with one global chain: one exclusive lock from before
+    the head is read until commit, so appends of every user queue on it."""
+
+    def _append_locked(self, conn: Any, checked: Any) -> Any:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+        return super()._append_locked(conn, checked)
+
+
+def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> int:
+    """One process: connect, wait at the ``ready`` barrier for every other writer, then
+    append for ``seconds``; returns how many committed."""
+    import psycopg
+
+    user = f"user{worker}"
+    done = 0
+    if mode == "bare":
+        with psycopg.connect(url, autocommit=True) as conn:
+            ready.wait()
+            start_at = time.time()
+            while time.time() < start_at + seconds:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user,))
+                    conn.execute(
+                        "INSERT INTO bare(user_id, body) VALUES (%s, %s)", (user, f"turn {done}")
+                    )
+                done += 1
+        return done
+    cls = GlobalChainStore if mode == "global" else PostgresEventStore
+    with cls(url, pool_size=1) as store:
+        ready.wait()
+        start_at = time.time()
+        while time.time() < start_at + seconds:
+            store.append_many(
+                [
+                    NewEvent(
+                        "prompt", f"turn {done} of {user}", f"{user}-s", "user", None, None, user
+                    )
+                ]
+            )
+            done += 1
+    return done
+
+
+def appends_per_second(url: str, mode: str, writers: int, seconds: float) -> float:
+    """Committed appends per second of ``writers`` processes in ``mode``."""
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager, ctx.Pool(writers) as pool:
+        ready = manager.Barrier(writers)  # every process connected before the clock starts
+        counts = pool.starmap(_writer, [(url, mode, w, ready, seconds) for w in range(writers)])
+    return sum(counts) / seconds
+
+
+def fresh_database(admin_url: str, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    url = admin_url.rsplit("/", 1)[0] + "/" + name
+    PostgresEventStore(url).close()  # migrated before the clock starts
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE bare (id BIGSERIAL PRIMARY KEY, user_id TEXT, body TEXT)")
+    return url
+
+
+def fill(url: str, events: int, users: int, batch: int = 20_000) -> None:
+    """``events`` events spread over ``users`` users (three threads each), sealed by PMM's
+    chain rule (:func:`pmm.events.chains.seal_chains`, each user's secret and head in
+    ``chains``) and written with COPY: the rows verify exactly as appended ones, without
+    the hours one transaction per event would take at 1,000,000 (window keys, which verify
+    does not read, are left out)."""
+    import psycopg
+
+    from pmm.events.chain import check_new_event
+    from pmm.events.chains import ChainState, new_secret, seal_chains
+    from pmm.events.hashing import utc_now
+
+    states: dict[str | None, ChainState] = {
+        f"u{n}": ChainState(f"u{n}", new_secret()) for n in range(users)
+    }
+    columns = (
+        "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
+        " hash_version, user_id, user_digest, session_digest"
+    )
+    with psycopg.connect(url, autocommit=True) as conn:
+        for start in range(0, events, batch):
+            ids = list(range(start + 1, min(events, start + batch) + 1))
+            checked = [
+                check_new_event(
+                    NewEvent(
+                        "prompt" if n % 2 == 0 else "response",
+                        f"event {n} about the weather and {n % 97} other things",
+                        f"u{n % users}-t{n // users % 3}",
+                        "user" if n % 2 == 0 else "assistant",
+                        None,
+                        None,
+                        f"u{n % users}",
+                    ),
+                    1 << 20,
+                )
+                for n in ids
+            ]
+            sealed = seal_chains(checked, states, ids=ids, ts=utc_now())
+            with (
+                conn.transaction(),
+                conn.cursor() as cur,
+                cur.copy(f"COPY events({columns}) FROM STDIN") as copy,
+            ):
+                for e, c in zip(sealed, checked, strict=True):
+                    copy.write_row(
+                        (e.id, e.ts, e.kind, e.session_id, e.role, e.content,
+                         e.content_sha256, c.meta_json, e.prev_hash, e.hash,
+                         e.hash_version, e.user_id, e.user_digest, e.session_digest)
+                    )  # fmt: skip
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO chains(chain, secret, head_id, head_hash) VALUES (%s, %s, %s, %s)",
+                [(u, st.secret, st.head_id, st.head_hash) for u, st in states.items()],
+            )
+            cur.execute("SELECT setval('events_id_seq', (SELECT max(id) + 1 FROM events), false)")
+        conn.execute("ANALYZE events")
+
+
+def verify_figures(url: str, runs: int = 7) -> dict[str, float]:
+    """One user's verify p50 and one full verify, in ms, and their row counts."""
+    with PostgresEventStore(url) as store:
+        samples = []
+        for _ in range(runs):
+            report = store.verify(user_id="u7")
+            assert report.ok, report
+            samples.append(report.seconds)
+        user_rows = report.rows
+        started = time.perf_counter()
+        full = store.verify()
+        full_seconds = time.perf_counter() - started
+        assert full.ok, full
+    return {
+        "user_ms": statistics.median(samples) * 1e3,
+        "user_rows": user_rows,
+        "full_ms": full_seconds * 1e3,
+        "full_rows": full.rows,
+    }
+
+
+def erase_stall(url: str) -> str | None:
+    """The hook for bench/erase_stall.py (another change): its figure, printed beside
+    these, when that script offers ``measure(url) -> str``; None (and said so) until then."""
+    try:
+        module = importlib.import_module("erase_stall")
+    except ModuleNotFoundError:
+        return None
+    measure: Callable[[str], str] | None = getattr(module, "measure", None)
+    return None if measure is None else measure(url)
+
+
+def append_figures(
+    admin: str, writers: list[int], seconds: float, rates: dict[tuple[str, int], float]
+) -> None:
+    """Print appends/s of each mode with each writer count (into ``rates``) and the
+    ratios the targets are about."""
+    print("\nappends/s (one event per transaction), writer processes on distinct users")
+    print(f"{'writers':>8}" + "".join(f"{m:>12}" for m in MODES))
+    for n in writers:
+        row = f"{n:>8}"
+        for mode in MODES:
+            url = fresh_database(admin, f"bench_{mode.replace('-', '_')}_{n}")
+            rates[mode, n] = appends_per_second(url, mode, n, seconds)
+            row += f"{rates[mode, n]:>12,.0f}"
+        print(row, flush=True)
+    one, top = writers[0], writers[-1]
+    scale = {m: rates[m, top] / rates[m, one] for m in MODES}
+    print(f"\nper-user: {top} writers / {one} = {scale['per-user']:.2f}x  (target >= 2x)")
+    print(f"global:   {top} writers / {one} = {scale['global']:.2f}x  (the old path: flat)")
+    print(f"bare:     {top} writers / {one} = {scale['bare']:.2f}x")
+    print(
+        f"per-user / bare, {one} writer: {rates['per-user', one] / rates['bare', one]:.2f}"
+        "  (target >= 0.5)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--url",
+        help="an existing server (its admin database); default: a throwaway durable cluster",
+    )
+    parser.add_argument("--seconds", type=float, default=5.0, help="per append run (5)")
+    parser.add_argument("--events", type=int, default=20_000, help="events for verify (20,000)")
+    parser.add_argument("--users", type=int, default=1_000, help="users for verify (1,000)")
+    parser.add_argument("--writers", default="1,2,4,8", help="writer process counts")
+    args = parser.parse_args()
+    writers = [int(w) for w in args.writers.split(",") if w]
+
+    cluster = None
+    admin = args.url
+    if admin is None:
+        from pg_cluster import PostgresCluster
+
+        cluster = PostgresCluster.start(durable=True)
+        admin = cluster.url
+    try:
+        import psycopg
+
+        with psycopg.connect(admin, autocommit=True) as conn:
+            settings = {
+                name: conn.execute(f"SHOW {name}").fetchone()[0]  # type: ignore[index]
+                for name in ("fsync", "synchronous_commit", "full_page_writes", "server_version")
+            }
+        print(
+            f"PostgreSQL {settings['server_version']}: fsync={settings['fsync']}"
+            f" synchronous_commit={settings['synchronous_commit']}"
+            f" full_page_writes={settings['full_page_writes']}; {args.seconds:g} s per run"
+        )
+        rates: dict[tuple[str, int], float] = {}
+        if writers:
+            append_figures(admin, writers, args.seconds, rates)
+        url = fresh_database(admin, "bench_verify")
+        started = time.perf_counter()
+        fill(url, args.events, args.users)
+        print(
+            f"\nverify: {args.events:,} events over {args.users:,} users"
+            f" (filled in {time.perf_counter() - started:.0f} s)"
+        )
+        figures = verify_figures(url)
+        print(
+            f"  one user's verify p50: {figures['user_ms']:.2f} ms"
+            f" ({figures['user_rows']:,.0f} rows)"
+            "  (target < 50 ms at 1,000,000 events)"
+        )
+        print(
+            f"  full verify:           {figures['full_ms']:,.0f} ms"
+            f" ({figures['full_rows']:,.0f} rows)"
+            f"  = {figures['full_ms'] / figures['user_ms']:,.0f}x one user's"
+        )
+        stall = erase_stall(url)
+        print(
+            "\nerase stall: "
+            + (stall or "not measured here (bench/erase_stall.py offers no measure(url) yet)")
+        )
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""``pmm verify`` with one chain per user (issue 21): the root to pin, ``--user`` for one
+user's chain and her head, ``--expect-head`` taking a root or a head (or a prefix)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from store_helpers import raw
+
+from pmm.cli import main
+from pmm.mind import Mind
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture
+def two_users(tmp_path: Path) -> Path:
+    db = tmp_path / "pmm.db"
+    with Mind(str(db)) as mind:
+        mind.remember_turn("I live in Lisbon", "ok", session_id="a1", user_id="alice")
+        mind.remember_turn("I live in Oslo", "ok", session_id="b1", user_id="bob")
+        mind.remember_turn("and I ski", "nice", session_id="a2", user_id="alice")
+    return db
+
+
+def test_verify_prints_the_root_and_one_users_head(
+    capsys: pytest.CaptureFixture[str], two_users: Path
+) -> None:
+    code, out = _run(capsys, "verify", "--db", str(two_users))
+    with Mind(str(two_users)) as mind:
+        report = mind.verify()
+        alice = mind.verify(user_id="alice")
+    assert code == 0 and f"pin it: pmm verify --expect-head {report.root}" in out
+    assert f"root over {len(report.heads)} chains: {report.root}" in out
+    code, out = _run(capsys, "verify", "--db", str(two_users), "--user", "alice", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["ok"] and data["user_head"] == alice.user_head
+    assert data["rows"] == alice.rows == 4 and data["user"] == "alice"
+    for pin in (report.root, str(report.root)[:12], alice.user_head):
+        code, out = _run(capsys, "verify", "--db", str(two_users), "--expect-head", str(pin))
+        assert code == 0, out
+    code, out = _run(
+        capsys, "verify", "--db", str(two_users), "--user", "alice",
+        "--expect-head", str(alice.user_head),
+    )  # fmt: skip
+    assert code == 0, out
+
+
+def test_a_cut_chain_fails_against_the_pinned_root_and_head(
+    capsys: pytest.CaptureFixture[str], two_users: Path
+) -> None:
+    with Mind(str(two_users)) as mind:
+        root = mind.verify().root
+        alice = mind.verify(user_id="alice")
+        last = mind.store.events(user_id="alice")[-1].id
+    with raw(two_users) as conn:
+        conn.execute("DELETE FROM events WHERE id = ?", (last,))
+    assert _run(capsys, "verify", "--db", str(two_users))[0] == 0
+    code, out = _run(capsys, "verify", "--db", str(two_users), "--expect-head", str(root))
+    assert code == 1 and "pinned head" in out
+    code, out = _run(
+        capsys, "verify", "--db", str(two_users), "--user", "alice",
+        "--expect-head", str(alice.user_head),
+    )  # fmt: skip
+    assert code == 1 and "pinned head" in out

@@ -1,0 +1,254 @@
+"""One hash chain per user (issue 21) on either backend: each user's events link to her
+previous one, verify checks every chain and reports their heads and one root, verify of
+one user reads her rows alone, and each tamper is caught (the truncation and the forged
+chain only against a pinned root or head, as the design says)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pmm.events.chains import NO_USER, user_digest
+from pmm.events.hashing import chain_payload_v3, keyed_digest, sha256_hex
+from pmm.events.merkle import merkle_root
+from pmm.records import NewEvent
+from pmm.storage import open_store
+from pmm.storage.base import EventLog
+
+_DIGESTS = ("content_sha256", "prev_hash", "hash", "user_digest", "session_digest")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "pmm.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store(target: str) -> Iterator[EventLog]:
+    log = open_store(target)
+    try:
+        yield log
+    finally:
+        log.close()
+
+
+def _sql(target: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run one statement behind PMM's back (``?`` placeholders on both backends)."""
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute("SET session_replication_role = replica")  # no foreign-key checks
+            cur = conn.execute(sql.replace("?", "%s").encode(), params)
+            return cur.fetchall() if cur.description else []
+    conn = sqlite3.connect(target)
+    try:
+        with conn:
+            return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def _rows(target: str, user: str) -> list[dict[str, Any]]:
+    cols = (
+        "id, ts, kind, role, content, content_sha256, meta, prev_hash, hash, user_digest,"
+        " session_digest"
+    )
+    found = _sql(target, f"SELECT {cols} FROM events WHERE user_id = ? ORDER BY id", (user,))
+    names = [c.strip() for c in cols.split(",")]
+    return [
+        {k: (v.hex() if isinstance(v, bytes) else v) for k, v in zip(names, r, strict=True)}
+        for r in found
+    ]
+
+
+def _write(target: str, row: dict[str, Any], *columns: str) -> None:
+    """Store ``columns`` of ``row`` (hex digests as each backend keeps them)."""
+    sqlite = not target.startswith("postgresql://")
+    values = [
+        bytes.fromhex(row[c]) if sqlite and c in _DIGESTS and row[c] is not None else row[c]
+        for c in columns
+    ]
+    sets = ", ".join(f"{c} = ?" for c in columns)
+    _sql(target, f"UPDATE events SET {sets} WHERE id = ?", (*values, row["id"]))
+
+
+def _rehash(row: dict[str, Any]) -> str:
+    return sha256_hex(
+        chain_payload_v3(
+            ts=row["ts"], kind=row["kind"], role=row["role"],
+            content_sha256=row["content_sha256"], meta_json=row["meta"],
+            prev_hash=row["prev_hash"], user_digest=row["user_digest"],
+            session_digest=row["session_digest"],
+        )
+    )  # fmt: skip
+
+
+def _fill(log: EventLog) -> None:
+    """Alice and bob interleaved, two threads each, and a few events without a user."""
+    for i in range(4):
+        log.append_many(
+            [
+                NewEvent("prompt", f"alice {i}", f"a{i % 2}", "user", None, None, "alice"),
+                NewEvent("prompt", f"bob {i}", f"b{i % 2}", "user", None, None, "bob"),
+                NewEvent("event", f"system {i}"),
+            ]
+        )
+
+
+def test_each_user_has_her_own_chain_and_one_root_covers_them(store: EventLog) -> None:
+    _fill(store)
+    alice = store.events(user_id="alice")
+    assert [e.hash_version for e in alice] == [3] * 4
+    assert alice[0].prev_hash is None
+    assert [e.prev_hash for e in alice[1:]] == [e.hash for e in alice[:-1]]
+    report = store.verify()
+    assert report.ok and report.rows == 12, report
+    keys = dict(store.chain_keys())
+    assert set(keys) == {"alice", "bob", ""}
+    assert alice[0].user_digest == user_digest(keys["alice"], "alice")
+    assert alice[0].session_digest == keyed_digest(keys["alice"], "session", "a0")
+    assert report.heads == {
+        user_digest(keys["alice"], "alice"): alice[-1].hash,
+        user_digest(keys["bob"], "bob"): store.events(user_id="bob")[-1].hash,
+        NO_USER: store.events(kinds=["event"])[-1].hash,
+    }
+    assert report.root == merkle_root(report.heads) and report.root is not None
+    mine = store.verify(user_id="alice")
+    assert mine.ok and mine.rows == 4 and mine.user_head == alice[-1].hash and mine.root is None
+    assert store.verify(expect_head=report.root).ok
+    assert store.verify(user_id="alice", expect_head=alice[1].hash).ok  # she grew since
+
+
+def test_a_row_deleted_mid_chain_breaks_that_user_alone(store: EventLog, target: str) -> None:
+    _fill(store)
+    alice = store.events(user_id="alice")
+    _sql(target, "DELETE FROM events WHERE id = ?", (alice[1].id,))
+    report = store.verify()
+    assert not report.ok and report.first_bad_id == alice[2].id
+    assert report.reason and "prev_hash" in report.reason
+    assert not store.verify(user_id="alice").ok
+    assert store.verify(user_id="bob").ok
+
+
+def test_a_truncated_chain_is_caught_only_against_a_pinned_root_or_head(
+    store: EventLog, target: str
+) -> None:
+    _fill(store)
+    root = store.verify().root
+    alice_head = store.verify(user_id="alice").user_head
+    bob_head = store.verify(user_id="bob").user_head
+    last = store.events(user_id="alice")[-1]
+    _sql(target, "DELETE FROM events WHERE id = ?", (last.id,))
+    assert store.verify().ok  # from inside, a shorter chain is a valid chain...
+    assert store.verify(user_id="alice").ok
+    pinned = store.verify(expect_head=root)
+    assert not pinned.ok and pinned.reason and "pinned head" in pinned.reason
+    assert not store.verify(user_id="alice", expect_head=alice_head).ok
+    assert store.verify(user_id="bob", expect_head=bob_head).ok  # ...and bob's is intact
+
+
+def test_reordered_rows_of_one_chain_are_caught(store: EventLog, target: str) -> None:
+    _fill(store)
+    alice = store.events(user_id="alice")
+    a, b = alice[1].id, alice[2].id
+    _sql(target, "UPDATE events SET id = -1 WHERE id = ?", (a,))
+    _sql(target, "UPDATE events SET id = ? WHERE id = ?", (a, b))
+    _sql(target, "UPDATE events SET id = ? WHERE id = -1", (b,))
+    report = store.verify(user_id="alice")
+    assert not report.ok and report.first_bad_id == a and "prev_hash" in (report.reason or "")
+    assert not store.verify().ok
+
+
+def test_a_chain_moved_to_another_user_is_caught(store: EventLog, target: str) -> None:
+    _fill(store)
+    _sql(target, "UPDATE events SET user_id = 'bob' WHERE user_id = 'alice'")
+    report = store.verify()
+    assert not report.ok and "moved to another user" in (report.reason or "")
+    assert not store.verify(user_id="bob").ok
+
+
+def test_a_chain_forged_without_the_secret_is_caught(store: EventLog, target: str) -> None:
+    # Rewritten as mallory's: her digest must be made up (the secret is not known), and
+    # every hash recomputed; the digest is not the keyed digest of the stored user id.
+    _fill(store)
+    store.append_many([NewEvent("prompt", "mallory is here", "m", "user", None, None, "mallory")])
+    made_up = sha256_hex("mallory")
+    prev = None
+    for row in _rows(target, "alice"):
+        row["user_digest"], row["prev_hash"] = made_up, prev
+        row["hash"] = prev = _rehash(row)
+        _write(target, row, "user_digest", "prev_hash", "hash")
+    _sql(target, "UPDATE events SET user_id = 'mallory' WHERE user_id = 'alice'")
+    report = store.verify()
+    assert not report.ok and "moved to another user" in (report.reason or "")
+
+
+def test_a_chain_forged_with_the_secret_is_caught_by_the_pinned_root(
+    store: EventLog, target: str
+) -> None:
+    _fill(store)
+    root = store.verify().root
+    alice_head = store.verify(user_id="alice").user_head
+    prev = None
+    for i, row in enumerate(_rows(target, "alice")):
+        if i == 1:
+            row["content"] = "I never said that"
+            row["content_sha256"] = sha256_hex(row["content"])
+        row["prev_hash"] = prev
+        row["hash"] = prev = _rehash(row)
+        _write(target, row, "content", "content_sha256", "prev_hash", "hash")
+    assert store.verify().ok  # a whole chain rewritten consistently verifies from inside
+    assert not store.verify(expect_head=root).ok
+    assert not store.verify(user_id="alice", expect_head=alice_head).ok
+
+
+def test_rows_moved_between_chains_are_caught(store: EventLog, target: str) -> None:
+    _fill(store)
+    keys = dict(store.chain_keys())
+    bob = _rows(target, "bob")
+    row = bob[2]  # into alice's chain: her digest, linked after her newest row, re-hashed
+    row["user_digest"] = user_digest(keys["alice"], "alice")
+    row["prev_hash"] = store.events(user_id="alice")[-1].hash
+    row["hash"] = _rehash(row)
+    _write(target, row, "user_digest", "prev_hash", "hash")
+    _sql(target, "UPDATE events SET user_id = 'alice' WHERE id = ?", (row["id"],))
+    report = store.verify()
+    assert not report.ok, report
+    assert not store.verify(user_id="bob").ok  # bob's chain has a hole
+    assert not store.verify(user_id="alice").ok
+
+
+def test_assigning_a_session_keeps_every_chain_verifying(store: EventLog) -> None:
+    store.append("prompt", "an old chat", session_id="old", role="user")
+    store.append("prompt", "hi", session_id="a", role="user", ts=None)
+    store.append_many([NewEvent("prompt", "mine", "a2", "user", None, None, "alice")])
+    marker = store.assign_user("old", "alice")
+    assert marker.hash_version == 3 and marker.user_id == "alice"
+    after = store.append("response", "welcome back", session_id="old", role="assistant")
+    assert after.user_id == "alice" and after.prev_hash == marker.hash
+    assert store.verify().ok
+    mine = store.verify(user_id="alice")
+    assert mine.ok and mine.user_head == after.hash
+
+
+def test_rows_whose_ids_and_secret_were_erased_still_verify(store: EventLog, target: str) -> None:
+    # What a future erasure of a user can leave: her rows without her ids, her secret
+    # gone; the hashes cover the stored digests, so every chain still verifies.
+    _fill(store)
+    before = store.verify()
+    _sql(target, "UPDATE events SET user_id = NULL, session_id = NULL WHERE user_id = 'alice'")
+    _sql(target, "DELETE FROM chains WHERE chain = 'alice'")
+    after = store.verify()
+    assert after.ok, after
+    assert after.root == before.root and after.heads == before.heads
+    # with her ids still there, a missing secret is a failure, not a pass
+    _sql(target, "DELETE FROM chains WHERE chain = 'bob'")
+    report = store.verify()
+    assert not report.ok and "no chain key" in (report.reason or "")
