@@ -41,7 +41,7 @@ from pmm.errors import (
     InvalidInputError,
 )
 from pmm.events.turns import TURN_KINDS
-from pmm.records import Event
+from pmm.records import Event, VerifyReport
 from pmm.storage import EventLog, open_store
 from pmm.text.sizes import format_size
 from pmm.text.words import snippet
@@ -179,15 +179,49 @@ def worker_lines(worker: dict[str, Any] | None) -> list[str]:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    path = _existing_db(args)
     expected = _head_pin(args.expect_head)
     user = args.user
+    if args.file is not None:
+        return _verify_export(args, expected, user)
+    path = _existing_db(args)
     with open_store(path) as store:
         if expected is not None and len(expected) < HASH_HEX:
             expected = _unique_hash(store, expected, user)
         report = store.verify(expect_head=expected, user_id=user)
+    return _print_verify(args, report, user, {"path": _abs(path)})
+
+
+def _verify_export(args: argparse.Namespace, expected: str | None, user: str | None) -> int:
+    """``pmm verify --file EXPORT``: an export (``pmm export [--user U]``) checked on its
+    own, by loading it into a throwaway database: every chain it holds, its root, and with
+    ``--user`` her head, the figures the source database prints for the same rows."""
+    import tempfile
+
+    from pmm.storage.sqlite import EventStore
+
+    items = list(_read_export(args.file))
+    events = [i for i in items if isinstance(i, Event)]
+    keys = [i for i in items if not isinstance(i, Event)]
+    with (
+        tempfile.TemporaryDirectory(prefix="pmm-verify-") as folder,
+        EventStore(str(Path(folder) / "export.db")) as store,
+    ):
+        try:
+            store.import_events(events, keys=keys)
+        except IntegrityError as exc:
+            _error(f"FAILED: {args.file} does not verify: {exc}")
+            return EXIT_FAILED
+        if expected is not None and len(expected) < HASH_HEX:
+            expected = _unique_hash(store, expected, user)
+        report = store.verify(expect_head=expected, user_id=user)
+    return _print_verify(args, report, user, {"file": _abs(args.file)})
+
+
+def _print_verify(
+    args: argparse.Namespace, report: VerifyReport, user: str | None, where: dict[str, Any]
+) -> int:
     rate = report.rows / report.seconds if report.seconds > 0 else 0.0
-    result = {**report.to_dict(), "rows_per_second": round(rate), "path": _abs(path)}
+    result = {**report.to_dict(), "rows_per_second": round(rate), **where}
     if user is not None:
         result["user"] = user
     speed = f"{report.seconds:.3f} s ({rate:,.0f} rows/s)"

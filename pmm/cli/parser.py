@@ -149,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="a root or head printed earlier: fail unless it is the root or still in the chain",
     )
     p.add_argument("--user", metavar="U", help="only this user's chain (her rows alone)")
+    p.add_argument(
+        "--file",
+        metavar="EXPORT",
+        help="check an export file (pmm export [--user U]) on its own instead of --db",
+    )
     p = command("tail", cmd_tail, "Show the newest events, oldest of them first.")
     p.add_argument("-n", type=_positive_int, default=10, metavar="N", help="how many (10)")
     p.add_argument("--session", metavar="S", help="only this session")

@@ -68,3 +68,44 @@ def test_a_cut_chain_fails_against_the_pinned_root_and_head(
         "--expect-head", str(alice.user_head),
     )  # fmt: skip
     assert code == 1 and "pinned head" in out
+
+
+def test_one_users_export_verifies_on_its_own_and_imports_elsewhere(
+    capsys: pytest.CaptureFixture[str], two_users: Path, tmp_path: Path
+) -> None:
+    # A portability request answered by a file: her export carries her chain's secret, so
+    # the file verifies with no database, to the head her source database prints, and a
+    # new database imported from it prints the same head.
+    export = tmp_path / "alice.jsonl"
+    with Mind(str(two_users)) as mind:
+        mind.export(str(export), user_id="alice")
+        alice = mind.verify(user_id="alice")
+    assert "Oslo" not in export.read_text("utf-8")  # bob's turn is not hers
+    code, out = _run(capsys, "verify", "--file", str(export), "--user", "alice", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["ok"] and data["user_head"] == alice.user_head
+    assert data["rows"] == alice.rows and data["file"] == str(export.resolve())
+    code, out = _run(capsys, "verify", "--file", str(export), "--expect-head", str(alice.user_head))
+    assert code == 0, out
+
+    copy = tmp_path / "elsewhere.db"
+    code, out = _run(capsys, "import", str(export), "--db", str(copy))
+    assert code == 0, out
+    with Mind(str(copy)) as mind:
+        assert mind.verify(user_id="alice").user_head == alice.user_head
+        assert [e.content for e in mind.history("a1", user_id="alice")] == [
+            "I live in Lisbon",
+            "ok",
+        ]
+
+    # one edited byte, or a row left out, and the file no longer verifies
+    lines = export.read_text("utf-8").splitlines()
+    for name, edited in (
+        ("edited", [line.replace("Lisbon", "Lisboa") for line in lines]),
+        ("cut", [line for line in lines if "I live in Lisbon" not in line]),
+    ):
+        bad = tmp_path / f"{name}.jsonl"
+        bad.write_text("\n".join(edited) + "\n", "utf-8")
+        code = main(["verify", "--file", str(bad)])
+        assert code == 1, name
+        assert "does not verify" in capsys.readouterr().err, name
