@@ -19,7 +19,8 @@ Kept in step with the log as the session ranker is (:class:`pmm.storage.watch.Lo
 a new ``data_version`` makes a held user read her turns appended since, at her next search
 (other processes' writes included); this process's writes are taken at the write
 (:meth:`UserRanker.appended`); a ``redaction`` or ``compaction`` anywhere drops every held
-user (erased words leave at once); a user is read afresh after ``max_age_s`` seconds (digests
+user (erased words leave at once), and an assignment of an older thread to a user
+(``user_assigned``) rereads hers; a user is read afresh after ``max_age_s`` seconds (digests
 written since reach her turn key). At most ``max_users`` users are held, least recently
 searched out first.
 """
@@ -33,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pmm.events.chain import ASSIGN_KIND
 from pmm.recall.session_bm25 import TURN_WEIGHTS, WINDOW_WEIGHTS, Key, turn_query, window_query
 from pmm.recall.session_index import IndexedSession, index_events
 from pmm.storage.watch import LogNow, LogWatch
@@ -42,7 +44,9 @@ if TYPE_CHECKING:
     from pmm.records import Event
     from pmm.storage.base import EventLog
 
-_READ_KINDS = (*WINDOW_KINDS, BOUNDARY_KIND)
+_INDEXED_KINDS = (*WINDOW_KINDS, BOUNDARY_KIND)
+_READ_KINDS = (*_INDEXED_KINDS, ASSIGN_KIND)
+"""An assignment gives her a thread written before users (older ids): read afresh."""
 
 
 @dataclass
@@ -58,7 +62,7 @@ class _User:
         """Index ``events`` (ids above every id held), each in its thread."""
         by_thread: dict[str | None, list[Event]] = {}
         for event in events:
-            if event.id > self.max_id and event.kind in _READ_KINDS:
+            if event.id > self.max_id and event.kind in _INDEXED_KINDS:
                 by_thread.setdefault(event.session_id, []).append(event)
         for thread, new in by_thread.items():
             held = self.threads.get(thread)
@@ -138,6 +142,9 @@ class UserRanker:
                 for user_id in mine:
                     self._user(user_id)
                 return
+            for user_id in {e.user_id for e in events if e.kind == ASSIGN_KIND} & mine:
+                del self._users[user_id]  # a thread with older ids became hers: read afresh
+                mine.discard(user_id)
             clock = time.monotonic()
             for user_id, user in self._users.items():
                 if user.token != before or clock - user.built > self.max_age_s:
@@ -155,16 +162,24 @@ class UserRanker:
         if user is not None and time.monotonic() - user.built > self.max_age_s:
             user = None
         if user is None:
-            self.builds += 1
-            user = _User(Key(TURN_WEIGHTS), Key(WINDOW_WEIGHTS), token)
-            user.add(self._read(user_id, 0), self.radius)
+            user = self._build(user_id, token)
         elif user.token != token:
-            user.add(self._read(user_id, user.max_id), self.radius)
-            user.token = token
+            new = self._read(user_id, user.max_id)
+            if any(e.kind == ASSIGN_KIND for e in new):
+                user = self._build(user_id, token)
+            else:
+                user.add(new, self.radius)
+                user.token = token
         self._users[user_id] = user
         self._users.move_to_end(user_id)
         while len(self._users) > self.max_users:
             self._users.popitem(last=False)
+        return user
+
+    def _build(self, user_id: str, token: tuple[int, int]) -> _User:
+        self.builds += 1
+        user = _User(Key(TURN_WEIGHTS), Key(WINDOW_WEIGHTS), token)
+        user.add(self._read(user_id, 0), self.radius)
         return user
 
     def _read(self, user_id: str, after_id: int) -> list[Event]:

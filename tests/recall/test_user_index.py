@@ -146,3 +146,16 @@ def test_erasure_drops_her_words_and_other_processes_are_seen(tmp_path: Path) ->
         assert ids(ranker, "zq123", "ana", "turn") == []
         assert ids(ranker, "zq123", "ana") == []
         assert other in ids(ranker, "kayak", "ana", "turn")
+
+
+def test_a_thread_assigned_to_her_is_searched_at_once(tmp_path: Path) -> None:
+    with Mind(str(tmp_path / "assign.db")) as mind:
+        old = mind.remember("my kayak is in the garage", role="user", session_id="before-users")
+        mind.remember("I like kayaks", role="user", session_id="ana/1", user_id="ana")
+        mind.recall("kayak", 5, user_id="ana", mode="keyword")
+        ranker = mind._get_recaller().user_ranker
+        assert ranker is not None
+        assert old.id not in ids(ranker, "kayak", "ana", "turn")
+        mind.assign_user("before-users", "ana")
+        assert old.id in ids(ranker, "kayak", "ana", "turn")
+        assert ranker.builds == 2
