@@ -21,8 +21,9 @@ a new ``data_version`` makes a held user read her turns appended since, at her n
 (:meth:`UserRanker.appended`); a ``redaction`` or ``compaction`` anywhere drops every held
 user (erased words leave at once), and an assignment of an older thread to a user
 (``user_assigned``) rereads hers; a user is read afresh after ``max_age_s`` seconds (digests
-written since reach her turn key). At most ``max_users`` users are held, least recently
-searched out first.
+written since reach her turn key). At most ``max_users`` users and ``max_turns`` turns in
+all are held (a turn costs about 5 KB of memory: 20,000 turns, the default, about 100 MB),
+least recently searched out first; the user being searched is always held.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ class UserRanker:
         *,
         radius: int | None = None,
         max_users: int = 256,
+        max_turns: int = 20_000,
         max_age_s: float = 60.0,
     ) -> None:
         self.store = store
@@ -89,6 +91,7 @@ class UserRanker:
             radius if radius is not None else getattr(store, "window_radius", DEFAULT_WINDOW_RADIUS)
         )
         self.max_users = max_users
+        self.max_turns = max_turns
         self.max_age_s = max_age_s
         self.builds = 0
         """Users read in full so far (for tests and benchmarks)."""
@@ -172,8 +175,10 @@ class UserRanker:
                 user.token = token
         self._users[user_id] = user
         self._users.move_to_end(user_id)
-        while len(self._users) > self.max_users:
-            self._users.popitem(last=False)
+        held = sum(len(u.turns.docs) for u in self._users.values())
+        while len(self._users) > 1 and (len(self._users) > self.max_users or held > self.max_turns):
+            _, out = self._users.popitem(last=False)
+            held -= len(out.turns.docs)
         return user
 
     def _build(self, user_id: str, token: tuple[int, int]) -> _User:

@@ -107,6 +107,12 @@ def test_bounded_and_used_by_recall(tmp_path: Path) -> None:
         for n in range(5):
             assert len(ids(ranker, "kayak", f"u{n}")) == 1
         assert list(ranker._users) == ["u3", "u4"]
+        by_turns = UserRanker(store, max_turns=2)
+        for n in (0, 1, 2):
+            ids(by_turns, "kayak", f"u{n}")
+        assert list(by_turns._users) == ["u1", "u2"]  # one turn each
+        one = UserRanker(store, max_turns=0)
+        assert len(ids(one, "kayak", "u4")) == 1 and list(one._users) == ["u4"]
         recaller = Recaller(store)
         assert recaller.user_ranker is not None
         hits = recaller.recall("kayak", k=3, user_id="u2", mode="keyword")
