@@ -145,9 +145,10 @@ class UserRanker:
                 for user_id in mine:
                     self._user(user_id)
                 return
-            for user_id in {e.user_id for e in events if e.kind == ASSIGN_KIND} & mine:
-                del self._users[user_id]  # a thread with older ids became hers: read afresh
-                mine.discard(user_id)
+            for assigned in {e.user_id for e in events if e.kind == ASSIGN_KIND} & mine:
+                if assigned is not None:  # a thread with older ids became hers: read afresh
+                    del self._users[assigned]
+                    mine.discard(assigned)
             clock = time.monotonic()
             for user_id, user in self._users.items():
                 if user.token != before or clock - user.built > self.max_age_s:
