@@ -243,10 +243,13 @@ class PMMStore(StoreTTL, BaseStore):
         )
 
     def user_of(self, namespace: Sequence[str]) -> str | None:
-        """The user ``namespace`` names (see ``namespace_user``), checked; None: no user.
+        """The user ``namespace`` names (see ``namespace_user``), checked; None: no user::
 
-        >>> PMMStore(":memory:", namespace_user=1).user_of(("memories", "alice"))
-        'alice'
+            PMMStore("pmm.db", namespace_user=1).user_of(("memories", "alice"))  # 'alice'
+
+        Raises:
+            InvalidInputError: The label (or what the callable returned) is not a valid
+                user id.
         """
         how = self.namespace_user
         labels = tuple(namespace)
