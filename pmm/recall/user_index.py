@@ -11,8 +11,9 @@ Why: an FTS5 search restricted to one user still reads the whole log's postings 
 query word before it matches her tag, so its cost grows with every other user's data
 (``bench/users.py``: 3-4x from 20,000 to 200,000 events). A user holds hundreds of turns:
 here they are tokenized once and ranked as :class:`~pmm.recall.session_index.SessionRanker`
-ranks one session's (the same two keys, FTS5's BM25, the same tokens), with document
-frequencies and lengths taken over her turns. Windows never reach across threads (each
+ranks one session's (the same keys, FTS5's BM25, the same tokens; and the ``digest`` key,
+the turn key's summary and keywords columns alone), with document frequencies and
+lengths taken over her turns. Windows never reach across threads (each
 thread is an :class:`~pmm.recall.session_index.IndexedSession` sharing her keys).
 
 Kept in step with the log as the session ranker is (:class:`pmm.storage.watch.LogWatch`):
@@ -36,7 +37,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pmm.events.chain import ASSIGN_KIND
-from pmm.recall.session_bm25 import TURN_WEIGHTS, WINDOW_WEIGHTS, Key, turn_query, window_query
+from pmm.recall.session_bm25 import (
+    DIGEST_COLUMNS,
+    DIGEST_WEIGHTS,
+    TURN_WEIGHTS,
+    WINDOW_WEIGHTS,
+    Key,
+    turn_query,
+    window_query,
+)
 from pmm.recall.session_index import IndexedSession, index_events
 from pmm.storage.watch import LogNow, LogWatch
 from pmm.text.window_keys import BOUNDARY_KIND, DEFAULT_WINDOW_RADIUS, WINDOW_KINDS
@@ -100,8 +109,8 @@ class UserRanker:
         self._watch = LogWatch(store)
 
     def serves(self, key: str, kinds: Iterable[str] | None) -> bool:
-        """Whether :meth:`search` can answer this (turn or window key, turn kinds)."""
-        if key not in ("turn", "window"):
+        """Whether :meth:`search` can answer this (turn, digest or window key, turn kinds)."""
+        if key not in ("turn", "window", "digest"):
             return False
         return kinds is not None and set(kinds) <= set(WINDOW_KINDS)
 
@@ -118,16 +127,19 @@ class UserRanker:
         """``(event_id, score)`` by BM25 over one user's turns (all her threads), best
         first (the shape of :meth:`EventLog.search_text`)."""
         weights: tuple[float, ...]
+        columns = None
         if key == "turn":
             parsed, weights = turn_query(query), TURN_WEIGHTS
+        elif key == "digest":  # the turn key's summary and keywords only
+            parsed, weights, columns = turn_query(query), DIGEST_WEIGHTS, DIGEST_COLUMNS
         else:
             parsed, weights = window_query(query), (1.0, float(date_weight))
         if limit <= 0 or not parsed.words:
             return []
         with self._lock:
             user = self._user(user_id)
-            index = user.turns if key == "turn" else user.windows
-            return index.rank(parsed, kinds, weights, limit)
+            index = user.windows if key == "window" else user.turns
+            return index.rank(parsed, kinds, weights, limit, columns)
 
     def appended(self, events: Sequence[Event], now: LogNow | None = None) -> None:
         """This process just appended ``events`` (one transaction): held users they belong
