@@ -249,12 +249,10 @@ class SessionContexts:
         context's read (sharing one read of the store's state)."""
         now = LogNow(self.store)
         self._recent.appended(events, now)
-        recaller = self._recaller
-        if recaller is None:
-            return
-        for ranker in (recaller.session_ranker, recaller.user_ranker):
-            if ranker is not None:
-                ranker.appended(events, now)
+        if self._recaller is not None:
+            for ranker in (self._recaller.session_ranker, self._recaller.user_ranker):
+                if ranker is not None:
+                    ranker.appended(events, now)
 
     def forget_facts(self) -> None:
         """Drop what was read of every session: key facts are rebuilt on the next call."""

@@ -39,15 +39,10 @@ chain (``store_expiry``), so a read writes no event.
     store.put(("sessions", "s1"), "otp", {"code": "493021"}, ttl=5)
     store.sweep_ttl()                                    # items erased now (0 if none)
 
-Users: ``namespace_user`` says which namespace label names the user, LangGraph's
-``("memories", user_id)`` (``namespace_user=1``), LangMem's ``("memories",
-"{langgraph_user_id}")`` alike, or a callable from the namespace to the user id (None: no
-user). Items put under a user's namespace are events of that user (``events.user_id``): a
-namespace session belongs to one user as any session does, ``Mind.forget(user_id=...)`` /
-``pmm forget --user`` erases them with the rest of her memory, and ``pmm stats/export
---user`` count and export them. A namespace session written before (without a user) is
-given its user, once, by the first put that names one (a chained ``user_assigned`` event).
-
+Users: ``namespace_user=1`` (LangGraph's ``("memories", user_id)``, LangMem's
+``{langgraph_user_id}``) or a callable (:mod:`pmm.integrations.store_users`) makes items
+under a user's namespace her events: ``forget --user`` erases them, ``stats/export --user``
+count them, and another user's rule cannot write to her namespace.
     store = PMMStore("pmm.db", namespace_user=1)
     store.put(("memories", "alice"), "home", {"city": "Lisbon"})   # alice's event
     store.mind.forget(user_id="alice", reason="asked")             # her items go too
@@ -59,7 +54,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote, unquote
@@ -81,10 +76,15 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from pmm.context.sessions import STORE_SESSION_ROOT
-from pmm.context.users import checked_user
 from pmm.errors import InvalidInputError
 from pmm.integrations.store_filters import namespace_matches, value_matches
 from pmm.integrations.store_ttl import PUT_KIND, StoreTTL, checked_ttl, checked_ttl_config
+from pmm.integrations.store_users import (
+    NamespaceUser,
+    checked_namespace_user,
+    namespace_user_id,
+    own_session,
+)
 from pmm.mind import Mind
 from pmm.recall.fusion import rrf_fuse
 from pmm.records import Event, NewEvent
@@ -95,9 +95,6 @@ DELETE_KIND = "store_delete"
 SESSION_ROOT = STORE_SESSION_ROOT
 EMBEDDING_MODEL_PREFIX = "langgraph-store"
 SearchMode = Literal["hybrid", "keyword", "semantic"]
-NamespaceUser = int | Callable[[tuple[str, ...]], str | None]
-"""Which namespace label names the user (its index), or a function from the namespace to
-the user id (None: the namespace names no user)."""
 
 
 def namespace_session(namespace: Sequence[str]) -> str:
@@ -148,15 +145,7 @@ class PMMStore(StoreTTL, BaseStore):
         namespace_user: NamespaceUser | None = None,
         **settings: Any,
     ) -> None:
-        if namespace_user is not None and (
-            isinstance(namespace_user, bool)
-            or not (isinstance(namespace_user, int) or callable(namespace_user))
-        ):
-            raise InvalidInputError(
-                "namespace_user must be the index of the namespace label that names the user "
-                f"or a callable namespace -> user id, got {namespace_user!r}"
-            )
-        self.namespace_user = namespace_user
+        self.namespace_user = checked_namespace_user(namespace_user)
         self.ttl_config = checked_ttl_config(ttl)
         self._init_sweeper()
         self.mind = mind if mind is not None else Mind(db_path, **settings)
@@ -251,29 +240,7 @@ class PMMStore(StoreTTL, BaseStore):
             InvalidInputError: The label (or what the callable returned) is not a valid
                 user id.
         """
-        how = self.namespace_user
-        labels = tuple(namespace)
-        if how is None:
-            return None
-        if isinstance(how, int):
-            if not -len(labels) <= how < len(labels):
-                return None
-            return checked_user(labels[how])
-        user = how(labels)
-        if user is not None and not isinstance(user, str):
-            raise InvalidInputError(
-                f"namespace_user returned {user!r} for {labels!r}: a user id (str) or None"
-            )
-        return checked_user(user)
-
-    def _owned(self, session: str, user: str | None) -> None:
-        """A put names ``user``: a namespace session written before without one is given
-        hers, once (a chained event); one of another user is refused by the append."""
-        if user is None:
-            return
-        has_rows, owner = self.mind.store.session_owner(session)
-        if has_rows and owner is None:
-            self.mind.store.assign_user(session, user, reason="PMMStore namespace_user")
+        return namespace_user_id(self.namespace_user, namespace)
 
     def _put(self, op: PutOp) -> None:
         session = namespace_session(op.namespace)
@@ -285,7 +252,7 @@ class PMMStore(StoreTTL, BaseStore):
             live = None  # expired or erased: a put starts a new item
         if op.value is None:
             if live is not None:
-                self._owned(session, user)
+                own_session(self.mind.store, session, user)
                 self.mind.remember_many(
                     [NewEvent(DELETE_KIND, "", session, None, {"key": op.key}, None, user)]
                 )
@@ -298,7 +265,7 @@ class PMMStore(StoreTTL, BaseStore):
             "created_at": (live.meta.get("created_at") if live else None) or now,
         }
         content = json.dumps(op.value, ensure_ascii=False, sort_keys=True, default=str)
-        self._owned(session, user)
+        own_session(self.mind.store, session, user)
         [event] = self.mind.remember_many(
             [NewEvent(PUT_KIND, content, session, None, meta, None, user)]
         )
