@@ -80,7 +80,9 @@ class _User:
                 held = IndexedSession([], {}, {}, {}, self.turns, self.windows, 0, self.token)
                 self.threads[thread] = held
             index_events(held, new, radius)
-            self.max_id = max(self.max_id, held.max_id)
+        # every event read counts as seen, assignments too (else each later look at the
+        # log would find the assignment again and read her afresh)
+        self.max_id = max([self.max_id, *(e.id for e in events)])
 
 
 class UserRanker:

@@ -166,6 +166,10 @@ def test_a_thread_assigned_to_her_is_searched_at_once(tmp_path: Path) -> None:
         mind.assign_user("before-users", "ana")
         assert old.id in ids(ranker, "kayak", "ana", "turn")
         assert ranker.builds == 2
+        with EventStore(tmp_path / "assign.db") as elsewhere:  # a later write, elsewhere
+            elsewhere.append_many([turn("a kayak trip", "ana/1", "ana")])
+        assert len(ids(ranker, "kayak", "ana", "turn")) == 3
+        assert ranker.builds == 2  # the assignment, seen once, is not read again
 
 
 def test_digest_key_ranks_as_fts5_does_over_one_user(tmp_path: Path) -> None:
