@@ -29,7 +29,7 @@ from typing import Any  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from erasure import THREADS, build, secret  # noqa: E402
+from erasure import PER_THREAD, THREADS, build, secret  # noqa: E402
 
 from pmm.storage.sqlite import EventStore  # noqa: E402
 from pmm.storage.sqlite.search import SearchIndex  # noqa: E402
@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="pmm-fts-secure-") as tmp:
         base = Path(tmp) / "base.db"
         build(base, args.events, 0, 1)
-        sessions = [900 + t for t in range(THREADS)]
+        user = args.events // PER_THREAD // THREADS // 2  # a user in the middle of the log
+        sessions = [user * THREADS + t for t in range(THREADS)]
         print(
             f"SQLite {sqlite3.sqlite_version}, {args.events:,} events, one user ({THREADS} threads)"
         )
