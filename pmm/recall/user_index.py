@@ -179,6 +179,7 @@ class UserRanker:
         user = self._users.get(user_id)
         if user is not None and time.monotonic() - user.built > self.max_age_s:
             user = None
+        grew = True  # only a read can take the users held over a bound
         if user is None:
             user = self._build(user_id, token)
         elif user.token != token:
@@ -188,12 +189,17 @@ class UserRanker:
             else:
                 user.add(new, self.radius)
                 user.token = token
+        else:
+            grew = False
         self._users[user_id] = user
         self._users.move_to_end(user_id)
-        held = sum(len(u.turns.docs) for u in self._users.values())
-        while len(self._users) > 1 and (len(self._users) > self.max_users or held > self.max_turns):
-            _, out = self._users.popitem(last=False)
-            held -= len(out.turns.docs)
+        if grew:
+            held = sum(len(u.turns.docs) for u in self._users.values())
+            while len(self._users) > 1 and (
+                len(self._users) > self.max_users or held > self.max_turns
+            ):
+                _, out = self._users.popitem(last=False)
+                held -= len(out.turns.docs)
         return user
 
     def _build(self, user_id: str, token: tuple[int, int]) -> _User:
