@@ -10,7 +10,7 @@ stored session summary) before :func:`pmm.context.assembly.assemble` fits it int
     contexts.history(session, limit=10)             # turns since the clear, oldest first
     contexts.recaller().recall("Lisbon", 5)         # the one recaller (built on first use)
     contexts.forget_facts()    # consolidation superseded statements: rebuild key facts
-    contexts.appended(events)  # after a write: kept turns and session index take them
+    contexts.appended(events)  # after a write: kept turns, session and user indexes take them
 
 What has been read of each session is kept and brought up to date incrementally.
 ``settings`` may be replaced between calls (the recaller keeps those it was built with).
@@ -249,10 +249,10 @@ class SessionContexts:
         context's read (sharing one read of the store's state)."""
         now = LogNow(self.store)
         self._recent.appended(events, now)
-        recaller = self._recaller
-        ranker = recaller.session_ranker if recaller is not None else None
-        if ranker is not None:
-            ranker.appended(events, now)
+        if self._recaller is not None:
+            for ranker in (self._recaller.session_ranker, self._recaller.user_ranker):
+                if ranker is not None:
+                    ranker.appended(events, now)
 
     def forget_facts(self) -> None:
         """Drop what was read of every session: key facts are rebuilt on the next call."""

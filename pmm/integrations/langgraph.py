@@ -38,6 +38,14 @@ chain (``store_expiry``), so a read writes no event.
     store = PMMStore("pmm.db", ttl={"default_ttl": 30, "sweep_interval_minutes": 1})
     store.put(("sessions", "s1"), "otp", {"code": "493021"}, ttl=5)
     store.sweep_ttl()                                    # items erased now (0 if none)
+
+Users: ``namespace_user=1`` (LangGraph's ``("memories", user_id)``, LangMem's
+``{langgraph_user_id}``) or a callable (:mod:`pmm.integrations.store_users`) makes items
+under a user's namespace her events: ``forget --user`` erases them, ``stats/export --user``
+count them, and another user's rule cannot write to her namespace.
+    store = PMMStore("pmm.db", namespace_user=1)
+    store.put(("memories", "alice"), "home", {"city": "Lisbon"})   # alice's event
+    store.mind.forget(user_id="alice", reason="asked")             # her items go too
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote, unquote
@@ -58,7 +66,6 @@ from langgraph.store.base import (
     IndexConfig,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -70,7 +77,14 @@ from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, toke
 
 from pmm.context.sessions import STORE_SESSION_ROOT
 from pmm.errors import InvalidInputError
+from pmm.integrations.store_filters import namespace_matches, value_matches
 from pmm.integrations.store_ttl import PUT_KIND, StoreTTL, checked_ttl, checked_ttl_config
+from pmm.integrations.store_users import (
+    NamespaceUser,
+    checked_namespace_user,
+    namespace_user_id,
+    own_session,
+)
 from pmm.mind import Mind
 from pmm.recall.fusion import rrf_fuse
 from pmm.records import Event, NewEvent
@@ -106,10 +120,16 @@ class PMMStore(StoreTTL, BaseStore):
         mode: The rankers ``search`` uses when an index is configured.
         ttl: LangGraph's ``TTLConfig`` (``default_ttl``, ``refresh_on_read``,
             ``sweep_interval_minutes``: a background sweeper starts with the store).
+        namespace_user: Which namespace label is the user id: an index (``1`` for
+            ``("memories", user_id)``; a namespace too short to hold it names no user;
+            negative counts from the end) or a callable ``namespace -> user id or None``.
+            None (the default): items belong to no user.
         **settings: PMM settings for the Mind it opens.
 
     Raises:
-        InvalidInputError: ``index`` lacks ``dims`` or ``embed``, or ``mode`` is unknown.
+        InvalidInputError: ``index`` lacks ``dims`` or ``embed``, ``mode`` is unknown, or
+            ``namespace_user`` is neither an int nor a callable. A put whose namespace
+            names an invalid user id (see :meth:`pmm.Mind.remember`) is refused.
     """
 
     supports_ttl = True
@@ -122,8 +142,10 @@ class PMMStore(StoreTTL, BaseStore):
         index: IndexConfig | None = None,
         mode: SearchMode | None = None,
         ttl: TTLConfig | None = None,
+        namespace_user: NamespaceUser | None = None,
         **settings: Any,
     ) -> None:
+        self.namespace_user = checked_namespace_user(namespace_user)
         self.ttl_config = checked_ttl_config(ttl)
         self._init_sweeper()
         self.mind = mind if mind is not None else Mind(db_path, **settings)
@@ -209,8 +231,20 @@ class PMMStore(StoreTTL, BaseStore):
             updated_at=found.updated_at,
         )
 
+    def user_of(self, namespace: Sequence[str]) -> str | None:
+        """The user ``namespace`` names (see ``namespace_user``), checked; None: no user::
+
+            PMMStore("pmm.db", namespace_user=1).user_of(("memories", "alice"))  # 'alice'
+
+        Raises:
+            InvalidInputError: The label (or what the callable returned) is not a valid
+                user id.
+        """
+        return namespace_user_id(self.namespace_user, namespace)
+
     def _put(self, op: PutOp) -> None:
         session = namespace_session(op.namespace)
+        user = self.user_of(op.namespace)
         ttl = checked_ttl(op.ttl)
         previous = self._latest(op.namespace, op.key)
         live = previous[0] if previous and previous[0].kind == PUT_KIND else None
@@ -218,7 +252,10 @@ class PMMStore(StoreTTL, BaseStore):
             live = None  # expired or erased: a put starts a new item
         if op.value is None:
             if live is not None:
-                self.mind.remember_many([NewEvent(DELETE_KIND, "", session, None, {"key": op.key})])
+                own_session(self.mind.store, session, user)
+                self.mind.remember_many(
+                    [NewEvent(DELETE_KIND, "", session, None, {"key": op.key}, None, user)]
+                )
             return
         if not isinstance(op.value, dict):
             raise InvalidInputError(f"a store value must be a dict, got {type(op.value).__name__}")
@@ -228,7 +265,10 @@ class PMMStore(StoreTTL, BaseStore):
             "created_at": (live.meta.get("created_at") if live else None) or now,
         }
         content = json.dumps(op.value, ensure_ascii=False, sort_keys=True, default=str)
-        [event] = self.mind.remember_many([NewEvent(PUT_KIND, content, session, None, meta)])
+        own_session(self.mind.store, session, user)
+        [event] = self.mind.remember_many(
+            [NewEvent(PUT_KIND, content, session, None, meta, None, user)]
+        )
         if ttl is not None:
             self.mind.store.set_expiry([(event.id, ttl, time.time() + ttl * 60)])
         if self.index_config is not None and op.index is not False:
@@ -260,7 +300,7 @@ class PMMStore(StoreTTL, BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         live = self._visible(self._live_under(op.namespace_prefix), refresh=False)
         if op.filter:
-            live = [e for e in live if _matches(_value(e), op.filter)]
+            live = [e for e in live if value_matches(_value(e), op.filter)]
         if not op.query or not op.query.strip():
             live.sort(key=lambda e: e.id, reverse=True)  # newest first
             return self._page(live[op.offset : op.offset + op.limit], None, op.refresh_ttl)
@@ -322,7 +362,9 @@ class PMMStore(StoreTTL, BaseStore):
         }
         if op.match_conditions:
             namespaces = {
-                ns for ns in namespaces if all(_match(c, ns) for c in op.match_conditions)
+                ns
+                for ns in namespaces
+                if all(namespace_matches(c, ns) for c in op.match_conditions)
             }
         if op.max_depth is not None:
             namespaces = {ns[: op.max_depth] for ns in namespaces}
@@ -355,43 +397,3 @@ def _texts_at(value: dict[str, Any], path: str) -> list[str]:
     if path == "$":
         return [json.dumps(value, ensure_ascii=False, sort_keys=True)]
     return get_text_at_path(value, tokenize_path(path))
-
-
-_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
-    "$eq": lambda a, b: a == b,
-    "$ne": lambda a, b: a != b,
-    "$gt": lambda a, b: a is not None and a > b,
-    "$gte": lambda a, b: a is not None and a >= b,
-    "$lt": lambda a, b: a is not None and a < b,
-    "$lte": lambda a, b: a is not None and a <= b,
-}
-
-
-def _matches(value: dict[str, Any], conditions: dict[str, Any]) -> bool:
-    for field, wanted in conditions.items():
-        actual = value.get(field)
-        if isinstance(wanted, dict) and wanted and all(k.startswith("$") for k in wanted):
-            for op_name, operand in wanted.items():
-                check = _OPERATORS.get(op_name)
-                if check is None:
-                    raise InvalidInputError(
-                        f"unknown filter operator {op_name!r}: use one of {', '.join(_OPERATORS)}"
-                    )
-                try:
-                    if not check(actual, operand):
-                        return False
-                except TypeError:
-                    return False
-        elif actual != wanted:
-            return False
-    return True
-
-
-def _match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = tuple(condition.path)
-    if not path:
-        return True
-    if len(path) > len(namespace):
-        return False
-    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
-    return all(p == "*" or p == n for p, n in zip(path, part, strict=True))

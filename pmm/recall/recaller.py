@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from pmm.embed.base import Embedder
     from pmm.embed.index import VectorIndex
     from pmm.recall.session_index import SessionRanker
+    from pmm.recall.user_index import UserRanker
     from pmm.storage.base import EventLog
 
 __all__ = [
@@ -140,6 +141,7 @@ class Recaller:
         summary_children: int = 2,
         session_ranker: bool = True,
         learned: bool = True,
+        user_ranker: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -177,6 +179,13 @@ class Recaller:
             from pmm.recall.session_index import SessionRanker
 
             self.session_ranker = SessionRanker(store)
+        self.user_ranker: UserRanker | None = None
+        """Ranks one user's turns (all her threads) in memory for user-scoped keyword
+        rankers (see :mod:`pmm.recall.user_index`); None: they ask the store."""
+        if user_ranker:
+            from pmm.recall.user_index import UserRanker
+
+            self.user_ranker = UserRanker(store)
         self._lock = threading.Lock()
         self._warned = False
         # Consolidation (pmm/dream/consolidation.py): summary nodes compete with turns and expand.
@@ -392,13 +401,23 @@ class Recaller:
         excluded: set[int],
         user_id: str | None = None,
     ) -> list[int]:
-        """One keyword ranker's ids: the session's in-memory ranker where it serves, else
-        the store's full-text index."""
+        """One keyword ranker's ids: the session's or the user's in-memory ranker where it
+        serves, else the store's full-text index."""
         local = self.session_ranker
+        users = self.user_ranker
         if session_id is not None and local is not None and local.serves(ranker, kinds):
             found = local.search(
                 query,
                 session_id=session_id,
+                key=ranker,
+                kinds=kinds,
+                limit=depth,
+                date_weight=date_weight,
+            )
+        elif user_id is not None and users is not None and users.serves(ranker, kinds):
+            found = users.search(
+                query,
+                user_id=user_id,
                 key=ranker,
                 kinds=kinds,
                 limit=depth,

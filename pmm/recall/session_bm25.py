@@ -37,6 +37,9 @@ K1 = 1.2
 B = 0.75
 TURN_WEIGHTS = (2.0, 3.0, 1.0)
 """summary, keywords, content: the turn key's BM25 column weights (as in FTS5)."""
+DIGEST_WEIGHTS = (2.0, 3.0, 0.0)
+DIGEST_COLUMNS = (True, True, False)
+"""The digest key: the turn key's summary and keywords columns only (as in FTS5)."""
 WINDOW_WEIGHTS = (1.0, 1.0)
 """body, dates: the window key's weights (the dates' is ``date_weight`` when given)."""
 
@@ -202,11 +205,19 @@ class Key:
         return ids
 
     def rank(
-        self, query: Query, kinds: Iterable[str], weights: tuple[float, ...], limit: int
+        self,
+        query: Query,
+        kinds: Iterable[str],
+        weights: tuple[float, ...],
+        limit: int,
+        columns: tuple[bool, ...] | None = None,
     ) -> list[tuple[int, float]]:
         """``(id, score)`` of the documents of ``kinds`` by FTS5's BM25 for ``query``, best
         first. The query words used are picked as a full-text search picks them
-        (:func:`pmm.storage.terms.pick_terms`) from the documents' own frequencies."""
+        (:func:`pmm.storage.terms.pick_terms`) from the documents' own frequencies.
+        ``columns``: only a document that holds a word's terms in these columns matches
+        it, and only those count in its document frequency (FTS5's column filter, as
+        ``{summary keywords} : word``); None: any column."""
         wanted = set(kinds)
         n = sum(self.count.get(k, 0) for k in wanted)
         if not n or limit <= 0:
@@ -222,6 +233,8 @@ class Key:
                 found[word] = postings.get(phrase[0], ())
             else:
                 found[word] = self._matching(phrase, wanted, other_kinds)
+            if columns is not None:
+                found[word] = [i for i in found[word] if self._holds(i, phrase, columns)]
         df = {w: len(ids) for w, ids in found.items()}
         present = sorted(found, key=lambda w: (df[w] == 0, df[w]))
         terms = pick_terms(present, n, df.__getitem__)
@@ -246,7 +259,7 @@ class Key:
             # (FTS5's bm25() scores each phrase of a query)
             parts: list[tuple[int, str]]
             if len(phrase) > 1:
-                parts = [(self._frequency(t, wanted, other_kinds), t) for t in phrase]
+                parts = [(self._frequency(t, wanted, other_kinds, columns), t) for t in phrase]
             else:
                 parts = [(df[word], phrase[0])]
             for count, part in parts:
@@ -273,13 +286,31 @@ class Key:
                         scores[event_id] = get(event_id, 0.0) + gain
         return top(scores, limit)
 
-    def _frequency(self, token: str, kinds: set[str], other_kinds: bool) -> int:
-        """How many documents of ``kinds`` hold ``token``."""
+    def _frequency(
+        self,
+        token: str,
+        kinds: set[str],
+        other_kinds: bool,
+        columns: tuple[bool, ...] | None = None,
+    ) -> int:
+        """How many documents of ``kinds`` hold ``token`` (in ``columns``, when given)."""
         ids = self.postings.get(token, {})
-        if not other_kinds:
+        if not other_kinds and columns is None:
             return len(ids)
         docs = self.docs
-        return sum(1 for i in ids if docs[i].kind in kinds)
+        return sum(
+            1
+            for i in ids
+            if docs[i].kind in kinds and (columns is None or self._holds(i, (token,), columns))
+        )
+
+    def _holds(self, event_id: int, tokens: Sequence[str], columns: tuple[bool, ...]) -> bool:
+        """Whether the document holds every one of ``tokens`` in one of ``columns``."""
+        doc = self.docs[event_id].columns
+        return all(
+            any(on and token in column.counts for on, column in zip(columns, doc, strict=True))
+            for token in tokens
+        )
 
 
 def top(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:

@@ -83,7 +83,10 @@ def _date_column(day: str) -> Column:
 
 
 @dataclass
-class _Session:
+class IndexedSession:
+    """What is held of one session: its rows, and its turns in the ``turns`` and ``windows``
+    keys (a user's threads share hers: :mod:`pmm.recall.user_index`)."""
+
     rows: list[WindowRow]
     ts: dict[int, str]
     terms: dict[int, dict[str, tuple[str, int]]]
@@ -116,7 +119,7 @@ class SessionRanker:
         self.max_age_s = max_age_s
         self.builds = 0
         """Sessions read in full so far (for tests and benchmarks)."""
-        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._sessions: OrderedDict[str, IndexedSession] = OrderedDict()
         self._lock = threading.Lock()
         self._watch = LogWatch(store)
 
@@ -190,7 +193,7 @@ class SessionRanker:
                 session.token = token  # the new rows are these events
             self._watch.advance(events, token)
 
-    def _session(self, session_id: str) -> _Session:
+    def _session(self, session_id: str) -> IndexedSession:
         token, rewritten = self._watch.look()
         if rewritten:
             self._sessions.clear()
@@ -212,72 +215,78 @@ class SessionRanker:
             session_id=session_id, kinds=(*WINDOW_KINDS, BOUNDARY_KIND), after_id=after_id
         )
 
-    def _build(self, session_id: str, token: tuple[int, int]) -> _Session:
+    def _build(self, session_id: str, token: tuple[int, int]) -> IndexedSession:
         self.builds += 1
-        session = _Session([], {}, {}, {}, Key(TURN_WEIGHTS), Key(WINDOW_WEIGHTS), 0, token)
+        session = IndexedSession([], {}, {}, {}, Key(TURN_WEIGHTS), Key(WINDOW_WEIGHTS), 0, token)
         self._add(session, self._read(session_id, 0))
         return session
 
-    def _extend(self, session: _Session, session_id: str, token: tuple[int, int]) -> None:
+    def _extend(self, session: IndexedSession, session_id: str, token: tuple[int, int]) -> None:
         self._add(session, self._read(session_id, session.max_id))
         session.token = token
 
-    def _add(self, session: _Session, events: list[Event]) -> None:
-        """Index new events (ids above every id held) and rewrite the windows they reach."""
-        if not events:
-            return
-        first = len(session.rows)
-        for event in events:
-            text = event.content if event.content is not None else event.summary
-            session.rows.append(WindowRow(event.id, event.kind, text))
-            session.max_id = max(session.max_id, event.id)
-            if event.kind in WINDOW_KINDS:
-                session.ts[event.id] = event.ts
-                # the text its window holds (content, or the summary of a compacted turn)
-                # is tokenized once for its column and for the window's counts
-                summary: list[str] = []
-                content: list[str] = []
-                if event.content is not None:
-                    content, counts = stems_and_counts(event.content, WINDOW_SKIP)
-                    summary = fts_tokens(event.summary) if event.summary else []
-                else:
-                    summary, counts = stems_and_counts(event.summary or "", WINDOW_SKIP)
-                keywords = fts_tokens(" ".join(event.keywords)) if event.keywords else []
-                columns = (Column.of(summary), Column.of(keywords), Column.of(content))
-                session.turns.put(event.id, event.kind, columns)
-                # what its neighbours' windows hold of it, worked out once: stopwords out
-                # (by word, before stemming), capped (capping again in a window sums to the
-                # same: the cap saturates)
-                session.terms[event.id] = window_terms([{t: (t, c) for t, c in counts.items()}])
-        # the windows the new turns reach (up to `radius` turns either side); each of those
-        # reaches `radius` turns further back: read from 2 * radius turns before the new
-        # rows, not the whole session
-        start, seen = first, 0
-        while start > 0 and seen < 2 * self.radius:
-            start -= 1
-            seen += session.rows[start].kind in WINDOW_KINDS
-        rows = session.rows[start:]
-        targets = reached_turns(rows, self.radius, {r.id for r in session.rows[first:]})
-        windows = window_members(rows, self.radius, targets)
-        terms = session.terms
-        for event_id in targets:
-            members = windows.get(event_id)
-            if members is None:
-                session.windows.drop(event_id)
-                session.members.pop(event_id, None)
-                continue
-            ids = tuple(row.id for row in members)
-            before = session.members.get(event_id)
-            session.members[event_id] = ids
-            # a turn's terms never change while its session is held (redactions and
-            # compactions drop the session): only the turns that joined or left the
-            # window change its counts
-            touched = None
-            if before is not None:
-                moved = set(ids).symmetric_difference(before)
-                touched = set(chain.from_iterable(terms[i] for i in moved))
-            # what the full-text index holds of the window (migrations/0011)
-            body = {t: c for t, (_, c) in window_terms(terms[i] for i in ids).items()}
-            dates = _date_column(session.ts[event_id][:10])
-            kind = session.turns.docs[event_id].kind
-            session.windows.put(event_id, kind, (Column.counted(body), dates), touched)
+    def _add(self, session: IndexedSession, events: list[Event]) -> None:
+        index_events(session, events, self.radius)
+
+
+def index_events(session: IndexedSession, events: list[Event], radius: int) -> None:
+    """Index ``events`` of one session (ids above every id ``session`` holds) and rewrite
+    the windows they reach (``radius`` turns either side). Used by
+    :mod:`pmm.recall.user_index` too, whose threads share their user's keys."""
+    if not events:
+        return
+    first = len(session.rows)
+    for event in events:
+        text = event.content if event.content is not None else event.summary
+        session.rows.append(WindowRow(event.id, event.kind, text))
+        session.max_id = max(session.max_id, event.id)
+        if event.kind in WINDOW_KINDS:
+            session.ts[event.id] = event.ts
+            # the text its window holds (content, or the summary of a compacted turn)
+            # is tokenized once for its column and for the window's counts
+            summary: list[str] = []
+            content: list[str] = []
+            if event.content is not None:
+                content, counts = stems_and_counts(event.content, WINDOW_SKIP)
+                summary = fts_tokens(event.summary) if event.summary else []
+            else:
+                summary, counts = stems_and_counts(event.summary or "", WINDOW_SKIP)
+            keywords = fts_tokens(" ".join(event.keywords)) if event.keywords else []
+            columns = (Column.of(summary), Column.of(keywords), Column.of(content))
+            session.turns.put(event.id, event.kind, columns)
+            # what its neighbours' windows hold of it, worked out once: stopwords out
+            # (by word, before stemming), capped (capping again in a window sums to the
+            # same: the cap saturates)
+            session.terms[event.id] = window_terms([{t: (t, c) for t, c in counts.items()}])
+    # the windows the new turns reach (up to `radius` turns either side); each of those
+    # reaches `radius` turns further back: read from 2 * radius turns before the new
+    # rows, not the whole session
+    start, seen = first, 0
+    while start > 0 and seen < 2 * radius:
+        start -= 1
+        seen += session.rows[start].kind in WINDOW_KINDS
+    rows = session.rows[start:]
+    targets = reached_turns(rows, radius, {r.id for r in session.rows[first:]})
+    windows = window_members(rows, radius, targets)
+    terms = session.terms
+    for event_id in targets:
+        members = windows.get(event_id)
+        if members is None:
+            session.windows.drop(event_id)
+            session.members.pop(event_id, None)
+            continue
+        ids = tuple(row.id for row in members)
+        before = session.members.get(event_id)
+        session.members[event_id] = ids
+        # a turn's terms never change while its session is held (redactions and
+        # compactions drop the session): only the turns that joined or left the
+        # window change its counts
+        touched = None
+        if before is not None:
+            moved = set(ids).symmetric_difference(before)
+            touched = set(chain.from_iterable(terms[i] for i in moved))
+        # what the full-text index holds of the window (migrations/0011)
+        body = {t: c for t, (_, c) in window_terms(terms[i] for i in ids).items()}
+        dates = _date_column(session.ts[event_id][:10])
+        kind = session.turns.docs[event_id].kind
+        session.windows.put(event_id, kind, (Column.counted(body), dates), touched)

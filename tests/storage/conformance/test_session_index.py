@@ -31,3 +31,35 @@ def test_session_ranker_follows_the_log_on_every_backend(log: EventLog) -> None:
     assert found("pottery") == set()
     c = log.append("prompt", "pottery again, promise", session_id="s", role="user").id
     assert found("pottery") == {c}
+
+
+def test_user_ranker_follows_the_log_on_every_backend(log: EventLog) -> None:
+    from pmm.recall.user_index import UserRanker
+    from pmm.records import NewEvent
+
+    ranker = UserRanker(log, radius=1)
+
+    def found(query: str, user: str = "ana", key: str = "window") -> set[int]:
+        return {i for i, _ in ranker.search(query, user_id=user, key=key, limit=20)}
+
+    def turn(text: str, session: str, user: str | None) -> int:
+        return log.append_many([NewEvent("prompt", text, session, "user", None, None, user)])[0].id
+
+    a = turn("I signed up for a pottery class", "ana/1", "ana")
+    b = turn("pottery wheel booked", "ana/2", "ana")
+    turn("pottery of bob", "bob/1", "bob")
+    turn("pottery of nobody", "x", None)
+    assert found("pottery") == found("pottery", key="turn") == {a, b}
+    assert found("pottery", user="bob") != found("pottery")
+    log.sync_search_index()
+    backend = {
+        i
+        for i, _ in log.search_text(
+            "pottery", user_id="ana", key="turn", kinds=("prompt", "response")
+        )
+    }
+    assert backend == found("pottery", key="turn")
+    log.redact(b, reason="test")
+    assert found("pottery") == {a}
+    c = turn("pottery again, promise", "ana/3", "ana")
+    assert found("pottery") == {a, c}
