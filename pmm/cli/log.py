@@ -218,10 +218,10 @@ def _verify_export(args: argparse.Namespace, expected: str | None, user: str | N
 
 
 def _print_verify(
-    args: argparse.Namespace, report: VerifyReport, user: str | None, where: dict[str, Any]
+    args: argparse.Namespace, report: VerifyReport, user: str | None, source: dict[str, Any]
 ) -> int:
     rate = report.rows / report.seconds if report.seconds > 0 else 0.0
-    result = {**report.to_dict(), "rows_per_second": round(rate), **where}
+    result = {**report.to_dict(), "rows_per_second": round(rate), **source}
     if user is not None:
         result["user"] = user
     speed = f"{report.seconds:.3f} s ({rate:,.0f} rows/s)"
