@@ -65,7 +65,9 @@ def test_items_are_their_users_events(store: PMMStore) -> None:
     out = io.StringIO()
     assert store.mind.export(out, user_id="u3") == 2
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert {r["user_id"] for r in rows} == {"u3"}
+    keys = [r for r in rows if "chain_key" in r]  # her chain's secret comes first
+    assert [k["chain_key"] for k in keys] == ["u3"] and rows[0] is keys[0]
+    assert {r["user_id"] for r in rows if "chain_key" not in r} == {"u3"}
 
 
 def test_forget_a_user_erases_her_items_and_only_hers(store: PMMStore) -> None:
