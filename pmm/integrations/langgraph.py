@@ -178,7 +178,22 @@ class PMMStore(StoreTTL, BaseStore):
 
         A put the log refuses (a value over ``max_content_bytes``, a value that is not a
         dict, NUL in a key...) does not stop the others: every other operation runs, and
-        then one :class:`~pmm.errors.InvalidInputError` names each refused put."""
+        then one :class:`~pmm.errors.InvalidInputError` names each refused put::
+
+            store.batch([PutOp(("memories", "alice"), "home", {"city": "Lisbon"})])
+
+        Args:
+            ops: LangGraph store operations (``GetOp``, ``PutOp``, ``SearchOp``,
+                ``ListNamespacesOp``), run in order.
+
+        Returns:
+            One result per operation: an ``Item``, ``None``, a list of ``SearchItem`` or
+            of namespaces.
+
+        Raises:
+            InvalidInputError: One or more puts were refused (after every other operation
+                ran).
+        """
         results: list[Result] = []
         refused: list[str] = []
         for op in ops:
@@ -203,7 +218,14 @@ class PMMStore(StoreTTL, BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread (SQLite and embedding calls block)."""
+        """:meth:`batch` in a worker thread (SQLite and embedding calls block).
+
+        Args:
+            ops: As for :meth:`batch`.
+
+        Returns:
+            As :meth:`batch` returns.
+        """
         return await asyncio.to_thread(self.batch, list(ops))
 
     # -- operations --------------------------------------------------------------------
@@ -235,6 +257,12 @@ class PMMStore(StoreTTL, BaseStore):
         """The user ``namespace`` names (see ``namespace_user``), checked; None: no user::
 
             PMMStore("pmm.db", namespace_user=1).user_of(("memories", "alice"))  # 'alice'
+
+        Args:
+            namespace: A store namespace, such as ``("memories", "alice")``.
+
+        Returns:
+            The user id, or None when the namespace names none.
 
         Raises:
             InvalidInputError: The label (or what the callable returned) is not a valid
