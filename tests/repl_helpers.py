@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -16,6 +17,13 @@ from pmm.storage.sqlite import EventStore
 CHAT = Path(__file__).resolve().parents[1] / "chat.py"
 PROMPT = "you> "
 ZED = "Hi, my name is Zed and I live in Oslo"
+
+
+def interruptible() -> None:
+    """In the child, before chat.py starts: Ctrl-C raises SIGINT's default handling again.
+    A test run started in the background (``pytest &``, a CI job) ignores SIGINT, and a
+    program inherits that: its Ctrl-C tests would wait for a Ctrl-C that never comes."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Chat:
@@ -33,6 +41,7 @@ class Chat:
             encoding="utf-8",
             timeout=90,
             dimensions=(40, 200),
+            preexec_fn=interruptible,
         )
         self.child.logfile_read = self.log
         self.child.expect("\r\n")
