@@ -227,6 +227,7 @@ class Upkeep:
         session_ids: Sequence[str] | None = None,
         match: str | None = None,
         reason: str,
+        identifiers_of: str | None = None,
     ) -> ErasureReport:
         """Erase events (see :meth:`pmm.Mind.forget`) while no digest or vector is written."""
         with self._processor.lock:
@@ -236,6 +237,7 @@ class Upkeep:
                 session_ids=session_ids,
                 match=match,
                 reason=reason,
+                identifiers_of=identifiers_of,
             )
 
     def compress(

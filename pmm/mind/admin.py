@@ -108,7 +108,9 @@ class Administration(MindParts):
             mind.forget(session_ids=["alice/t1", "alice/t2"], reason="account deleted")
 
         ``user_id`` alone erases every session (thread) of that user in one request (one
-        rewrite of the file), and nothing of any other user; with ``session_id``,
+        rewrite of the file), and nothing of any other user; her user and thread ids leave
+        the rows too (rows of hash version 3: the chain covers keyed digests of them, and
+        her chain's secret is deleted, so the digests left link to no one); with ``session_id``,
         ``event_ids`` or ``match`` it keeps to her events (another user's session or
         event raises :class:`InvalidInputError`)::
 
@@ -130,7 +132,10 @@ class Administration(MindParts):
             InvalidInputError: No selector was given, or a selector is not valid.
         """
         user = checked_user(user_id)
+        whole_user = None
         if user is not None:
+            if session_id is None and not session_ids and event_ids is None and match is None:
+                whole_user = user  # all of her: her ids and chain key go with her text
             if session_id is not None:
                 self._owners.resolve(self._session(session_id), user)
             event_ids = user_erasure_ids(self.store, user, event_ids, match, session_id)
@@ -141,6 +146,7 @@ class Administration(MindParts):
             session_ids=session_ids,
             match=match,
             reason=reason,
+            identifiers_of=whole_user,
         )
 
     # -- users -------------------------------------------------------------------------

@@ -64,6 +64,7 @@ class EventLog(Protocol):
         match: str | None = None,
         reason: str,
         dry_run: bool = False,
+        identifiers_of: str | None = None,  # her every event: her ids and chain key go too
     ) -> ErasureReport: ...
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pmm.events.hashing import LEGACY_HASH_VERSION
+from pmm.events.hashing import CHAIN_HASH_VERSION, LEGACY_HASH_VERSION
 from pmm.records import Event
 from pmm.retention.compaction import CompactionReport, compaction_marker, cutoff
 from pmm.retention.erasure import (
@@ -57,8 +58,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TABLES = ("events", "embeddings", "edges", "event_windows")
-"""The tables that hold text or what was derived from it: rewritten after an erasure."""
+TABLES = ("events", "embeddings", "edges", "event_windows", "chains")
+"""The tables that hold text or what was derived from it, and the chains' secrets keyed by
+user id: rewritten after an erasure."""
 
 
 def table_bytes(db: Database) -> int:
@@ -101,13 +103,16 @@ def forget(
     reason: str,
     require_text: bool = False,
     dry_run: bool = False,
+    identifiers_of: str | None = None,
 ) -> ErasureReport:
     """Erase the events picked by ``event_ids``, ``session_id``, ``session_ids`` and/or
     ``match`` (a case-insensitive substring of their text, summary or keywords), with one
     rewrite of the tables per request, as :func:`pmm.storage.sqlite.erasure.forget` does on
     SQLite (``require_text``: refuse events whose text is gone already, as ``redact``
     does); nothing is written when it raises. ``dry_run`` picks the same events in a
-    transaction that writes nothing and is rolled back."""
+    transaction that writes nothing and is rolled back. ``identifiers_of``: the user whose
+    every event this is; her user and session ids leave her rows of hash version 3 and her
+    chain's secret is deleted, before the rewrite (as on SQLite)."""
     ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
     db = store._db
     before = table_bytes(db)
@@ -119,7 +124,7 @@ def forget(
     with db.write() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
         targets, derived, skipped = _select(conn, ids, sessions, match, require_text)
-        markers = _erase(store, conn, targets | derived, reason)
+        markers = _erase(store, conn, targets | derived, reason, identifiers_of)
     rewrite(db)
     report = ErasureReport(
         erased=sorted(targets | derived),
@@ -190,7 +195,11 @@ def _select(
 
 
 def _erase(
-    store: PostgresEventStore, conn: psycopg.Connection[Any], erased: set[int], reason: str
+    store: PostgresEventStore,
+    conn: psycopg.Connection[Any],
+    erased: set[int],
+    reason: str,
+    identifiers_of: str | None = None,
 ) -> list[Event]:
     ids = sorted(erased)
     placed = conn.execute("SELECT id, session_id FROM events WHERE id = ANY(%s)", (ids,)).fetchall()
@@ -202,13 +211,35 @@ def _erase(
     conn.execute("DELETE FROM embeddings WHERE event_id = ANY(%s)", (ids,))
     conn.execute("DELETE FROM store_expiry WHERE event_id = ANY(%s)", (ids,))
     conn.execute("DELETE FROM edges WHERE src = ANY(%s) OR dst = ANY(%s)", (ids, ids))
-    sync_windows(conn, [(r[1], int(r[0])) for r in placed], store.window_radius)
+    marked = [(r[1], int(r[0])) for r in placed]
+    if identifiers_of is not None:
+        # Her ids leave her rows whose hash covers digests of them (version 3); her
+        # sessions' window rows go, and her rows join the windows of rows without a session.
+        gone = conn.execute(
+            "UPDATE events SET user_id = NULL, session_id = NULL"
+            " WHERE user_id = %s AND hash_version = %s RETURNING id, session_id",
+            (identifiers_of, CHAIN_HASH_VERSION),
+        ).fetchall()
+        named = sorted({r[1] for r in gone if r[1] is not None})
+        conn.execute("DELETE FROM event_windows WHERE session_id = ANY(%s)", (named,))
+        marked = [(None, int(r[0])) for r in gone]
+    sync_windows(conn, marked, store.window_radius)
     conn.execute(BUMP)
     sessions: dict[str | None, list[int]] = {}
     for event_id, session in placed:
         sessions.setdefault(session, []).append(int(event_id))
-    entries = redaction_entries(sessions, reason)
-    return store._append_locked(conn, [store._checked(e) for e in entries])
+    entries = [store._checked(e) for e in redaction_entries(sessions, reason)]
+    if identifiers_of is None:
+        return store._append_locked(conn, entries)
+    # The records of this erasure stay in her chain, named by no session; then her id
+    # leaves them and her chain's secret goes.
+    entries = [
+        c._replace(entry=replace(c.entry, session_id=None, user_id=identifiers_of)) for c in entries
+    ]
+    markers = store._append_locked(conn, entries)
+    conn.execute("UPDATE events SET user_id = NULL WHERE id = ANY(%s)", ([m.id for m in markers],))
+    conn.execute("DELETE FROM chains WHERE chain = %s", (identifiers_of,))
+    return [replace(m, user_id=None) for m in markers]
 
 
 def compact(

@@ -216,12 +216,14 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         match: str | None = None,
         reason: str,
         dry_run: bool = False,
+        identifiers_of: str | None = None,
     ) -> ErasureReport:
         """Erase events (by id, session(s) and/or a case-insensitive ``match``) so that
         their text leaves the tables' data files, recorded as chained ``redaction`` events;
         one table rewrite per request however many sessions; see
         :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps); ``dry_run``:
-        only say what would be erased, writing nothing."""
+        only say what would be erased, writing nothing; ``identifiers_of``: the user all
+        of whose events these are, whose ids and chain key go too)."""
         from pmm.storage.postgres.erasure import forget
 
         return forget(
@@ -232,6 +234,7 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
             match=match,
             reason=reason,
             dry_run=dry_run,
+            identifiers_of=identifiers_of,
         )
 
     def compact(

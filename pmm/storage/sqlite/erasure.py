@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pmm.events.hashing import LEGACY_HASH_VERSION
+from pmm.events.hashing import CHAIN_HASH_VERSION, LEGACY_HASH_VERSION
 from pmm.records import Event
 from pmm.retention.erasure import (
     PROTECTED_KINDS,
@@ -35,6 +36,7 @@ from pmm.retention.erasure import (
 )
 from pmm.storage.sqlite.compression import retrain_after_erasure
 from pmm.storage.sqlite.connection import translate
+from pmm.storage.sqlite.search import FTS_DELETE, FTS_INSERT
 
 if TYPE_CHECKING:
     from pmm.storage.sqlite.store import EventStore
@@ -54,6 +56,7 @@ def forget(
     reason: str,
     require_text: bool = False,
     dry_run: bool = False,
+    identifiers_of: str | None = None,
 ) -> ErasureReport:
     """Erase the events picked by ``event_ids``, ``session_id``, ``session_ids`` (every
     event of each of these sessions: all the threads of a user in one request) and/or
@@ -66,6 +69,10 @@ def forget(
     or nothing matched. ``require_text`` refuses events whose text is already gone (the
     behaviour of ``redact``). Nothing is written when it raises. ``dry_run`` picks the
     same events and writes nothing (the report's ``markers`` is empty).
+
+    ``identifiers_of``: the user whose every event the request erases; her user and session
+    ids leave her rows too (those of hash version 3, whose hash covers keyed digests of the
+    ids), with her chain's secret, before the scrub: see :func:`drop_identifiers`.
     """
     ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
     before = file_bytes(store.path)
@@ -73,7 +80,7 @@ def forget(
         targets, derived, skipped = picked(store, ids, sessions, match, require_text)
         return ErasureReport.planned(targets, derived, skipped, reason, before)
     targets, derived, skipped, markers, truncated = erase(
-        store, ids, sessions, match, reason, require_text
+        store, ids, sessions, match, reason, require_text, identifiers_of
     )
     report = ErasureReport(
         erased=sorted(targets | derived),
@@ -96,6 +103,7 @@ def erase(
     match: str | None,
     reason: str,
     require_text: bool,
+    identifiers_of: str | None = None,
 ) -> tuple[set[int], set[int], list[int], list[Event], bool]:
     """Erase what ``ids``, ``sessions`` and ``match`` pick (arguments already checked) and
     scrub the file once: ``(targets, derived summaries, skipped ids, redaction events,
@@ -111,7 +119,7 @@ def erase(
         try:
             with store._write() as wconn:
                 targets, derived, skipped = _select(wconn, ids, sessions, match, require_text)
-                markers = _erase(store, wconn, targets, derived, reason)
+                markers = _erase(store, wconn, targets, derived, reason, identifiers_of)
             truncated = scrub(store)
         finally:
             conn.execute(f"PRAGMA secure_delete = {int(secure)}")
@@ -252,6 +260,7 @@ def _erase(
     targets: set[int],
     derived: set[int],
     reason: str,
+    identifiers_of: str | None = None,
 ) -> list[Event]:
     erased = targets | derived
     placed: dict[str | None, list[int]] = {}
@@ -260,22 +269,66 @@ def _erase(
             f"SELECT id, session_id FROM events WHERE id IN ({_in(chunk)})", chunk
         ):
             placed.setdefault(session, []).append(id_)
+    # Her ids leave the erased rows in the same UPDATE that clears their text, so the turn
+    # index's update trigger re-indexes them without their session and user tags.
+    v3 = CHAIN_HASH_VERSION
+    drop_ids = (
+        f", user_id = CASE WHEN hash_version = {v3} THEN NULL ELSE user_id END,"
+        f" session_id = CASE WHEN hash_version = {v3} THEN NULL ELSE session_id END"
+        if identifiers_of is not None
+        else ""
+    )
 
     def erase_text() -> None:
         for chunk in _chunks(erased):
             marks = _in(chunk)
             conn.execute(
                 "UPDATE events SET content = NULL, summary = NULL, keywords = NULL,"
-                f" digest_method = 'redacted' WHERE id IN ({marks})",
+                f" digest_method = 'redacted'{drop_ids} WHERE id IN ({marks})",
                 chunk,
             )
             conn.execute(f"DELETE FROM embeddings WHERE event_id IN ({marks})", chunk)
             conn.execute(f"DELETE FROM store_expiry WHERE event_id IN ({marks})", chunk)
             conn.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", chunk * 2)
+        if identifiers_of is not None:
+            drop_identifiers(conn, identifiers_of)
 
-    # Only the erased rows and the windows of their sessions are rewritten in the indexes.
-    store.erase_search_terms(conn, placed, erase_text)
+    # Only the erased rows and the windows of their sessions are rewritten in the indexes
+    # (with her ids dropped, her rows join the rows without a session: their windows too).
+    windowed = placed if identifiers_of is None else {**placed, None: placed.get(None, [])}
+    store.erase_search_terms(conn, windowed, erase_text)
     # A compression dictionary trained on erased text holds pieces of it: retrain it.
     retrain_after_erasure(store, conn, sorted(erased))
     entries = [store._check(e) for e in redaction_entries(placed, reason)]
-    return store._append_locked(conn, entries)
+    if identifiers_of is None:
+        return store._append_locked(conn, entries)
+    # The records of this erasure stay in her chain (hashed with her digests), named by
+    # no session; then her id leaves them and her chain's secret goes.
+    entries = [
+        c._replace(entry=replace(c.entry, session_id=None, user_id=identifiers_of)) for c in entries
+    ]
+    markers = store._append_locked(conn, entries)
+    ids = [m.id for m in markers]
+    conn.execute(f"UPDATE events SET user_id = NULL WHERE id IN ({_in(ids)})", ids)
+    conn.execute("DELETE FROM chains WHERE chain = ?", (identifiers_of,))
+    return [replace(m, user_id=None) for m in markers]
+
+
+def drop_identifiers(conn: sqlite3.Connection, user: str) -> int:
+    """Null ``user``'s user and session ids in her remaining rows of hash version 3 (the
+    records of earlier erasures and compactions, which the erasure keeps), keeping the turn
+    index exact; returns how many rows. Rows of older hash versions cover the ids
+    themselves, so they keep them (the erasure's report does not list them)."""
+    rows = [
+        (int(r[0]),)
+        for r in conn.execute(
+            "SELECT id FROM events WHERE user_id = ? AND hash_version = ?",
+            (user, CHAIN_HASH_VERSION),
+        )
+    ]
+    upto = int(conn.execute("SELECT indexed_upto FROM fts_state").fetchone()[0])
+    indexed = [r for r in rows if r[0] <= upto]
+    conn.executemany(FTS_DELETE, indexed)  # with the tags they were indexed with
+    conn.executemany("UPDATE events SET user_id = NULL, session_id = NULL WHERE id = ?", rows)
+    conn.executemany(FTS_INSERT, indexed)
+    return len(rows)

@@ -30,14 +30,16 @@ from pmm.text.words import search_terms
 
 log = logging.getLogger(__name__)
 
-_FTS_DELETE = (
+FTS_DELETE = (
     "INSERT INTO events_fts(events_fts, rowid, summary, keywords, content, tags)"
     " SELECT 'delete', id, summary, keywords, content, tags FROM events_fts_source WHERE id = ?"
 )
-_FTS_INSERT = (
+"""Take one event (``(id,)``) out of the turn index, with the very values it was indexed with."""
+FTS_INSERT = (
     "INSERT INTO events_fts(rowid, summary, keywords, content, tags)"
     " SELECT id, summary, keywords, content, tags FROM events_fts_source WHERE id = ?"
 )
+"""Index one event (``(id,)``) as the log holds it now."""
 
 _SEARCH_KEYS = {
     "turn": ("events_fts", "{summary keywords content}", "bm25(events_fts, 2.0, 3.0, 1.0, 0.0)"),
@@ -153,9 +155,9 @@ class SearchIndex(SqliteBase):
                 chunk,
             ).fetchall()
         before = session_windows(conn, placed, self.window_radius)
-        conn.executemany(_FTS_DELETE, packed)  # the trigger skips compressed rows
+        conn.executemany(FTS_DELETE, packed)  # the trigger skips compressed rows
         erase_text()
-        conn.executemany(_FTS_INSERT, packed)
+        conn.executemany(FTS_INSERT, packed)
         replace_windows(conn, before, session_windows(conn, placed, self.window_radius))
         conn.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
         conn.execute("INSERT INTO events_window_fts(events_window_fts) VALUES ('optimize')")

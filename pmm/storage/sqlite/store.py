@@ -202,11 +202,13 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
         match: str | None = None,
         reason: str,
         dry_run: bool = False,
+        identifiers_of: str | None = None,
     ) -> ErasureReport:
         """Erase events so that no byte of their text stays in the file, in one request
         and one scrub however many sessions ``session_ids`` names (see
         :func:`pmm.storage.sqlite.erasure.forget`; ``dry_run``: only say what would be
-        erased)."""
+        erased; ``identifiers_of``: the user all of whose events these are, whose ids go
+        too)."""
         from pmm.storage.sqlite.erasure import forget
 
         return forget(
@@ -217,6 +219,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
             match=match,
             reason=reason,
             dry_run=dry_run,
+            identifiers_of=identifiers_of,
         )
 
     def compact(
