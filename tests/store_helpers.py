@@ -225,3 +225,21 @@ def without_users(path: Path | str) -> dict[int, tuple[str | None, str]]:
         conn.execute("DELETE FROM schema_migrations WHERE version = ?", (USERS_MIGRATION,))
         conn.execute(f"PRAGMA user_version = {max(applied - {USERS_MIGRATION})}")
     return rehashed
+
+
+def run_sql(target: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run one statement behind PMM's back on a SQLite path or a PostgreSQL URL (``?``
+    placeholders on both), returning its rows; on PostgreSQL without foreign-key checks."""
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute("SET session_replication_role = replica")
+            cur = conn.execute(sql.replace("?", "%s").encode(), params)
+            return cur.fetchall() if cur.description else []
+    conn = sqlite3.connect(target)
+    try:
+        with conn:
+            return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()

@@ -5,12 +5,12 @@ chain only against a pinned root or head, as the design says)."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from store_helpers import run_sql
 
 from pmm.events.chains import NO_USER, user_digest
 from pmm.events.hashing import chain_payload_v3, keyed_digest, sha256_hex
@@ -38,29 +38,12 @@ def store(target: str) -> Iterator[EventLog]:
         log.close()
 
 
-def _sql(target: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Run one statement behind PMM's back (``?`` placeholders on both backends)."""
-    if target.startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(target, autocommit=True) as conn:
-            conn.execute("SET session_replication_role = replica")  # no foreign-key checks
-            cur = conn.execute(sql.replace("?", "%s").encode(), params)
-            return cur.fetchall() if cur.description else []
-    conn = sqlite3.connect(target)
-    try:
-        with conn:
-            return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
-
-
 def _rows(target: str, user: str) -> list[dict[str, Any]]:
     cols = (
         "id, ts, kind, role, content, content_sha256, meta, prev_hash, hash, user_digest,"
         " session_digest"
     )
-    found = _sql(target, f"SELECT {cols} FROM events WHERE user_id = ? ORDER BY id", (user,))
+    found = run_sql(target, f"SELECT {cols} FROM events WHERE user_id = ? ORDER BY id", (user,))
     names = [c.strip() for c in cols.split(",")]
     return [
         {k: (v.hex() if isinstance(v, bytes) else v) for k, v in zip(names, r, strict=True)}
@@ -76,7 +59,7 @@ def _write(target: str, row: dict[str, Any], *columns: str) -> None:
         for c in columns
     ]
     sets = ", ".join(f"{c} = ?" for c in columns)
-    _sql(target, f"UPDATE events SET {sets} WHERE id = ?", (*values, row["id"]))
+    run_sql(target, f"UPDATE events SET {sets} WHERE id = ?", (*values, row["id"]))
 
 
 def _rehash(row: dict[str, Any]) -> str:
@@ -129,7 +112,7 @@ def test_each_user_has_her_own_chain_and_one_root_covers_them(store: EventLog) -
 def test_a_row_deleted_mid_chain_breaks_that_user_alone(store: EventLog, target: str) -> None:
     _fill(store)
     alice = store.events(user_id="alice")
-    _sql(target, "DELETE FROM events WHERE id = ?", (alice[1].id,))
+    run_sql(target, "DELETE FROM events WHERE id = ?", (alice[1].id,))
     report = store.verify()
     assert not report.ok and report.first_bad_id == alice[2].id
     assert report.reason and "prev_hash" in report.reason
@@ -145,7 +128,7 @@ def test_a_truncated_chain_is_caught_only_against_a_pinned_root_or_head(
     alice_head = store.verify(user_id="alice").user_head
     bob_head = store.verify(user_id="bob").user_head
     last = store.events(user_id="alice")[-1]
-    _sql(target, "DELETE FROM events WHERE id = ?", (last.id,))
+    run_sql(target, "DELETE FROM events WHERE id = ?", (last.id,))
     assert store.verify().ok  # from inside, a shorter chain is a valid chain...
     assert store.verify(user_id="alice").ok
     pinned = store.verify(expect_head=root)
@@ -158,9 +141,9 @@ def test_reordered_rows_of_one_chain_are_caught(store: EventLog, target: str) ->
     _fill(store)
     alice = store.events(user_id="alice")
     a, b = alice[1].id, alice[2].id
-    _sql(target, "UPDATE events SET id = -1 WHERE id = ?", (a,))
-    _sql(target, "UPDATE events SET id = ? WHERE id = ?", (a, b))
-    _sql(target, "UPDATE events SET id = ? WHERE id = -1", (b,))
+    run_sql(target, "UPDATE events SET id = -1 WHERE id = ?", (a,))
+    run_sql(target, "UPDATE events SET id = ? WHERE id = ?", (a, b))
+    run_sql(target, "UPDATE events SET id = ? WHERE id = -1", (b,))
     report = store.verify(user_id="alice")
     assert not report.ok and report.first_bad_id == a and "prev_hash" in (report.reason or "")
     assert not store.verify().ok
@@ -168,7 +151,7 @@ def test_reordered_rows_of_one_chain_are_caught(store: EventLog, target: str) ->
 
 def test_a_chain_moved_to_another_user_is_caught(store: EventLog, target: str) -> None:
     _fill(store)
-    _sql(target, "UPDATE events SET user_id = 'bob' WHERE user_id = 'alice'")
+    run_sql(target, "UPDATE events SET user_id = 'bob' WHERE user_id = 'alice'")
     report = store.verify()
     assert not report.ok and "moved to another user" in (report.reason or "")
     assert not store.verify(user_id="bob").ok
@@ -185,7 +168,7 @@ def test_a_chain_forged_without_the_secret_is_caught(store: EventLog, target: st
         row["user_digest"], row["prev_hash"] = made_up, prev
         row["hash"] = prev = _rehash(row)
         _write(target, row, "user_digest", "prev_hash", "hash")
-    _sql(target, "UPDATE events SET user_id = 'mallory' WHERE user_id = 'alice'")
+    run_sql(target, "UPDATE events SET user_id = 'mallory' WHERE user_id = 'alice'")
     report = store.verify()
     assert not report.ok and "moved to another user" in (report.reason or "")
 
@@ -218,7 +201,7 @@ def test_rows_moved_between_chains_are_caught(store: EventLog, target: str) -> N
     row["prev_hash"] = store.events(user_id="alice")[-1].hash
     row["hash"] = _rehash(row)
     _write(target, row, "user_digest", "prev_hash", "hash")
-    _sql(target, "UPDATE events SET user_id = 'alice' WHERE id = ?", (row["id"],))
+    run_sql(target, "UPDATE events SET user_id = 'alice' WHERE id = ?", (row["id"],))
     report = store.verify()
     assert not report.ok, report
     assert not store.verify(user_id="bob").ok  # bob's chain has a hole
@@ -243,12 +226,12 @@ def test_rows_whose_ids_and_secret_were_erased_still_verify(store: EventLog, tar
     # gone; the hashes cover the stored digests, so every chain still verifies.
     _fill(store)
     before = store.verify()
-    _sql(target, "UPDATE events SET user_id = NULL, session_id = NULL WHERE user_id = 'alice'")
-    _sql(target, "DELETE FROM chains WHERE chain = 'alice'")
+    run_sql(target, "UPDATE events SET user_id = NULL, session_id = NULL WHERE user_id = 'alice'")
+    run_sql(target, "DELETE FROM chains WHERE chain = 'alice'")
     after = store.verify()
     assert after.ok, after
     assert after.root == before.root and after.heads == before.heads
     # with her ids still there, a missing secret is a failure, not a pass
-    _sql(target, "DELETE FROM chains WHERE chain = 'bob'")
+    run_sql(target, "DELETE FROM chains WHERE chain = 'bob'")
     report = store.verify()
     assert not report.ok and "no chain key" in (report.reason or "")

@@ -5,29 +5,15 @@ byte of her ids stays in the file (plain, or hex-encoded as the search index's t
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
-from typing import Any
+
+from store_helpers import run_sql
 
 from pmm import Mind
 
 ALICE = "alice.liddell@example.org"
 HER_THREADS = ("alice-thread-kyoto", "alice-thread-garden")
 BOB = "bob.builder@example.org"
-
-
-def _sql(target: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    if target.startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(target, autocommit=True) as conn:
-            cur = conn.execute(sql.replace("?", "%s").encode(), params)
-            return cur.fetchall() if cur.description else []
-    conn = sqlite3.connect(target)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def _fill(mind: Mind) -> None:
@@ -54,12 +40,12 @@ def test_erasing_a_user_erases_her_ids_and_chain_key(log_target: str) -> None:
         assert mind.store.events(user_id=ALICE) == []
         # her turns, the earlier marker and this erasure's records are all still chained
         assert len(after.heads) == 2 and after.rows == len(mind.store.events())
-    assert _sql(log_target, "SELECT count(*) FROM events WHERE user_id = ?", (ALICE,)) == [(0,)]
+    assert run_sql(log_target, "SELECT count(*) FROM events WHERE user_id = ?", (ALICE,)) == [(0,)]
     for thread in HER_THREADS:
-        held = _sql(log_target, "SELECT count(*) FROM events WHERE session_id = ?", (thread,))
+        held = run_sql(log_target, "SELECT count(*) FROM events WHERE session_id = ?", (thread,))
         assert held == [(0,)], thread
-    assert _sql(log_target, "SELECT count(*) FROM chains WHERE chain = ?", (ALICE,)) == [(0,)]
-    assert _sql(log_target, "SELECT count(*) FROM chains WHERE chain = ?", (BOB,)) == [(1,)]
+    assert run_sql(log_target, "SELECT count(*) FROM chains WHERE chain = ?", (ALICE,)) == [(0,)]
+    assert run_sql(log_target, "SELECT count(*) FROM chains WHERE chain = ?", (BOB,)) == [(1,)]
 
 
 def test_erasing_part_of_a_user_keeps_her_ids(log_target: str) -> None:
@@ -68,7 +54,7 @@ def test_erasing_part_of_a_user_keeps_her_ids(log_target: str) -> None:
         mind.forget(user_id=ALICE, session_id=HER_THREADS[0], reason="one thread")
         assert mind.verify().ok
         assert {e.session_id for e in mind.store.events(user_id=ALICE)} == set(HER_THREADS)
-    assert _sql(log_target, "SELECT count(*) FROM chains WHERE chain = ?", (ALICE,)) == [(1,)]
+    assert run_sql(log_target, "SELECT count(*) FROM chains WHERE chain = ?", (ALICE,)) == [(1,)]
 
 
 def test_no_byte_of_her_ids_stays_in_the_sqlite_file(tmp_path: Path) -> None:
