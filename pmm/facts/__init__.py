@@ -13,7 +13,7 @@ rules missed. Without spaCy or its model the rules alone run, after one warning.
 from __future__ import annotations
 
 from pmm.facts.book import LABELS, SINGLE_VALUED, FactBook, extract_facts, slot_group
-from pmm.facts.rules import Candidate, Fact
+from pmm.facts.fact import Candidate, Fact
 
 __all__ = [
     "LABELS",

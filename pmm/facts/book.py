@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pmm.facts.rules import Fact, candidates
+from pmm.facts.fact import Fact
+from pmm.facts.rules import candidates
 from pmm.facts.words import FAMILY, PET_KIND
 
 SINGLE_VALUED = frozenset({"name", "location", "origin", "age", "job", "works_at"})

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pmm.errors import InvalidInputError
 from pmm.facts.book import extract_facts, slot_group
-from pmm.facts.rules import Fact
+from pmm.facts.fact import Fact
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ import re
 import threading
 from typing import Any
 
-from pmm.facts.rules import Candidate, Fact
+from pmm.facts.fact import Candidate, Fact
 from pmm.facts.spans import guarded, statement_spans
 
 logger = logging.getLogger("pmm.facts")

@@ -14,9 +14,9 @@ so that :mod:`pmm.facts.nlp` can check it against a parse.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
+from pmm.facts.fact import Candidate, Fact, Rule
+from pmm.facts.preferences import DISLIKES, LIKES, favorite_rule
 from pmm.facts.spans import (
     ends_clause,
     guarded,
@@ -35,30 +35,7 @@ from pmm.facts.words import (
     PET_KIND,
     RELATIVE_MODIFIERS,
     WEAK_OBJECTS,
-    WEAK_VERBS,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One thing the user said about themselves: ``attribute`` is one of ``name``,
-    ``location``, ``origin``, ``age``, ``job``, ``works_at``, ``likes``, ``dislikes``,
-    ``favorite <thing>`` or ``<relative or pet>'s name`` (``sister's name``, ``cat's name``)."""
-
-    attribute: str
-    value: str
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A fact with the span of its value in the text, and whether the rule that found it is a
-    weak one (a bare "I'm X" or "my sister X") that a parser may overrule."""
-
-    fact: Fact
-    start: int
-    end: int
-    weak: bool = False
-
 
 _I = r"(?:i|we)"
 _BE = r"(?:'m|\s+am|'re|\s+are)"
@@ -78,8 +55,6 @@ def candidates(text: str) -> list[Candidate]:
 
 
 # -- rules ----------------------------------------------------------------------------------
-
-Rule = Callable[[str, int, int], list[Candidate]]
 
 
 def _plausible_name(text: str, span: tuple[int, int], end: int, *, strict: bool) -> bool:
@@ -304,74 +279,6 @@ def _relative_rule(text: str, start: int, end: int) -> list[Candidate]:
     return out
 
 
-def _gerund(verb: str) -> str:
-    """ "cook" → "cooking", "bake" → "baking", "swim" → "swimming" (good enough for hobbies)."""
-    if verb.endswith("ie"):
-        return verb[:-2] + "ying"
-    if verb.endswith("e") and not verb.endswith(("ee", "ye", "oe")):
-        return verb[:-1] + "ing"
-    vowels = "aeiou"
-    if (
-        len(verb) <= 4
-        and len(verb) >= 3
-        and verb[-1] not in vowels + "wxy"
-        and verb[-2] in vowels
-        and verb[-3] not in vowels
-    ):
-        return verb + verb[-1] + "ing"
-    return verb + "ing"
-
-
-def _preferences(attribute: str, trigger: str) -> Rule:
-    pattern = re.compile(trigger, re.I)
-
-    def rule(text: str, start: int, end: int) -> list[Candidate]:
-        out: list[Candidate] = []
-        for match in pattern.finditer(text, start, end):
-            if guarded(text, start, match.start()):
-                continue
-            span = phrase(text, match.end(), end, max_words=6)
-            if span is None:
-                continue
-            for item_start, item in _items(text, span):
-                words = item.split()
-                first = words[0].lower()
-                if first in WEAK_OBJECTS or len(item) < 3:
-                    continue
-                if first == "to":
-                    if len(words) < 2 or words[1].lower() in WEAK_VERBS:
-                        continue
-                    item = " ".join([_gerund(words[1].lower()), *words[2:]])
-                if item.lower().startswith(("the idea", "the way", "the fact")):
-                    continue
-                out.append(Candidate(Fact(attribute, item), item_start, item_start + len(item)))
-        return out
-
-    return rule
-
-
-def _items(text: str, span: tuple[int, int]) -> Iterator[tuple[int, str]]:
-    """ "swimming and cycling" → "swimming", "cycling" (with their start offsets)."""
-    pos = span[0]
-    for part in re.split(r"(\s+and\s+|\s*,\s*)", text[span[0] : span[1]]):
-        if part and not re.fullmatch(r"\s+and\s+|\s*,\s*", part):
-            yield pos, part
-        pos += len(part)
-
-
-_FAVORITE = re.compile(r"\bmy\s+favou?rite\s+([^\W\d_]+(?:\s+[^\W\d_]+)?)\s+(?:is|are)\s+", re.I)
-
-
-def _favorite_rule(text: str, start: int, end: int) -> list[Candidate]:
-    out = []
-    for match in _FAVORITE.finditer(text, start, end):
-        span = phrase(text, match.end(), end, max_words=5)
-        if span and not guarded(text, start, match.start()):
-            slot = f"favorite {match.group(1).lower()}"
-            out.append(Candidate(Fact(slot, text[span[0] : span[1]]), *span))
-    return out
-
-
 _RULES: list[Rule] = [
     _trigger_rule("name", r"\bmy\s+name(?:'s|\s+is)\s+", "name"),
     _trigger_rule(
@@ -420,18 +327,7 @@ _RULES: list[Rule] = [
     _job_rule,
     _teach_rule,
     _relative_rule,
-    _preferences(
-        "likes",
-        rf"\b{_I}\s+(?:really\s+|absolutely\s+|also\s+|just\s+|totally\s+|truly\s+)?"
-        r"(?:like|love|enjoy|adore|prefer)\s+"
-        r"|\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+|quite\s+|also\s+)?"
-        r"(?:into|passionate\s+about|an?\s+(?:big\s+|huge\s+)?fan\s+of|keen\s+on|fond\s+of)\s+",
-    ),
-    _preferences(
-        "dislikes",
-        rf"\b{_I}\s+(?:really\s+)?(?:hate|dislike|detest|loathe|can't\s+stand|cannot\s+stand|"
-        r"don't\s+(?:really\s+)?(?:like|enjoy)|do\s+not\s+(?:like|enjoy))\s+"
-        r"|\bi(?:'m|\s+am)\s+not\s+(?:an?\s+(?:big\s+)?fan\s+of|into|keen\s+on|fond\s+of)\s+",
-    ),
-    _favorite_rule,
+    LIKES,
+    DISLIKES,
+    favorite_rule,
 ]
