@@ -56,8 +56,7 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, Literal
-from urllib.parse import quote, unquote
+from typing import Any
 
 import numpy as np
 from langgraph.store.base import (
@@ -73,11 +72,18 @@ from langgraph.store.base import (
     SearchOp,
     TTLConfig,
 )
-from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
+from langgraph.store.base.embed import ensure_embeddings
 
-from pmm.context.sessions import STORE_SESSION_ROOT
 from pmm.errors import InvalidInputError
-from pmm.integrations.store_filters import namespace_matches, value_matches
+from pmm.integrations.store_filters import namespace_matches
+from pmm.integrations.store_items import (
+    DELETE_KIND,
+    namespace_session,
+    search_item,
+    session_namespace,
+    texts_at,
+)
+from pmm.integrations.store_search import SearchMode, StoreSearch
 from pmm.integrations.store_ttl import PUT_KIND, StoreTTL, checked_ttl, checked_ttl_config
 from pmm.integrations.store_users import (
     NamespaceUser,
@@ -86,29 +92,14 @@ from pmm.integrations.store_users import (
     own_session,
 )
 from pmm.mind import Mind
-from pmm.recall.fusion import rrf_fuse
 from pmm.records import Event, NewEvent
 
 log = logging.getLogger(__name__)
 
-DELETE_KIND = "store_delete"
-SESSION_ROOT = STORE_SESSION_ROOT
 EMBEDDING_MODEL_PREFIX = "langgraph-store"
-SearchMode = Literal["hybrid", "keyword", "semantic"]
 
 
-def namespace_session(namespace: Sequence[str]) -> str:
-    """The PMM session that holds a namespace: ``("users", "a/b")`` → ``lgstore/users/a%2Fb``."""
-    return "/".join([SESSION_ROOT, *(quote(label, safe="") for label in namespace)])
-
-
-def session_namespace(session: str) -> tuple[str, ...]:
-    """The inverse of :func:`namespace_session`."""
-    parts = session.split("/")
-    return tuple(unquote(p) for p in parts[1:])
-
-
-class PMMStore(StoreTTL, BaseStore):
+class PMMStore(StoreTTL, StoreSearch, BaseStore):
     """A LangGraph ``BaseStore`` whose items live in a PMM log (see the module docstring).
 
     Args:
@@ -244,7 +235,7 @@ class PMMStore(StoreTTL, BaseStore):
             return None
         if not self._visible(latest[:1], op.refresh_ttl):
             return None
-        found = _item(latest[0])
+        found = search_item(latest[0])
         return Item(
             value=found.value,
             key=found.key,
@@ -303,7 +294,7 @@ class PMMStore(StoreTTL, BaseStore):
             self._embed(event.id, op.value, op.index)
 
     def _embed(self, event_id: int, value: dict[str, Any], fields: list[str] | None) -> None:
-        texts = [t for path in (fields or self.fields) for t in _texts_at(value, path)]
+        texts = [t for path in (fields or self.fields) for t in texts_at(value, path)]
         if not texts:
             return
         vector = np.asarray(self.embeddings.embed_documents(["\n".join(texts)])[0], np.float32)
@@ -327,60 +318,7 @@ class PMMStore(StoreTTL, BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         live = self._visible(self._live_under(op.namespace_prefix), refresh=False)
-        if op.filter:
-            live = [e for e in live if value_matches(_value(e), op.filter)]
-        if not op.query or not op.query.strip():
-            live.sort(key=lambda e: e.id, reverse=True)  # newest first
-            return self._page(live[op.offset : op.offset + op.limit], None, op.refresh_ttl)
-        by_id = {e.id: e for e in live}
-        rankings: dict[str, list[int]] = {}
-        scores: dict[int, float] = {}
-        if self.mode != "semantic":
-            rankings["keyword"] = self._keyword_ranking(op.query, live)
-        if self.mode != "keyword":
-            similarity = self._similarity(op.query, list(by_id))
-            rankings["semantic"] = sorted(similarity, key=lambda i: -similarity[i])
-            scores = similarity
-        if self.mode == "semantic":
-            ranked = [(i, scores[i]) for i in rankings["semantic"]]
-        else:
-            ranked = [(i, s) for i, s, _ in rrf_fuse(rankings)]
-        page = ranked[op.offset : op.offset + op.limit]
-        return self._page([by_id[i] for i, _ in page], [float(s) for _, s in page], op.refresh_ttl)
-
-    def _page(
-        self, events: list[Event], scores: list[float] | None, refresh: bool
-    ) -> list[SearchItem]:
-        """The search result for ``events``; their TTL pushed back when ``refresh``."""
-        if refresh and events:
-            self.mind.store.refresh_expiry([e.id for e in events], time.time())
-        return [_item(e, None if scores is None else scores[n]) for n, e in enumerate(events)]
-
-    def _keyword_ranking(self, query: str, live: list[Event]) -> list[int]:
-        """The live items' ids by BM25 (best first), ranked within their namespaces only:
-        each namespace session is searched on its own, as deep as it holds puts, so that
-        no other namespace's items can push them out of the result."""
-        wanted = {e.id for e in live}
-        store = self.mind.store
-        hits: list[tuple[int, float]] = []
-        for session in sorted({e.session_id for e in live if e.session_id is not None}):
-            depth = store.count(session_id=session, kinds=(PUT_KIND,))
-            hits += store.search_text(query, limit=depth, session_id=session, kinds=(PUT_KIND,))
-        hits.sort(key=lambda hit: (-hit[1], hit[0]))
-        return [i for i, _ in hits if i in wanted]
-
-    def _similarity(self, query: str, event_ids: list[int]) -> dict[int, float]:
-        wanted = set(event_ids)
-        stored = [
-            (i, v) for i, v in self.mind.store.embeddings(self.embedding_model) if i in wanted
-        ]
-        if not stored:
-            return {}
-        matrix = np.stack([np.frombuffer(v, dtype=np.float32) for _, v in stored])
-        query_vector = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query_vector) or 1.0)
-        sims = matrix @ query_vector / np.where(norms == 0, 1.0, norms)
-        return {i: float(s) for (i, _), s in zip(stored, sims, strict=True)}
+        return self._search_live(op, live)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {
@@ -398,30 +336,3 @@ class PMMStore(StoreTTL, BaseStore):
             namespaces = {ns[: op.max_depth] for ns in namespaces}
         ordered = sorted(namespaces)
         return ordered[op.offset : op.offset + op.limit]
-
-
-def _value(event: Event) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads(event.content or "{}")
-    return value
-
-
-def _item(event: Event, score: float | None = None) -> SearchItem:
-    if event.session_id is None:  # every store event has one; keeps mypy sure
-        raise InvalidInputError(f"event {event.id} has no session")
-    updated = datetime.fromisoformat(event.ts.replace("Z", "+00:00"))
-    created_raw = event.meta.get("created_at")
-    created = datetime.fromisoformat(created_raw) if isinstance(created_raw, str) else updated
-    return SearchItem(
-        namespace=session_namespace(event.session_id),
-        key=str(event.meta["key"]),
-        value=_value(event),
-        created_at=created,
-        updated_at=updated,
-        score=score,
-    )
-
-
-def _texts_at(value: dict[str, Any], path: str) -> list[str]:
-    if path == "$":
-        return [json.dumps(value, ensure_ascii=False, sort_keys=True)]
-    return get_text_at_path(value, tokenize_path(path))
