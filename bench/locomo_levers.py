@@ -11,7 +11,10 @@ per fold and per category (R@10 / R@25 / H@10) with every cell that lost. Withou
 the shipped fusion alone, per fold and per category, with the window list ``--window``
 names (compare runs with ``--window window``). ``--demote-questions``: the shipped fusion
 without and with the rule "a question turn never ranks above a turn that is no question and
-holds every query word it holds" (issue 22). Hybrid and keyword mode both.
+holds every query word it holds" (issue 22). ``--neighbours``: the shipped fusion without and
+with its best hits' neighbouring turns moved up (after position P, the turns next to each
+of the top M hits; M and P chosen per fold on the training conversations by R@25). Hybrid
+and keyword mode both.
 """
 
 from __future__ import annotations
@@ -144,6 +147,47 @@ def demote(order: list[int], held: dict[int, tuple[bool, frozenset[str]]]) -> li
     return out + waiting
 
 
+NEIGHBOUR_GRID = [(m, p) for m in (1, 2, 3, 5) for p in (5, 10, 15, 20)]
+"""``--neighbours``: (M top hits whose neighbours move up, position P they move to)."""
+
+
+def with_neighbours(order: list[int], top: int, at: int) -> list[int]:
+    """``order`` with the turns next to its first ``top`` hits (position ± 1) placed right
+    after position ``at``, unless they already rank there or above."""
+    head = order[:at]
+    seen = set(head)
+    moved = []
+    for i in order[:top]:
+        for n in (i - 1, i + 1):
+            if n > 0 and n not in seen:
+                seen.add(n)
+                moved.append(n)
+    return head + moved + [i for i in order[at:] if i not in seen]
+
+
+def neighboured(fit: Fit) -> Fit:
+    """A fit wrapper: the fitted ranking with neighbours moved up, M and P chosen on the
+    training questions by R@25 (see :data:`NEIGHBOUR_GRID`)."""
+
+    def fitted(train: list[Question]) -> Any:
+        rank = fit(train)
+        lists = [rank(q) for q in train]
+
+        def r25(top: int, at: int) -> float:
+            moved = [with_neighbours(ids, top, at) for ids in lists]
+            return float(metric_rows(train, moved)["all"]["R@25"])
+
+        top, at = max(NEIGHBOUR_GRID, key=lambda mp: r25(*mp))
+        print(f"    neighbours: top {top}, after position {at} (training R@25 {r25(top, at):.3f})")
+
+        def ranked(q: Question) -> list[int]:
+            return with_neighbours(rank(q), top, at)
+
+        return ranked
+
+    return fitted
+
+
 def shipped_report(qs: list[Question], shipped: Sequence[str]) -> dict[str, Any]:
     """The shipped fusion (hybrid and keyword) held out: pooled per category and per fold
     (R@10 / R@25 / H@10), one fit per fold (``--shipped-only``, e.g. with ``--window``)."""
@@ -196,6 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the rule: a question never above a told turn holding its words",
     )
+    parser.add_argument(
+        "--neighbours",
+        action="store_true",
+        help="the best hits' neighbouring turns moved up (M, P chosen per fold)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     qs = load(args.lists, args.data, args.window)
@@ -205,6 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         wrap = demoted(qs, args.data)
         pairs = {mode: (learned(cols), wrap(learned(cols))) for mode, cols in modes(shipped)}
         results = compare_report(qs, "rule: questions below told turns", pairs)
+    elif args.neighbours:
+        pairs = {mode: (learned(cols), neighboured(learned(cols))) for mode, cols in modes(shipped)}
+        results = compare_report(qs, "neighbours of the best hits moved up", pairs)
     elif args.lever:
         results = lever_report(qs, args.lever, shipped)
     else:
