@@ -14,7 +14,9 @@ The same appends run again on another fresh file with ``synchronous="full"``
 (``PMM_SQLITE_SYNCHRONOUS=full``: every commit waits for the -wal file to reach the disk,
 so an acknowledged append survives a power cut or an OS crash, not only a killed process)
 for at most ``--full-events`` events, and its p50/p99 and throughput print beside the
-default ``normal`` mode's.
+default ``normal`` mode's. The default run's events carry no user (the chain without a
+user); ``--user-events`` more (5000) go to a fresh file as one user's events (her own
+chain: her keyed user digest in every hash), with their p50 and verify rate.
 
 Targets: append p50 <= 100 us (issue 11's goal: 30 us); >= 2x SQLChatMessageHistory's
 throughput; verify >= 100,000 rows/s. This is a report: it always exits 0.
@@ -37,6 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
+from pmm.records import NewEvent
 from pmm.storage.sqlite import EventStore
 
 TARGET_P50_US = 100.0
@@ -58,19 +61,26 @@ def message(i: int) -> str:
     return f"message {i}: I moved to Lisbon last spring and the trams are lovely " + "x" * (i % 64)
 
 
-def bench_pmm(folder: Path, n: int, synchronous: str = "normal") -> dict[str, Any]:
-    path = folder / f"pmm-{synchronous}.db"
+def bench_pmm(
+    folder: Path, n: int, synchronous: str = "normal", user: str | None = None
+) -> dict[str, Any]:
+    path = folder / f"pmm-{synchronous}{'-user' if user else ''}.db"
     latencies: list[float] = []
     clock = time.perf_counter_ns
     with EventStore(path, synchronous=synchronous) as store:
         started = time.perf_counter()
         for i in range(n):
             t0 = clock()
-            store.append(
-                "prompt" if i % 2 == 0 else "response",
-                message(i),
-                session_id="bench",
-                role="user" if i % 2 == 0 else "assistant",
+            store.append_many(
+                [
+                    NewEvent(
+                        "prompt" if i % 2 == 0 else "response",
+                        message(i),
+                        "bench",
+                        "user" if i % 2 == 0 else "assistant",
+                        user_id=user,
+                    )
+                ]
             )
             latencies.append((clock() - t0) / 1000)
         seconds = time.perf_counter() - started
@@ -162,10 +172,17 @@ def main(argv: list[str] | None = None) -> int:
         default=5_000,
         help="events appended with synchronous=full beside the default (5000; 0 = skip)",
     )
+    parser.add_argument(
+        "--user-events",
+        type=int,
+        default=5_000,
+        help="events appended for one user (her own chain) beside the default (5000; 0 = skip)",
+    )
     parser.add_argument("--out-json", type=Path, help="also write the numbers here as JSON")
     args = parser.parse_args(argv)
     n = max(1, args.events)
     n_full = min(n, max(0, args.full_events))
+    n_user = min(n, max(0, args.user_events))
 
     with tempfile.TemporaryDirectory(prefix="pmm-bench-") as tmp:
         folder = Path(tmp)
@@ -175,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         if n_full:
             print(f"PMM EventStore, synchronous=full: appending {n_full:,} events ...", flush=True)
             full = bench_pmm(folder, n_full, "full")
+        mine: dict[str, Any] | None = None
+        if n_user:
+            print(f"PMM EventStore, one user's chain: appending {n_user:,} events ...", flush=True)
+            mine = bench_pmm(folder, n_user, user="alice@example.com")
         print(f"SQLChatMessageHistory: up to {n:,} add_message calls ...", flush=True)
         base = bench_langchain(folder, n, args.baseline_seconds)
 
@@ -205,6 +226,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"{full['events_per_s']:,.0f} events/s",
                 "",
                 f"{full['events_per_s'] / pmm['events_per_s']:.2f}x normal",
+            ),
+        ]
+    if mine is not None:
+        rows += [
+            ("PMM append p50, events of one user", f"{mine['p50_us']:,.1f} us", "", ""),
+            (
+                "PMM verify, events of one user",
+                f"{mine['verify_rows_per_s']:,.0f} rows/s",
+                "",
+                "ok" if mine["verify_ok"] else "FAILED",
             ),
         ]
     if "error" in base:
@@ -281,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "pmm": pmm,
                     "pmm_synchronous_full": full,
+                    "pmm_one_user": mine,
                     "sql_chat_message_history": base,
                     "ratio": ratio,
                     "targets": {

@@ -18,117 +18,43 @@ as the one legacy chain, exactly as before. See ``docs/design/chains.md``.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
+from hashlib import sha256
 
-from pmm.events.chain import ASSIGN_KIND, ChainWalker, CheckedEvent
+from pmm.events.chain import ASSIGN_KIND, ChainWalker
 from pmm.events.hashing import (
     CHAIN_HASH_VERSION,
     HASH_VERSION,
     LEGACY_HASH_VERSION,
     USER_HASH_VERSION,
-    chain_payload_v3,
     keyed_digest,
-    sha256_hex,
+    payload_v3,
 )
 from pmm.events.merkle import merkle_root
+from pmm.events.sealing import (
+    LEGACY,
+    NO_USER,
+    NO_USER_KEY,
+    ChainState,
+    new_secret,
+    seal_chains,
+    user_digest,
+)
 from pmm.records import Event, VerifyReport
 
-NO_USER = "no-user"
-"""The label of the chain of events without a user (in :attr:`VerifyReport.heads`)."""
-LEGACY = "legacy"
-"""The label of the rows written before one chain per user (versions 0-2)."""
-NO_USER_KEY = ""
-"""The ``chain_keys`` row of the chain without a user (a user id is never empty)."""
-
-
-def new_secret() -> bytes:
-    """A fresh random 32-byte chain secret."""
-    return os.urandom(32)
-
-
-def user_digest(secret: bytes, user_id: str) -> str:
-    """The keyed digest of a user id (hex) that her rows' hashes cover."""
-    return keyed_digest(secret, "user", user_id)
-
-
-@dataclass(slots=True)
-class ChainState:
-    """One chain's secret and head, as the append path holds them under the chain's lock.
-    ``user_id`` None is the chain of events without a user."""
-
-    user_id: str | None
-    secret: bytes
-    head_hash: str | None = None
-    head_id: int = 0
-    user_digest: str | None = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.user_digest = None if self.user_id is None else user_digest(self.secret, self.user_id)
-
-    @property
-    def label(self) -> str:
-        """The chain's label in reports and in the Merkle tree."""
-        return self.user_digest or NO_USER
-
-
-def seal_chains(
-    checked: Sequence[CheckedEvent],
-    chains: Mapping[str | None, ChainState],
-    *,
-    ids: Sequence[int],
-    ts: str,
-) -> list[Event]:
-    """Give checked entries (users already resolved) the ``ids`` (ascending) and chain each
-    onto its user's chain in ``chains``, whose heads advance as they go (the caller stores
-    them). The caller holds each chain's lock from reading its head until the rows are
-    stored; ids taken under that lock keep one chain's ids increasing."""
-    events: list[Event] = []
-    sessions: dict[tuple[str | None, str], str] = {}
-    for (entry, content_sha, meta_json), id_ in zip(checked, ids, strict=True):
-        state = chains[entry.user_id]
-        row_ts = ts if entry.ts is None else str(entry.ts)
-        session_digest = None
-        if entry.session_id is not None:
-            cache_key = (entry.user_id, entry.session_id)
-            session_digest = sessions.get(cache_key)
-            if session_digest is None:
-                session_digest = keyed_digest(state.secret, "session", entry.session_id)
-                sessions[cache_key] = session_digest
-        digest = sha256_hex(
-            chain_payload_v3(
-                ts=row_ts,
-                kind=entry.kind,
-                role=entry.role,
-                content_sha256=content_sha,
-                meta_json=meta_json,
-                prev_hash=state.head_hash,
-                user_digest=state.user_digest,
-                session_digest=session_digest,
-            )
-        )
-        events.append(
-            Event(
-                id_,
-                row_ts,
-                entry.kind,
-                entry.session_id,
-                entry.role,
-                entry.content,
-                content_sha,
-                dict(entry.meta or {}),
-                state.head_hash,
-                digest,
-                CHAIN_HASH_VERSION,
-                user_id=entry.user_id,
-                user_digest=state.user_digest,
-                session_digest=session_digest,
-            )
-        )
-        state.head_hash, state.head_id = digest, id_
-    return events
+__all__ = [
+    "LEGACY",
+    "NO_USER",
+    "NO_USER_KEY",
+    "ChainState",
+    "ChainsWalker",
+    "key_heads",
+    "new_secret",
+    "seal_chains",
+    "user_digest",
+]
 
 
 @dataclass(slots=True)
@@ -174,7 +100,10 @@ class ChainsWalker:
         self._sessions: dict[tuple[str | None, str], str] = {}
         self.chains: dict[str, _Head] = {}
         self.rows = 0
-        self.last: _Head | None = None
+        self._last_hash: str | None = None
+        self._last_id = 0
+        self._own: dict[str, str | None] = {}  # user id -> her digest (None: no key)
+        self._ids_ok: set[tuple[str | None, ...]] = set()  # ids that matched their digests
         self.bad: tuple[int, str] | None = None
         self._seen_v3 = False
 
@@ -201,10 +130,45 @@ class ChainsWalker:
         session_dig: str | None = None,
     ) -> str | None:
         """Check one row; returns why it does not verify (and remembers it), else None."""
-        if version not in _VERSIONS or (version != CHAIN_HASH_VERSION and self._seen_v3):
+        if version == CHAIN_HASH_VERSION and (
+            self.user is None or (user_dig is not None and user_dig == self._scope)
+        ):  # a row of a chain walked: nearly every row, so checked here, inline
+            self.rows += 1
+            self._seen_v3 = True
+            label = user_dig or NO_USER
+            head = self.chains.get(label)
+            if prev_hash != (None if head is None else head.hash):
+                reason: str | None = _UNLINKED
+            elif content is not None and sha256(content.encode()).hexdigest() != content_sha256:
+                reason = _EDITED
+            elif (
+                digest
+                != sha256(
+                    payload_v3(
+                        ts, kind, role, content_sha256, meta_json, prev_hash, user_dig, session_dig
+                    ).encode()
+                ).hexdigest()
+            ):
+                reason = _REHASHED
+            else:
+                ids = (user_id, user_dig, session_id, session_dig)
+                if ids in self._ids_ok and kind != ASSIGN_KIND:
+                    reason = None
+                else:
+                    reason = self._check_ids(id_, kind, session_id, user_id, user_dig, session_dig)
+                    if reason is None and (user_id is None or user_dig is not None):
+                        # a pure function of these four (the keys do not change): an
+                        # assigned row's check depends on the assignments seen so far
+                        self._ids_ok.add(ids)
+                if reason is None:
+                    if head is None:
+                        self.chains[label] = _Head(digest, id_)
+                    else:
+                        head.hash, head.id = digest, id_
+        elif version not in _VERSIONS or (version != CHAIN_HASH_VERSION and self._seen_v3):
             # Rows of versions 0-2 were all written before the first version-3 row.
             self.rows += 1
-            reason: str | None = f"hash_version {version} is not allowed here"
+            reason = f"hash_version {version} is not allowed here"
         elif version != CHAIN_HASH_VERSION:
             if self.user is None:
                 self.rows += 1
@@ -214,7 +178,7 @@ class ChainsWalker:
                 )  # fmt: skip
             else:
                 reason = self._user_only(id_, kind, session_id, user_id, version)
-        elif self.user is not None and (user_dig is None or user_dig != self._scope):
+        else:
             # One user's rows outside her chain: assigned from the chain without a user
             # (checked there by a full verify), or moved into her rows.
             reason = (
@@ -222,17 +186,10 @@ class ChainsWalker:
                 if user_dig is not None
                 else self._user_only(id_, kind, session_id, user_id, HASH_VERSION)
             )
-        else:
-            self.rows += 1
-            self._seen_v3 = True
-            reason = self._check(
-                id_, ts, kind, session_id, role, content, content_sha256, meta_json,
-                prev_hash, digest, user_id, user_dig, session_dig,
-            )  # fmt: skip
         if reason is not None:
             self.bad = (id_, reason)
             return reason
-        self.last = _Head(digest, id_)
+        self._last_hash, self._last_id = digest, id_
         if digest == self.expect_head:
             self._found_expected = True
         return None
@@ -244,56 +201,6 @@ class ChainsWalker:
         if user_id is None:
             return None
         return self.legacy._check_user(id_, kind, session_id, user_id, version)
-
-    def _check(
-        self,
-        id_: int,
-        ts: str,
-        kind: str,
-        session_id: str | None,
-        role: str | None,
-        content: str | None,
-        content_sha256: str,
-        meta_json: str,
-        prev_hash: str | None,
-        digest: str,
-        user_id: str | None,
-        user_dig: str | None,
-        session_dig: str | None,
-    ) -> str | None:
-        label = user_dig or NO_USER
-        head = self.chains.get(label)
-        if prev_hash != (None if head is None else head.hash):
-            return (
-                "prev_hash does not match the previous row of its chain: a row of this "
-                "user before it was deleted, moved, reordered or re-hashed"
-            )
-        if content is not None and sha256_hex(content) != content_sha256:
-            return "content does not match content_sha256: the text was edited"
-        expected = sha256_hex(
-            chain_payload_v3(
-                ts=ts,
-                kind=kind,
-                role=role,
-                content_sha256=content_sha256,
-                meta_json=meta_json,
-                prev_hash=prev_hash,
-                user_digest=user_dig,
-                session_digest=session_dig,
-            )
-        )
-        if digest != expected:
-            return (
-                "hash does not match the row: its ts, kind, role, meta, content_sha256, "
-                "user or session digest was changed"
-            )
-        if reason := self._check_ids(id_, kind, session_id, user_id, user_dig, session_dig):
-            return reason
-        if head is None:
-            self.chains[label] = _Head(digest, id_)
-        else:
-            head.hash, head.id = digest, id_
-        return None
 
     def _check_ids(
         self,
@@ -315,10 +222,14 @@ class ChainsWalker:
         else:
             secret = self._by_digest.get(user_dig)
             if user_id is not None:
-                own = self._secrets.get(user_id)
+                if user_id in self._own:
+                    own = self._own[user_id]
+                else:
+                    key = self._secrets.get(user_id)
+                    own = self._own[user_id] = None if key is None else user_digest(key, user_id)
                 if own is None:
                     return _NO_KEY
-                if user_digest(own, user_id) != user_dig:
+                if own != user_dig:
                     return _MOVED
                 if kind == ASSIGN_KIND and session_id is not None:
                     self.legacy._check_user(id_, kind, session_id, user_id, USER_HASH_VERSION)
@@ -363,8 +274,8 @@ class ChainsWalker:
         return VerifyReport(
             ok=reason is None,
             rows=self.rows,
-            head=None if self.last is None else self.last.hash,
-            head_id=None if self.last is None else self.last.id,
+            head=self._last_hash,
+            head_id=None if self._last_hash is None else self._last_id,
             first_bad_id=None if self.bad is None else self.bad[0],
             reason=reason,
             seconds=time.perf_counter() - self._started,
@@ -375,6 +286,15 @@ class ChainsWalker:
 
 
 _VERSIONS = frozenset({LEGACY_HASH_VERSION, HASH_VERSION, USER_HASH_VERSION, CHAIN_HASH_VERSION})
+_UNLINKED = (
+    "prev_hash does not match the previous row of its chain: a row of this user before it "
+    "was deleted, moved, reordered or re-hashed"
+)
+_EDITED = "content does not match content_sha256: the text was edited"
+_REHASHED = (
+    "hash does not match the row: its ts, kind, role, meta, content_sha256, user or session "
+    "digest was changed"
+)
 _NO_KEY = "no chain key holds this row's user: its key was deleted or never stored"
 _MOVED = (
     "the row's user is not the one its hash covers: it was moved to another user "

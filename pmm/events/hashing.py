@@ -185,22 +185,35 @@ def chain_payload_v3(
     hashes wherever it is imported) and the user and session as keyed digests
     (:func:`keyed_digest`); ``prev_hash`` is the previous row of the same chain (user).
     Equal, by test, to ``canonical_json`` of the same fields as a dict."""
+    return payload_v3(
+        ts, kind, role, content_sha256, meta_json, prev_hash, user_digest, session_digest
+    )
+
+
+def payload_v3(
+    ts: str,
+    kind: str,
+    role: str | None,
+    content_sha256: str,
+    meta_json: str,
+    prev_hash: str | None,
+    user_digest: str | None,
+    session_digest: str | None,
+) -> str:
+    """:func:`chain_payload_v3` with positional arguments, for the loops that run it per
+    row (verify, sealing): one f-string, no keyword passing.
+
+    >>> payload_v3("t", "prompt", None, "ab", "{}", None, None, "cd")
+    '{"content_sha256":"ab","kind":"prompt","meta":{},"prev_hash":null,"role":null,\
+"session":"cd","ts":"t","user":null}'
+    """
+    q = _quote
     return (
-        '{"content_sha256":'
-        + _q(content_sha256)
-        + ',"kind":'
-        + _q(kind)
-        + ',"meta":'
-        + meta_json
-        + ',"prev_hash":'
-        + _q(prev_hash)
-        + ',"role":'
-        + _q(role)
-        + ',"session":'
-        + _q(session_digest)
-        + ',"ts":'
-        + _q(ts)
-        + ',"user":'
-        + _q(user_digest)
-        + "}"
+        f'{{"content_sha256":{"null" if content_sha256 is None else q(content_sha256)}'
+        f',"kind":{"null" if kind is None else q(kind)},"meta":{meta_json}'
+        f',"prev_hash":{"null" if prev_hash is None else q(prev_hash)}'
+        f',"role":{"null" if role is None else q(role)}'
+        f',"session":{"null" if session_digest is None else q(session_digest)}'
+        f',"ts":{"null" if ts is None else q(ts)}'
+        f',"user":{"null" if user_digest is None else q(user_digest)}}}'
     )

@@ -5,9 +5,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+import pytest
+
 from pmm.events.chain import check_new_event
 from pmm.events.chains import ChainState, ChainsWalker, seal_chains, user_digest
-from pmm.events.hashing import canonical_json, chain_payload_v3, keyed_digest
+from pmm.events.hashing import (
+    canonical_json,
+    chain_payload_v3,
+    keyed_digest,
+    payload_v3,
+    sha256_hex,
+)
 from pmm.events.merkle import merkle_root
 from pmm.records import NewEvent
 
@@ -35,6 +43,36 @@ def test_the_payload_is_the_canonical_json_of_its_fields() -> None:
         "prev_hash": None, "user": "cd" * 32, "session": None, "meta": meta,
     }  # fmt: skip
     assert payload == canonical_json(expected)
+
+
+@pytest.mark.parametrize("odd", ['say "hi"\\', "tab\there\nnewline\x01", "usér ✓", None])
+def test_the_positional_payload_is_the_same_canonical_json(odd: str | None) -> None:
+    # verify and sealing build the payload with payload_v3: any difference from the
+    # canonical JSON (escaping, a null) would change hashes and fail existing files
+    for field in ("ts", "kind", "role", "content_sha256", "prev_hash", "user", "session"):
+        values: dict[str, str | None] = {
+            "ts": "2024-01-14T08:00:00.000000Z", "kind": "prompt", "role": "user",
+            "content_sha256": "ab" * 32, "prev_hash": "ef" * 32, "user": "cd" * 32,
+            "session": "01" * 32,
+        }  # fmt: skip
+        values[field] = odd
+        meta = {"é": [1, None], "q": 'a "b"'}
+        payload = payload_v3(
+            values["ts"], values["kind"], values["role"], values["content_sha256"],
+            canonical_json(meta), values["prev_hash"], values["user"], values["session"],
+        )  # fmt: skip
+        assert payload == canonical_json({**values, "meta": meta}), field
+
+
+def test_a_version_3_hash_is_the_one_earlier_builds_wrote() -> None:
+    # computed by the build before payload_v3 (036dea5): files it wrote must still verify
+    payload = payload_v3(
+        "2024-01-14T08:00:00.000000Z", 'say "hi"\\', "usér\n", "ab" * 32, '{"a":1}',
+        "ef" * 32, None, "cd" * 32,
+    )  # fmt: skip
+    assert sha256_hex(payload) == (
+        "6db3a5af1e052043b5ab519a5672d59f7fa789b9a77a6e1c2c7274f43886af69"
+    )
 
 
 def test_keyed_digests_are_hmac_sha256_of_kind_nul_id() -> None:

@@ -1,50 +1,143 @@
 """The SQLite side of one chain per user (``chains`` table, migrations/0015): each chain's
-secret and head, read and advanced inside the append's write transaction.
+secret and head, read and advanced inside the append's write transaction, and the
+per-store memo (:class:`ChainCache`) that spares an append re-reading them.
 
-    states = open_chains(conn, {"alice", None})   # creates a missing chain's secret
+    cache = ChainCache()
+    last_id = cache.begin(conn)                   # inside BEGIN IMMEDIATE
+    states = open_chains(conn, {"alice", None}, cache)  # a missing chain gets a secret
     ...                                           # seal_chains(..., states, ...), insert
     save_heads(conn, states.values())
+    cache.end(conn, last_id + len(rows))          # still inside the transaction
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from pmm.events.chains import NO_USER_KEY, ChainState, new_secret
+from pmm.events.hashing import keyed_digest
+
+_LIMIT = 4096
+"""How many sessions' owners and keyed digests a store remembers (then it starts over)."""
+
+
+class ChainCache:
+    """What the appends of one :class:`~pmm.storage.sqlite.EventStore` remember between
+    transactions: each chain's secret and head, the owners of the sessions appended to,
+    the newest id, and keyed digests (HMACs) already computed.
+
+    The digests are memoised by ``(secret, what, value)``: a secret that changed (a user
+    erased and back) simply misses, so they never go stale. Everything else is trusted
+    only while nothing else has written: :meth:`begin` (under the write lock) compares
+    ``PRAGMA data_version`` (moves when another connection, in any process, commits),
+    the connection's ``total_changes`` (moves with every row this connection writes
+    outside an append: an erasure, an assignment, an import, a digest) and the newest
+    id (falls back when a transaction that appended rolled back) to what :meth:`end`
+    recorded, and forgets all of it on any difference, so the chains are read again.
+    """
+
+    def __init__(self) -> None:
+        self._stamp: tuple[int, int, int] | None = None  # (data_version, changes, last id)
+        self._version = 0  # data_version as begin() read it: fixed while the lock is held
+        self.states: dict[str | None, ChainState] = {}
+        self.owners: dict[str, tuple[bool, str | None]] = {}
+        self._digests: dict[tuple[bytes, str, str], str] = {}
+
+    def begin(self, conn: sqlite3.Connection) -> int:
+        """The newest event id, read inside the write transaction; forgets the chains
+        and owners unless nothing was written since :meth:`end`."""
+        last, version = conn.execute(
+            "SELECT (SELECT max(id) FROM events), (SELECT data_version FROM pragma_data_version)"
+        ).fetchone()
+        last, self._version = int(last or 0), int(version)
+        if self._stamp != (self._version, conn.total_changes, last):
+            self.forget()
+        self._stamp = None  # until end(): an append that fails half-way leaves nothing
+        return last
+
+    def end(self, conn: sqlite3.Connection, last_id: int) -> None:
+        """Trust what the append left (its chains' heads, its sessions' owners) until
+        something else writes: call it after the append's last statement, inside its
+        transaction (a rollback takes the newest id back, which :meth:`begin` sees)."""
+        self._stamp = (self._version, conn.total_changes, last_id)
+
+    def forget(self) -> None:
+        """Drop the chains' states and sessions' owners (not the digests: see above)."""
+        self._stamp = None
+        self.states.clear()
+        self.owners.clear()
+
+    def digest(self, secret: bytes, what: str, value: str) -> str:
+        """:func:`pmm.events.hashing.keyed_digest`, memoised."""
+        key = (secret, what, value)
+        found = self._digests.get(key)
+        if found is None:
+            if len(self._digests) >= _LIMIT:
+                self._digests.clear()
+            found = self._digests[key] = keyed_digest(secret, what, value)
+        return found
+
+    def owner(self, conn: sqlite3.Connection, session_id: str) -> tuple[bool, str | None]:
+        """``(has_rows, user_id)`` of a session (see ``EventStore.session_owner``)."""
+        found = self.owners.get(session_id)
+        if found is None:
+            row = conn.execute(
+                "SELECT user_id FROM events WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+            found = (False, None) if row is None else (True, row[0])
+            if len(self.owners) >= _LIMIT:
+                self.owners.clear()
+            self.owners[session_id] = found
+        return found
+
+    def owned(self, owners: Mapping[str, str | None]) -> None:
+        """Record the owners of the sessions an append just wrote to."""
+        for session, user in owners.items():
+            self.owners[session] = (True, user)
 
 
 def open_chains(
-    conn: sqlite3.Connection, users: Iterable[str | None]
+    conn: sqlite3.Connection, users: Iterable[str | None], cache: ChainCache | None = None
 ) -> dict[str | None, ChainState]:
     """The chain of each user (None: events without a user), with a new secret for a
-    chain that has none yet. The caller holds the write lock."""
+    chain that has none yet. The caller holds the write lock (and, with ``cache``, has
+    called :meth:`ChainCache.begin` in this transaction: states come from it when it
+    holds them, and go into it)."""
     states: dict[str | None, ChainState] = {}
     for user in users:
+        if cache is not None and (state := cache.states.get(user)) is not None:
+            states[user] = state
+            continue
         key = NO_USER_KEY if user is None else user
         row = conn.execute(
             "SELECT secret, head_id, head_hash FROM chains WHERE chain = ?", (key,)
         ).fetchone()
         if row is None:
-            secret = new_secret()
+            secret, head, head_id = new_secret(), None, 0
             conn.execute("INSERT INTO chains(chain, secret) VALUES (?, ?)", (key, secret))
-            states[user] = ChainState(user, secret)
         else:
+            secret = bytes(row[0])
             head = None if row[2] is None else bytes(row[2]).hex()
-            states[user] = ChainState(user, bytes(row[0]), head, int(row[1]))
+            head_id = int(row[1])
+        digest = None
+        if cache is not None and user is not None:
+            digest = cache.digest(secret, "user", user)
+        states[user] = ChainState(user, secret, head, head_id, user_digest=digest)
+        if cache is not None:
+            cache.states[user] = states[user]
     return states
 
 
 def save_heads(conn: sqlite3.Connection, states: Iterable[ChainState]) -> None:
     """Record each chain's new head (in the append's transaction)."""
-    conn.executemany(
-        "UPDATE chains SET head_id = ?, head_hash = ? WHERE chain = ?",
-        [
+    for s in states:
+        conn.execute(
+            "UPDATE chains SET head_id = ?, head_hash = ? WHERE chain = ?",
             (s.head_id, None if s.head_hash is None else bytes.fromhex(s.head_hash),
-             NO_USER_KEY if s.user_id is None else s.user_id)
-            for s in states
-        ],
-    )  # fmt: skip
+             NO_USER_KEY if s.user_id is None else s.user_id),
+        )  # fmt: skip
 
 
 def chain_keys(conn: sqlite3.Connection, user: str | None = None) -> list[tuple[str, bytes]]:

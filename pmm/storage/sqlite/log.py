@@ -28,7 +28,7 @@ from pmm.events.chains import seal_chains
 from pmm.events.hashing import utc_now
 from pmm.records import Event, NewEvent, TurnRow
 from pmm.storage.reads import EventReads
-from pmm.storage.sqlite.chains import open_chains, save_heads
+from pmm.storage.sqlite.chains import ChainCache, open_chains, save_heads
 from pmm.storage.sqlite.connection import SqliteBase
 from pmm.storage.sqlite.rows import COLUMNS, INSERT, filters
 from pmm.storage.sqlite.stored_text import TEXT_SQL
@@ -38,6 +38,7 @@ class EventLogData(SqliteBase, EventReads):
     """Append and read events (needs ``max_content_bytes`` besides :class:`SqliteBase`)."""
 
     max_content_bytes: int
+    _chain_cache: ChainCache
 
     # -- writing ---------------------------------------------------------------------
 
@@ -65,11 +66,12 @@ class EventLogData(SqliteBase, EventReads):
             return self._append_locked(conn, checked)
 
     def _append_locked(self, conn: sqlite3.Connection, checked: list[CheckedEvent]) -> list[Event]:
-        checked = resolve_owners(checked, lambda session: _owner(conn, session))
-        head = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-        chains = open_chains(conn, dict.fromkeys(c.entry.user_id for c in checked))
+        cache = self._chain_cache
+        head = cache.begin(conn)
+        checked = resolve_owners(checked, lambda session: cache.owner(conn, session))
+        chains = open_chains(conn, dict.fromkeys(c.entry.user_id for c in checked), cache)
         ids = range(head + 1, head + 1 + len(checked))
-        events = seal_chains(checked, chains, ids=ids, ts=utc_now())
+        events = seal_chains(checked, chains, ids=ids, ts=utc_now(), digest=cache.digest)
         # Digests are stored as their 32 bytes (migrations/0008); ours are always hex.
         unhex = bytes.fromhex
         rows = [
@@ -96,6 +98,8 @@ class EventLogData(SqliteBase, EventReads):
         else:
             conn.executemany(INSERT, rows)
         save_heads(conn, chains.values())
+        cache.owned({e.session_id: e.user_id for e in events if e.session_id is not None})
+        cache.end(conn, ids[-1])
         return events
 
     def session_owner(self, session_id: str) -> tuple[bool, str | None]:

@@ -40,6 +40,7 @@ from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
 from pmm.records import Event, VerifyReport
 from pmm.retention.compression import CompressAfter
 from pmm.storage.sqlite import schema
+from pmm.storage.sqlite.chains import ChainCache
 from pmm.storage.sqlite.connection import default_busy_timeout, open_connection
 from pmm.storage.sqlite.consolidation import ConsolidationData
 from pmm.storage.sqlite.meta_keys import MetaKeys, StoreExpiry
@@ -112,6 +113,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
         self._timeout = timeout
         self._open = False
         self._doc_freq: dict[str, tuple[int, int]] = {}  # term -> (docs, indexed rows then)
+        self._chain_cache = ChainCache()
         self.read_only_reason = None if self.path == ":memory:" else read_only_reason(self.path)
         """Why the file cannot be written (it was opened read-only), or None."""
         if self.read_only_reason is not None:

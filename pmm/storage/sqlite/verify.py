@@ -95,8 +95,8 @@ class Inspection(DerivedData):
             # Digests are 32-byte BLOBs (migrations/0008) and texts may be compressed
             # (0009): converted inline, since this loop is verify's whole cost.
             for row in cursor:
-                id_, ts, kind, session, role, text, sha, meta, prev, digest, version = row[:11]
-                user, user_dig, session_dig = row[11:]
+                (id_, ts, kind, session, role, text, sha, meta, prev, digest, version, user,
+                 user_dig, session_dig) = row  # fmt: skip
                 if type(text) is bytes:
                     try:
                         text = decode(text)
