@@ -45,7 +45,7 @@ from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.consolidation import ConsolidationData
 from pmm.storage.postgres.derived import DerivedData
 from pmm.storage.postgres.meta_keys import MetaKeys, StoreExpiry
-from pmm.storage.postgres.rows import BUMP, COLUMNS, filters
+from pmm.storage.postgres.rows import BUMP, COLUMNS, filters, meta_field
 from pmm.storage.postgres.vectors import setup_vectors
 from pmm.storage.postgres.windows import (
     WINDOW_STATE,
@@ -143,13 +143,21 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         conversation time when not now, see :class:`pmm.records.NewEvent`)."""
         return self.append_many([NewEvent(kind, content, session_id, role, meta, ts)])[0]
 
-    def append_many(self, entries: Iterable[NewEvent]) -> list[Event]:
-        """Append several events in one transaction: all of them are stored, or none."""
+    def append_many(
+        self, entries: Iterable[NewEvent], *, unique_meta: str | None = None
+    ) -> list[Event]:
+        """Append several events in one transaction: all of them are stored, or none.
+        ``unique_meta`` (e.g. ``"message_id"``): leave out the entries whose session
+        already holds an event with the same ``meta[unique_meta]``, checked in this
+        transaction under the session's lock, so each is stored once however many
+        writers race; returns only the events appended now."""
         checked = [check_new_event(e, self.max_content_bytes) for e in entries]
         if not checked:
             return []
-        with self._db.pipelined_write() as conn:
-            return self._append_locked(conn, checked)
+        if unique_meta is not None:
+            meta_field(unique_meta)  # a plain name, or InvalidInputError before any write
+        with self._db.write() as conn:
+            return append_locked(conn, checked, self.window_radius, unique_meta)
 
     def _append_locked(
         self, conn: psycopg.Connection[Any], checked: list[CheckedEvent]
