@@ -310,7 +310,12 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         warn_once([*problems, *prepared.problems], f"PMMMiddleware (session {session!r})")
         if not prepared.entries:
             return []
-        return [e.id for e in self.mind.remember_many(prepared.entries, user_id=user_id)]
+        # The check above skips the work; this one, in the append, makes it exactly once
+        # when two runs of the thread race (a cancelled run's hook may still be going).
+        stored_now = self.mind.remember_many(
+            prepared.entries, user_id=user_id, unique_meta="message_id"
+        )
+        return [e.id for e in stored_now]
 
     def _leave_out(self, message_id: str) -> None:
         with self._left_out_lock:  # runs of many threads share one middleware
