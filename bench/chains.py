@@ -55,14 +55,15 @@ class GlobalChainStore(PostgresEventStore):
     """The append path as it was with one global chain: one exclusive lock from before
     the head is read until commit, so appends of every user queue on it."""
 
-    def _append_locked(self, conn: Any, checked: Any) -> Any:
+    def _append_locked(self, conn: Any, checked: Any, *args: Any) -> Any:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-        return super()._append_locked(conn, checked)
+        return super()._append_locked(conn, checked, *args)
 
 
-def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> int:
+def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> tuple[int, float]:
     """One process: connect, wait at the ``ready`` barrier for every other writer, then
-    append for ``seconds``; returns how many committed."""
+    append for ``seconds``; returns how many committed and the process's CPU seconds
+    meanwhile (the client's share of an append)."""
     import psycopg
 
     user = f"user{worker}"
@@ -70,7 +71,7 @@ def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> int
     if mode == "bare":
         with psycopg.connect(url, autocommit=True) as conn:
             ready.wait()
-            start_at = time.time()
+            start_at, cpu = time.time(), time.process_time()
             while time.time() < start_at + seconds:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user,))
@@ -78,11 +79,11 @@ def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> int
                         "INSERT INTO bare(user_id, body) VALUES (%s, %s)", (user, f"turn {done}")
                     )
                 done += 1
-        return done
+        return done, time.process_time() - cpu
     cls = GlobalChainStore if mode == "global" else PostgresEventStore
     with cls(url, pool_size=1) as store:
         ready.wait()
-        start_at = time.time()
+        start_at, cpu = time.time(), time.process_time()
         while time.time() < start_at + seconds:
             store.append_many(
                 [
@@ -92,16 +93,18 @@ def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> int
                 ]
             )
             done += 1
-    return done
+    return done, time.process_time() - cpu
 
 
-def appends_per_second(url: str, mode: str, writers: int, seconds: float) -> float:
-    """Committed appends per second of ``writers`` processes in ``mode``."""
+def appends_per_second(url: str, mode: str, writers: int, seconds: float) -> tuple[float, float]:
+    """Committed appends per second of ``writers`` processes in ``mode``, and the writers'
+    client CPU per append in ms."""
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, ctx.Pool(writers) as pool:
         ready = manager.Barrier(writers)  # every process connected before the clock starts
         counts = pool.starmap(_writer, [(url, mode, w, ready, seconds) for w in range(writers)])
-    return sum(counts) / seconds
+    done = sum(c[0] for c in counts)
+    return done / seconds, sum(c[1] for c in counts) / max(1, done) * 1e3
 
 
 def fresh_database(admin_url: str, name: str) -> str:
@@ -213,14 +216,18 @@ def append_figures(
     """Print appends/s of each mode with each writer count (into ``rates``) and the
     ratios the targets are about."""
     print("\nappends/s (one event per transaction), writer processes on distinct users")
+    cpu: dict[tuple[str, int], float] = {}
     print(f"{'writers':>8}" + "".join(f"{m:>12}" for m in MODES))
     for n in writers:
         row = f"{n:>8}"
         for mode in MODES:
             url = fresh_database(admin, f"bench_{mode.replace('-', '_')}_{n}")
-            rates[mode, n] = appends_per_second(url, mode, n, seconds)
+            rates[mode, n], cpu[mode, n] = appends_per_second(url, mode, n, seconds)
             row += f"{rates[mode, n]:>12,.0f}"
         print(row, flush=True)
+    print("client CPU ms per append (the writer processes' own CPU)")
+    for n in writers:
+        print(f"{n:>8}" + "".join(f"{cpu[m, n]:>12.3f}" for m in MODES), flush=True)
     one, top = writers[0], writers[-1]
     scale = {m: rates[m, top] / rates[m, one] for m in MODES}
     print(f"\nper-user: {top} writers / {one} = {scale['per-user']:.2f}x  (target >= 2x)")

@@ -157,13 +157,16 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         if unique_meta is not None:
             meta_field(unique_meta)  # a plain name, or InvalidInputError before any write
         with self._db.write() as conn:
-            return append_locked(conn, checked, self.window_radius, unique_meta)
+            return self._append_locked(conn, checked, unique_meta)
 
     def _append_locked(
-        self, conn: psycopg.Connection[Any], checked: list[CheckedEvent]
+        self,
+        conn: psycopg.Connection[Any],
+        checked: list[CheckedEvent],
+        unique_meta: str | None = None,
     ) -> list[Event]:
         # Per-user locks and heads: see pmm.storage.postgres.chains.
-        return append_locked(conn, checked, self.window_radius)
+        return append_locked(conn, checked, self.window_radius, unique_meta)
 
     def session_owner(self, session_id: str) -> tuple[bool, str | None]:
         """``(has_rows, user_id)`` of a session: whether the log holds any of its events,
