@@ -1,5 +1,6 @@
 """Appending on PostgreSQL with one chain per user (issue 21, migrations/0006): the locks,
-each chain's secret and head, ids from a sequence, in two round trips.
+each chain's secret and head, ids from a sequence, in two calls of the server-side
+functions of migrations/0008 (one statement each, a JSON document in and out).
 
     with db.write() as conn:
         events = append_locked(conn, checked, radius=3)

@@ -91,17 +91,14 @@ def test_unique_meta_from_many_writers(log_target: str) -> None:
         try:
             go.wait()
             for n in range(rounds):
-                mind.remember_many(
-                    [
-                        NewEvent("prompt", f"question {n}", "s", "user", {"message_id": f"q{n}"}),
-                        NewEvent("response", f"answer {n} part 1", "s", "assistant",
-                                 {"message_id": f"r{n}", "part": 1}),
-                        NewEvent("response", f"answer {n} part 2", "s", "assistant",
-                                 {"message_id": f"r{n}", "part": 2}),
-                    ],  # fmt: skip
-                    user_id="bob",
-                    unique_meta="message_id",
-                )
+                batch = [
+                    NewEvent("prompt", f"question {n}", "s", "user", {"message_id": f"q{n}"}),
+                    NewEvent("response", f"answer {n} part 1", "s", "assistant",
+                             {"message_id": f"r{n}", "part": 1}),
+                    NewEvent("response", f"answer {n} part 2", "s", "assistant",
+                             {"message_id": f"r{n}", "part": 2}),
+                ]  # fmt: skip
+                mind.remember_many(batch, user_id="bob", unique_meta="message_id")
         except BaseException as exc:  # reported below
             failures.append(exc)
 

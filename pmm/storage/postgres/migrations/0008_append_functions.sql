@@ -57,7 +57,7 @@ BEGIN
                             FROM jsonb_array_elements_text(p -> 'owned') AS s
                            WHERE EXISTS (SELECT 1 FROM events AS e WHERE e.session_id = s)),
                'tails', (SELECT jsonb_agg(jsonb_build_array(w.sid, r.id, r.kind, r.ts, r.body))
-                           FROM (SELECT v ->> 0 AS sid
+                           FROM (SELECT v #>> '{}' AS sid
                                    FROM jsonb_array_elements(
                                             jsonb_build_array() || (p -> 'windowed')) AS v)
                                 AS w
