@@ -60,7 +60,9 @@ class GlobalChainStore(PostgresEventStore):
         return super()._append_locked(conn, checked, *args)
 
 
-def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> tuple[int, float]:
+def _writer(
+    url: str, mode: str, worker: int, ready: Any, seconds: float, kind: str = "prompt"
+) -> tuple[int, float]:
     """One process: connect, wait at the ``ready`` barrier for every other writer, then
     append for ``seconds``; returns how many committed and the process's CPU seconds
     meanwhile (the client's share of an append)."""
@@ -86,23 +88,22 @@ def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> tup
         start_at, cpu = time.time(), time.process_time()
         while time.time() < start_at + seconds:
             store.append_many(
-                [
-                    NewEvent(
-                        "prompt", f"turn {done} of {user}", f"{user}-s", "user", None, None, user
-                    )
-                ]
+                [NewEvent(kind, f"turn {done} of {user}", f"{user}-s", "user", None, None, user)]
             )
             done += 1
     return done, time.process_time() - cpu
 
 
-def appends_per_second(url: str, mode: str, writers: int, seconds: float) -> tuple[float, float]:
+def appends_per_second(
+    url: str, mode: str, writers: int, seconds: float, kind: str = "prompt"
+) -> tuple[float, float]:
     """Committed appends per second of ``writers`` processes in ``mode``, and the writers'
     client CPU per append in ms."""
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, ctx.Pool(writers) as pool:
         ready = manager.Barrier(writers)  # every process connected before the clock starts
-        counts = pool.starmap(_writer, [(url, mode, w, ready, seconds) for w in range(writers)])
+        jobs = [(url, mode, w, ready, seconds, kind) for w in range(writers)]
+        counts = pool.starmap(_writer, jobs)
     done = sum(c[0] for c in counts)
     return done / seconds, sum(c[1] for c in counts) / max(1, done) * 1e3
 
@@ -211,18 +212,22 @@ def erase_stall(url: str) -> str | None:
 
 
 def append_figures(
-    admin: str, writers: list[int], seconds: float, rates: dict[tuple[str, int], float]
+    admin: str,
+    writers: list[int],
+    seconds: float,
+    rates: dict[tuple[str, int], float],
+    kind: str = "prompt",
 ) -> None:
     """Print appends/s of each mode with each writer count (into ``rates``) and the
     ratios the targets are about."""
-    print("\nappends/s (one event per transaction), writer processes on distinct users")
+    print(f"\nappends/s (one {kind} event per transaction), writer processes on distinct users")
     cpu: dict[tuple[str, int], float] = {}
     print(f"{'writers':>8}" + "".join(f"{m:>12}" for m in MODES))
     for n in writers:
         row = f"{n:>8}"
         for mode in MODES:
             url = fresh_database(admin, f"bench_{mode.replace('-', '_')}_{n}")
-            rates[mode, n], cpu[mode, n] = appends_per_second(url, mode, n, seconds)
+            rates[mode, n], cpu[mode, n] = appends_per_second(url, mode, n, seconds, kind)
             row += f"{rates[mode, n]:>12,.0f}"
         print(row, flush=True)
     print("client CPU ms per append (the writer processes' own CPU)")
@@ -249,6 +254,11 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20_000, help="events for verify (20,000)")
     parser.add_argument("--users", type=int, default=1_000, help="users for verify (1,000)")
     parser.add_argument("--writers", default="1,2,4,8", help="writer process counts")
+    parser.add_argument(
+        "--kind",
+        default="prompt",
+        help="kind of the appended events (prompt: a turn, with its window keys; note: none)",
+    )
     args = parser.parse_args()
     writers = [int(w) for w in args.writers.split(",") if w]
 
@@ -274,7 +284,7 @@ def main() -> None:
         )
         rates: dict[tuple[str, int], float] = {}
         if writers:
-            append_figures(admin, writers, args.seconds, rates)
+            append_figures(admin, writers, args.seconds, rates, args.kind)
         url = fresh_database(admin, "bench_verify")
         started = time.perf_counter()
         fill(url, args.events, args.users)
