@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -95,17 +96,55 @@ def _writer(
 
 
 def appends_per_second(
-    url: str, mode: str, writers: int, seconds: float, kind: str = "prompt"
-) -> tuple[float, float]:
-    """Committed appends per second of ``writers`` processes in ``mode``, and the writers'
-    client CPU per append in ms."""
+    url: str,
+    mode: str,
+    writers: int,
+    seconds: float,
+    kind: str = "prompt",
+    datadir: Path | None = None,
+) -> tuple[float, float, float | None]:
+    """Committed appends per second of ``writers`` processes in ``mode``, the writers'
+    client CPU per append in ms, and the server's CPU per append in ms while they ran
+    (None without a local cluster)."""
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, ctx.Pool(writers) as pool:
-        ready = manager.Barrier(writers)  # every process connected before the clock starts
+        ready = manager.Barrier(writers + 1)  # every writer connected, and this sampler
         jobs = [(url, mode, w, ready, seconds, kind) for w in range(writers)]
-        counts = pool.starmap(_writer, jobs)
+        result = pool.starmap_async(_writer, jobs)
+        ready.wait()
+        before = server_cpu_seconds(datadir)
+        time.sleep(seconds)
+        after = server_cpu_seconds(datadir)
+        counts = result.get()
     done = sum(c[0] for c in counts)
-    return done / seconds, sum(c[1] for c in counts) / max(1, done) * 1e3
+    server = None if before is None or after is None else (after - before) / max(1, done) * 1e3
+    return done / seconds, sum(c[1] for c in counts) / max(1, done) * 1e3, server
+
+
+def server_cpu_seconds(datadir: Path | None) -> float | None:
+    """CPU seconds the throwaway cluster has used so far (its postmaster, its live
+    processes and the backends it has reaped, from /proc); None without a local cluster."""
+    if datadir is None:
+        return None
+    try:
+        postmaster = int((datadir / "postmaster.pid").read_text().split()[0])
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # exited meanwhile
+                continue
+            pid, ppid = int(entry.name), int(fields[1])
+            if pid == postmaster:  # its own, and its reaped children's
+                total += sum(int(f) for f in fields[11:15])
+            elif ppid == postmaster:
+                total += int(fields[11]) + int(fields[12])
+        return total / tick
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def fresh_database(admin_url: str, name: str) -> str:
@@ -217,22 +256,34 @@ def append_figures(
     seconds: float,
     rates: dict[tuple[str, int], float],
     kind: str = "prompt",
+    datadir: Path | None = None,
 ) -> None:
     """Print appends/s of each mode with each writer count (into ``rates``) and the
     ratios the targets are about."""
     print(f"\nappends/s (one {kind} event per transaction), writer processes on distinct users")
     cpu: dict[tuple[str, int], float] = {}
+    server: dict[tuple[str, int], float] = {}
     print(f"{'writers':>8}" + "".join(f"{m:>12}" for m in MODES))
     for n in writers:
         row = f"{n:>8}"
         for mode in MODES:
             url = fresh_database(admin, f"bench_{mode.replace('-', '_')}_{n}")
-            rates[mode, n], cpu[mode, n] = appends_per_second(url, mode, n, seconds, kind)
+            rates[mode, n], cpu[mode, n], on_server = appends_per_second(
+                url, mode, n, seconds, kind, datadir
+            )
+            if on_server is not None:
+                server[mode, n] = on_server
             row += f"{rates[mode, n]:>12,.0f}"
         print(row, flush=True)
     print("client CPU ms per append (the writer processes' own CPU)")
     for n in writers:
         print(f"{n:>8}" + "".join(f"{cpu[m, n]:>12.3f}" for m in MODES), flush=True)
+    if server:
+        print(
+            "server CPU ms per append (every process of the cluster, from start to end of the run)"
+        )
+        for n in writers:
+            print(f"{n:>8}" + "".join(f"{server.get((m, n), 0.0):>12.3f}" for m in MODES))
     one, top = writers[0], writers[-1]
     scale = {m: rates[m, top] / rates[m, one] for m in MODES}
     print(f"\nper-user: {top} writers / {one} = {scale['per-user']:.2f}x  (target >= 2x)")
@@ -284,7 +335,8 @@ def main() -> None:
         )
         rates: dict[tuple[str, int], float] = {}
         if writers:
-            append_figures(admin, writers, args.seconds, rates, args.kind)
+            datadir = None if cluster is None else cluster.datadir
+            append_figures(admin, writers, args.seconds, rates, args.kind, datadir)
         url = fresh_database(admin, "bench_verify")
         started = time.perf_counter()
         fill(url, args.events, args.users)
