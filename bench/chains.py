@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -55,14 +56,17 @@ class GlobalChainStore(PostgresEventStore):
     """The append path as it was with one global chain: one exclusive lock from before
     the head is read until commit, so appends of every user queue on it."""
 
-    def _append_locked(self, conn: Any, checked: Any) -> Any:
+    def _append_locked(self, conn: Any, checked: Any, *args: Any) -> Any:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-        return super()._append_locked(conn, checked)
+        return super()._append_locked(conn, checked, *args)
 
 
-def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> int:
+def _writer(
+    url: str, mode: str, worker: int, ready: Any, seconds: float, kind: str = "prompt"
+) -> tuple[int, float]:
     """One process: connect, wait at the ``ready`` barrier for every other writer, then
-    append for ``seconds``; returns how many committed."""
+    append for ``seconds``; returns how many committed and the process's CPU seconds
+    meanwhile (the client's share of an append)."""
     import psycopg
 
     user = f"user{worker}"
@@ -70,7 +74,7 @@ def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> int
     if mode == "bare":
         with psycopg.connect(url, autocommit=True) as conn:
             ready.wait()
-            start_at = time.time()
+            start_at, cpu = time.time(), time.process_time()
             while time.time() < start_at + seconds:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user,))
@@ -78,30 +82,69 @@ def _writer(url: str, mode: str, worker: int, ready: Any, seconds: float) -> int
                         "INSERT INTO bare(user_id, body) VALUES (%s, %s)", (user, f"turn {done}")
                     )
                 done += 1
-        return done
+        return done, time.process_time() - cpu
     cls = GlobalChainStore if mode == "global" else PostgresEventStore
     with cls(url, pool_size=1) as store:
         ready.wait()
-        start_at = time.time()
+        start_at, cpu = time.time(), time.process_time()
         while time.time() < start_at + seconds:
             store.append_many(
-                [
-                    NewEvent(
-                        "prompt", f"turn {done} of {user}", f"{user}-s", "user", None, None, user
-                    )
-                ]
+                [NewEvent(kind, f"turn {done} of {user}", f"{user}-s", "user", None, None, user)]
             )
             done += 1
-    return done
+    return done, time.process_time() - cpu
 
 
-def appends_per_second(url: str, mode: str, writers: int, seconds: float) -> float:
-    """Committed appends per second of ``writers`` processes in ``mode``."""
+def appends_per_second(
+    url: str,
+    mode: str,
+    writers: int,
+    seconds: float,
+    kind: str = "prompt",
+    datadir: Path | None = None,
+) -> tuple[float, float, float | None]:
+    """Committed appends per second of ``writers`` processes in ``mode``, the writers'
+    client CPU per append in ms, and the server's CPU per append in ms while they ran
+    (None without a local cluster)."""
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, ctx.Pool(writers) as pool:
-        ready = manager.Barrier(writers)  # every process connected before the clock starts
-        counts = pool.starmap(_writer, [(url, mode, w, ready, seconds) for w in range(writers)])
-    return sum(counts) / seconds
+        ready = manager.Barrier(writers + 1)  # every writer connected, and this sampler
+        jobs = [(url, mode, w, ready, seconds, kind) for w in range(writers)]
+        result = pool.starmap_async(_writer, jobs)
+        ready.wait()
+        before = server_cpu_seconds(datadir)
+        time.sleep(seconds)
+        after = server_cpu_seconds(datadir)
+        counts = result.get()
+    done = sum(c[0] for c in counts)
+    server = None if before is None or after is None else (after - before) / max(1, done) * 1e3
+    return done / seconds, sum(c[1] for c in counts) / max(1, done) * 1e3, server
+
+
+def server_cpu_seconds(datadir: Path | None) -> float | None:
+    """CPU seconds the throwaway cluster has used so far (its postmaster, its live
+    processes and the backends it has reaped, from /proc); None without a local cluster."""
+    if datadir is None:
+        return None
+    try:
+        postmaster = int((datadir / "postmaster.pid").read_text().split()[0])
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # exited meanwhile
+                continue
+            pid, ppid = int(entry.name), int(fields[1])
+            if pid == postmaster:  # its own, and its reaped children's
+                total += sum(int(f) for f in fields[11:15])
+            elif ppid == postmaster:
+                total += int(fields[11]) + int(fields[12])
+        return total / tick
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def fresh_database(admin_url: str, name: str) -> str:
@@ -208,19 +251,39 @@ def erase_stall(url: str) -> str | None:
 
 
 def append_figures(
-    admin: str, writers: list[int], seconds: float, rates: dict[tuple[str, int], float]
+    admin: str,
+    writers: list[int],
+    seconds: float,
+    rates: dict[tuple[str, int], float],
+    kind: str = "prompt",
+    datadir: Path | None = None,
 ) -> None:
     """Print appends/s of each mode with each writer count (into ``rates``) and the
     ratios the targets are about."""
-    print("\nappends/s (one event per transaction), writer processes on distinct users")
+    print(f"\nappends/s (one {kind} event per transaction), writer processes on distinct users")
+    cpu: dict[tuple[str, int], float] = {}
+    server: dict[tuple[str, int], float] = {}
     print(f"{'writers':>8}" + "".join(f"{m:>12}" for m in MODES))
     for n in writers:
         row = f"{n:>8}"
         for mode in MODES:
             url = fresh_database(admin, f"bench_{mode.replace('-', '_')}_{n}")
-            rates[mode, n] = appends_per_second(url, mode, n, seconds)
+            rates[mode, n], cpu[mode, n], on_server = appends_per_second(
+                url, mode, n, seconds, kind, datadir
+            )
+            if on_server is not None:
+                server[mode, n] = on_server
             row += f"{rates[mode, n]:>12,.0f}"
         print(row, flush=True)
+    print("client CPU ms per append (the writer processes' own CPU)")
+    for n in writers:
+        print(f"{n:>8}" + "".join(f"{cpu[m, n]:>12.3f}" for m in MODES), flush=True)
+    if server:
+        print(
+            "server CPU ms per append (every process of the cluster, from start to end of the run)"
+        )
+        for n in writers:
+            print(f"{n:>8}" + "".join(f"{server.get((m, n), 0.0):>12.3f}" for m in MODES))
     one, top = writers[0], writers[-1]
     scale = {m: rates[m, top] / rates[m, one] for m in MODES}
     print(f"\nper-user: {top} writers / {one} = {scale['per-user']:.2f}x  (target >= 2x)")
@@ -242,6 +305,11 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20_000, help="events for verify (20,000)")
     parser.add_argument("--users", type=int, default=1_000, help="users for verify (1,000)")
     parser.add_argument("--writers", default="1,2,4,8", help="writer process counts")
+    parser.add_argument(
+        "--kind",
+        default="prompt",
+        help="kind of the appended events (prompt: a turn, with its window keys; note: none)",
+    )
     args = parser.parse_args()
     writers = [int(w) for w in args.writers.split(",") if w]
 
@@ -267,7 +335,8 @@ def main() -> None:
         )
         rates: dict[tuple[str, int], float] = {}
         if writers:
-            append_figures(admin, writers, args.seconds, rates)
+            datadir = None if cluster is None else cluster.datadir
+            append_figures(admin, writers, args.seconds, rates, args.kind, datadir)
         url = fresh_database(admin, "bench_verify")
         started = time.perf_counter()
         fill(url, args.events, args.users)

@@ -17,7 +17,9 @@ duplicated across steps or checkpoints.
 
 After the agent finishes, the run's human, AI and tool messages are appended to the log,
 each exactly once: every event carries the LangChain ``message_id`` in its meta, and ids
-already stored in the session are skipped (re-runs, streaming, interrupts and resumes).
+already stored in the session are skipped (re-runs, streaming, interrupts and resumes),
+checked again inside the append's transaction so that two runs of one thread racing (a
+cancelled run whose hook is still going, two servers) cannot both store a message.
 What a message holds never fails the run or the thread: a message over
 ``max_content_bytes`` (a pasted file, a 3 MB tool result) is stored in full as linked parts,
 NUL and lone surrogates as U+FFFD, an empty message is left out, the others of the run are
@@ -310,7 +312,12 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         warn_once([*problems, *prepared.problems], f"PMMMiddleware (session {session!r})")
         if not prepared.entries:
             return []
-        return [e.id for e in self.mind.remember_many(prepared.entries, user_id=user_id)]
+        # The check above skips the work; this one, in the append, makes it exactly once
+        # when two runs of the thread race (a cancelled run's hook may still be going).
+        stored_now = self.mind.remember_many(
+            prepared.entries, user_id=user_id, unique_meta="message_id"
+        )
+        return [e.id for e in stored_now]
 
     def _leave_out(self, message_id: str) -> None:
         with self._left_out_lock:  # runs of many threads share one middleware

@@ -103,7 +103,11 @@ class Writing(MindParts):
         return said, ai
 
     def remember_many(
-        self, entries: Sequence[NewEvent], *, user_id: str | None = None
+        self,
+        entries: Sequence[NewEvent],
+        *,
+        user_id: str | None = None,
+        unique_meta: str | None = None,
     ) -> list[Event]:
         """Append several events in one transaction, then digest/embed per the mode.
 
@@ -114,9 +118,13 @@ class Writing(MindParts):
             entries: The events; each :class:`~pmm.records.NewEvent` may carry its
                 conversation time in ``ts`` and its user in ``user_id``.
             user_id: The user of the entries that carry none.
+            unique_meta: A meta field (``"message_id"``): entries whose session already
+                holds an event with the same value are left out, checked in the append's
+                transaction, so that racing writers (two runs of one thread, a cancelled
+                run's hook still going) store each once.
 
         Returns:
-            The stored events, in order.
+            The stored events, in order (without those ``unique_meta`` left out).
 
         Raises:
             InvalidInputError: An empty or whitespace-only turn, a text over
@@ -136,7 +144,7 @@ class Writing(MindParts):
                     f"entry {number} is an empty turn ({entry.role or entry.kind}): a turn "
                     "needs some text; leave it out"
                 )
-        events = self.store.append_many(entries)
+        events = self.store.append_many(entries, unique_meta=unique_meta)
         inline = self._derived_enabled and self.settings.summary_mode == "inline"
         if not inline:  # inline digests rewrite these rows now: readers read them back
             self._contexts.appended(events)

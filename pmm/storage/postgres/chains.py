@@ -1,5 +1,6 @@
 """Appending on PostgreSQL with one chain per user (issue 21, migrations/0006): the locks,
-each chain's secret and head, ids from a sequence, in two round trips.
+each chain's secret and head, ids from a sequence, in two calls of the server-side
+functions of migrations/0008 (one statement each, a JSON document in and out).
 
     with db.write() as conn:
         events = append_locked(conn, checked, radius=3)
@@ -17,17 +18,18 @@ ids increase; across users, ids may commit out of order and have gaps.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pmm.events.chain import CheckedEvent, resolve_owners
+from pmm.events.chain import CheckedEvent, resolve_owners, skip_stored, unique_pairs
 from pmm.events.chains import NO_USER_KEY, ChainState, new_secret, seal_chains
 from pmm.events.hashing import utc_now
 from pmm.records import Event
 from pmm.storage.postgres.connection import APPEND_LOCK
-from pmm.storage.postgres.rows import INSERT
-from pmm.storage.postgres.windows import prefetch_tails, write_appended
-from pmm.text.window_keys import WINDOW_KINDS
+from pmm.storage.postgres.rows import meta_field
+from pmm.storage.postgres.windows import TAIL_KINDS, appended_windows
+from pmm.text.window_keys import WINDOW_KINDS, WINDOW_TURN_CHARS
 
 if TYPE_CHECKING:
     import psycopg
@@ -64,80 +66,101 @@ def _chain_keys(users: Iterable[str | None]) -> list[str]:
     return sorted({NO_USER_KEY if u is None else u for u in users})
 
 
-def _open_chains(
-    conn: psycopg.Connection[Any], keys: list[str], count: int
-) -> tuple[psycopg.Cursor[Any], psycopg.Cursor[Any]]:
-    """Send (in the caller's pipeline): the chain locks, a secret for each new chain, the
-    chains' secrets and heads, and ``count`` ids."""
-    conn.execute(_LOCK_MANY, (CHAIN_LOCK, keys))
-    conn.execute(
-        "INSERT INTO chains(chain, secret) SELECT * FROM unnest(%s::text[], %s::bytea[])"
-        " ON CONFLICT (chain) DO NOTHING",
-        (keys, [new_secret() for _ in keys]),
-    )
-    chains = conn.execute(
-        "SELECT chain, secret, head_id, head_hash FROM chains WHERE chain = ANY(%s)", (keys,)
-    )
-    ids = conn.execute("SELECT nextval('events_id_seq') FROM generate_series(1, %s)", (count,))
-    return chains, ids
+_OPEN = "SELECT pmm_append_open(%s::jsonb)"
+_OPEN_CHAINS = "SELECT pmm_open_chains(%s::jsonb)"
+_ROWS = "SELECT pmm_append_rows(%s::jsonb)"
 
 
 def append_locked(
-    conn: psycopg.Connection[Any], checked: list[CheckedEvent], radius: int
+    conn: psycopg.Connection[Any],
+    checked: list[CheckedEvent],
+    radius: int,
+    unique_meta: str | None = None,
 ) -> list[Event]:
-    """Append checked entries in the caller's transaction (see the module docstring).
-    One round trip for the locks, owners, heads and ids when every entry names its user
-    (or has no session); one more when a user comes from a session's owner."""
-    windowed = {c.entry.session_id for c in checked if c.entry.kind in WINDOW_KINDS}
-    sessions = {c.entry.session_id for c in checked}
-    owned = sorted(s for s in sessions if s is not None)
+    """Append checked entries in the caller's transaction (see the module docstring):
+    ``pmm_append_open`` (migrations/0008) takes the locks and reads the owners, the
+    sessions' newest turns, the heads and the ids; ``pmm_append_rows`` writes the rows,
+    heads and window keys. One more call when a user comes from a session's owner
+    (``pmm_open_chains``), one when ``unique_meta`` is given: entries whose
+    ``(session, meta[unique_meta])`` the log holds are left out (and not returned), see
+    :func:`pmm.events.chain.skip_stored`."""
+    windowed = sorted(
+        {c.entry.session_id for c in checked if c.entry.kind in WINDOW_KINDS},
+        key=lambda s: (s is not None, s),
+    )
     known = all(c.entry.user_id is not None or c.entry.session_id is None for c in checked)
-    opened = None
-    with conn.pipeline():
-        lock_sessions(conn, sessions)
-        owner_cur = conn.execute(OWNERS, (owned,)) if owned else None
-        tails = prefetch_tails(conn, windowed, radius) if windowed else []
-        if known:
-            opened = _open_chains(conn, _chain_keys(c.entry.user_id for c in checked), len(checked))
-    owners = {} if owner_cur is None else {r[0]: r[1] for r in owner_cur.fetchall()}
+    keys = _chain_keys(c.entry.user_id for c in checked) if known else None
+    request = {
+        "sessions": sorted({c.entry.session_id or "" for c in checked}),
+        "owned": sorted({c.entry.session_id for c in checked if c.entry.session_id}),
+        "windowed": windowed,
+        "kinds": TAIL_KINDS,
+        "tail": 2 * radius,
+        "chars": WINDOW_TURN_CHARS,
+        "keys": keys,
+        "secrets": None if keys is None else [new_secret().hex() for _ in keys],
+        "count": len(checked),
+    }
+    opened = _call(conn, _OPEN, request)
+    owners = {s: u for s, u in opened["owners"] or []}
+    stored = _stored(conn, checked, unique_meta)  # under the sessions' locks
+    if stored:
+        checked = skip_stored(checked, unique_meta, stored)
+        if not checked:
+            return []
     # Under the sessions' locks: no other writer can claim a new session meanwhile.
     checked = resolve_owners(checked, lambda s: (s in owners, owners.get(s)))
-    if opened is None:
-        with conn.pipeline():
-            opened = _open_chains(conn, _chain_keys(c.entry.user_id for c in checked), len(checked))
-    chain_cur, id_cur = opened
+    if keys is None:
+        keys = _chain_keys(c.entry.user_id for c in checked)
+        secrets = [new_secret().hex() for _ in keys]
+        more = {"keys": keys, "secrets": secrets, "count": len(checked)}
+        opened |= _call(conn, _OPEN_CHAINS, more)
     states: dict[str | None, ChainState] = {}
-    for key, secret, head_id, head_hash in chain_cur.fetchall():
+    for key, secret, head_id, head_hash in opened["chains"]:
         user = None if key == NO_USER_KEY else key
-        states[user] = ChainState(user, bytes(secret), head_hash, int(head_id))
-    ids = [int(r[0]) for r in id_cur.fetchall()]
+        states[user] = ChainState(user, bytes.fromhex(secret), head_hash, int(head_id))
+    ids = sorted(opened["ids"])[: len(checked)]
     events = seal_chains(checked, states, ids=ids, ts=utc_now())
+    used = [states[u] for u in dict.fromkeys(e.user_id for e in events)]
+    appended = [(e.id, e.kind, e.session_id, e.ts, e.content) for e in events]
     rows = [
-        (e.id, e.ts, e.kind, e.session_id, e.role, e.content, e.content_sha256,
-         c.meta_json, e.prev_hash, e.hash, e.hash_version, e.user_id, e.user_digest,
-         e.session_digest)
+        (e.id, e.ts, e.kind, e.session_id, e.role, e.content, e.content_sha256, c.meta_json,
+         e.prev_hash, e.hash, e.hash_version, e.user_id, e.user_digest, e.session_digest)
         for e, c in zip(events, checked, strict=True)
     ]  # fmt: skip
-    appended = [(e.id, e.kind, e.session_id, e.ts, e.content) for e in events]
-    with conn.pipeline(), conn.cursor() as cur:
-        cur.executemany(INSERT, rows)
-        save_heads(conn, states.values())
-        if windowed:
-            write_appended(conn, tails, appended, radius)
+    heads = [
+        (NO_USER_KEY if s.user_id is None else s.user_id, s.head_id, s.head_hash) for s in used
+    ]
+    windows = appended_windows(opened["tails"] or [], appended, radius) if windowed else []
+    conn.execute(_ROWS, (_dumps({"rows": rows, "heads": heads, "windows": windows}),))
     return events
 
 
-def save_heads(conn: psycopg.Connection[Any], states: Iterable[ChainState]) -> None:
-    """Record each chain's new head (in the append's transaction)."""
-    rows = [
-        (NO_USER_KEY if s.user_id is None else s.user_id, s.head_id, s.head_hash) for s in states
-    ]
-    conn.execute(
-        "UPDATE chains SET head_id = v.id, head_hash = v.h"
-        " FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS v(chain, id, h)"
-        " WHERE chains.chain = v.chain",
-        ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]),
-    )
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _call(conn: psycopg.Connection[Any], sql: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One of migration 0008's functions: a JSON request in, its JSON answer out."""
+    row = conn.execute(sql, (_dumps(request),)).fetchone()
+    answer: dict[str, Any] = {} if row is None else row[0]
+    return answer
+
+
+def _stored(
+    conn: psycopg.Connection[Any], checked: list[CheckedEvent], field: str | None
+) -> set[tuple[str, str]]:
+    """Which ``(session, meta[field])`` pairs of ``checked`` the log holds already."""
+    pairs = sorted(unique_pairs(checked, field))
+    if field is None or not pairs:
+        return set()
+    value = meta_field(field)
+    rows = conn.execute(
+        "SELECT t.s, t.v FROM unnest(%s::text[], %s::text[]) AS t(s, v) WHERE EXISTS"
+        f" (SELECT 1 FROM events WHERE session_id = t.s AND {value} = t.v)",
+        ([p[0] for p in pairs], [p[1] for p in pairs]),
+    ).fetchall()
+    return {(str(r[0]), str(r[1])) for r in rows}
 
 
 def chain_keys(conn: psycopg.Connection[Any], user: str | None = None) -> list[tuple[str, bytes]]:

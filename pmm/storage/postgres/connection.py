@@ -121,18 +121,6 @@ class Database:
             yield conn
 
     @contextlib.contextmanager
-    def pipelined_write(self) -> Iterator[psycopg.Connection[Any]]:
-        """Like :meth:`write`, in pipeline mode: ``BEGIN`` travels with the first batch of
-        statements and ``COMMIT`` with the last, a round trip less each (an append's)."""
-        with (
-            self._translated(),
-            self._pool.connection() as conn,
-            conn.pipeline(),
-            conn.transaction(),
-        ):
-            yield conn
-
-    @contextlib.contextmanager
     def snapshot(self) -> Iterator[psycopg.Connection[Any]]:
         """One read-only ``REPEATABLE READ`` transaction: every statement in it sees the
         same snapshot (verify reads the chain keys and then the rows), rolled back after."""

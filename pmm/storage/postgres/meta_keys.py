@@ -4,22 +4,12 @@ which message ids a session holds, and a key/value view of an append-only log. M
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from pmm.errors import InvalidInputError
 from pmm.records import Event, event_from_row
 from pmm.storage.postgres.connection import Database
-from pmm.storage.postgres.rows import COLUMNS
-
-
-def _meta_field(field: str) -> str:
-    """``meta``'s text at ``field``, written literally (as migration 0002's indexes are, so
-    the planner uses them); only plain names are allowed, never SQL."""
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field):
-        raise InvalidInputError(f"meta field must be a plain name, got {field!r}")
-    return f"(meta::jsonb ->> '{field}')"
+from pmm.storage.postgres.rows import COLUMNS, meta_field
 
 
 class MetaKeys:
@@ -29,7 +19,7 @@ class MetaKeys:
 
     def stored_meta_values(self, *, session_id: str, field: str, values: Iterable[str]) -> set[str]:
         """Which of ``values`` some event of this session holds in ``meta[field]``."""
-        value = _meta_field(field)
+        value = meta_field(field)
         rows = self._db.read(
             f"SELECT DISTINCT {value} FROM events WHERE session_id = %s AND {value} = ANY(%s)",
             (session_id, list(dict.fromkeys(values))),
@@ -47,7 +37,7 @@ class MetaKeys:
     ) -> list[Event]:
         """The newest event of ``kinds`` for each (session, ``meta[field]``) pair, in one
         session or in every session starting with ``session_prefix``; oldest first."""
-        path = _meta_field(field)
+        path = meta_field(field)
         clauses = ["kind = ANY(%s)"]
         params: list[Any] = [list(kinds)]
         if session_id is not None:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
+
+from pmm.errors import InvalidInputError
 
 COLUMNS = (
     "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
     " hash_version, summary, keywords, digest_method, user_id, user_digest, session_digest"
-)
-INSERT = (
-    "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
-    " prev_hash, hash, hash_version, user_id, user_digest, session_digest)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 BUMP = "UPDATE data_versions SET version = version + 1 WHERE shard = pg_backend_pid() % 64"
 """Every write that changes stored rows bumps its connection's shard of the change
@@ -46,3 +44,11 @@ def filters(
         clauses.append("id < %s")
         params.append(before_id)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def meta_field(field: str) -> str:
+    """``meta``'s text at ``field``, written literally (as migration 0002's indexes are, so
+    the planner uses them); only plain names are allowed, never SQL."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field):
+        raise InvalidInputError(f"meta field must be a plain name, got {field!r}")
+    return f"(meta::jsonb ->> '{field}')"

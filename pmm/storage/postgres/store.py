@@ -8,15 +8,17 @@
         store.verify().ok                                    # True
 
 The chain rule, input checks and verification are :mod:`pmm.events.chain`'s, as on SQLite. Every
-append takes a transaction-scoped advisory lock before it reads the head, so appends from
-any number of connections, processes and machines extend one chain. Migrations (numbered
+append takes its user's transaction-scoped advisory lock before it reads her chain's head,
+so appends from any number of connections, processes and machines extend each chain in
+order while different users append concurrently (:mod:`.chains`). Migrations (numbered
 SQL files in ``migrations/`` beside this module) are applied once, under a session advisory
 lock, by whichever process gets there first. Keyword search is PostgreSQL full text
 (``tsvector`` + GIN, ranked by ``ts_rank_cd``) over the turn key and the window/date key
 (:mod:`.windows`, kept in step in the transactions that change turns); vectors are float32
 bytes, searched by pgvector's HNSW index when the server has it (:mod:`.vectors`) and
 exactly by PMM otherwise. ``forget`` and ``compact`` rewrite the tables afterwards
-(:mod:`.erasure`).
+(:mod:`.erasure`). This module writes; the reads (events, counts, stats, verify) are
+:mod:`.queries`'.
 """
 
 from __future__ import annotations
@@ -26,18 +28,16 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pmm.errors import (
-    EventNotFoundError,
     IntegrityError,
     InvalidInputError,
 )
 from pmm.events.chain import ASSIGN_KIND, CheckedEvent, check_new_event, owner_error
 from pmm.events.chains import ChainsWalker, key_heads
 from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
-from pmm.records import Event, NewEvent, TurnRow, VerifyReport, event_from_row
+from pmm.records import Event, NewEvent, VerifyReport
 from pmm.storage.postgres.chains import (
     OWNERS,
     append_locked,
-    chain_keys,
     import_keys,
     lock_sessions,
 )
@@ -45,7 +45,8 @@ from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.consolidation import ConsolidationData
 from pmm.storage.postgres.derived import DerivedData
 from pmm.storage.postgres.meta_keys import MetaKeys, StoreExpiry
-from pmm.storage.postgres.rows import BUMP, COLUMNS, filters
+from pmm.storage.postgres.queries import EventQueries
+from pmm.storage.postgres.rows import BUMP, COLUMNS, meta_field
 from pmm.storage.postgres.vectors import setup_vectors
 from pmm.storage.postgres.windows import (
     WINDOW_STATE,
@@ -67,7 +68,9 @@ if TYPE_CHECKING:
 DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 
 
-class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, EventReads):
+class PostgresEventStore(
+    EventQueries, DerivedData, ConsolidationData, MetaKeys, StoreExpiry, EventReads
+):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;
@@ -143,19 +146,30 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
         conversation time when not now, see :class:`pmm.records.NewEvent`)."""
         return self.append_many([NewEvent(kind, content, session_id, role, meta, ts)])[0]
 
-    def append_many(self, entries: Iterable[NewEvent]) -> list[Event]:
-        """Append several events in one transaction: all of them are stored, or none."""
+    def append_many(
+        self, entries: Iterable[NewEvent], *, unique_meta: str | None = None
+    ) -> list[Event]:
+        """Append several events in one transaction: all of them are stored, or none.
+        ``unique_meta`` (e.g. ``"message_id"``): leave out the entries whose session
+        already holds an event with the same ``meta[unique_meta]``, checked in this
+        transaction under the session's lock, so each is stored once however many
+        writers race; returns only the events appended now."""
         checked = [check_new_event(e, self.max_content_bytes) for e in entries]
         if not checked:
             return []
-        with self._db.pipelined_write() as conn:
-            return self._append_locked(conn, checked)
+        if unique_meta is not None:
+            meta_field(unique_meta)  # a plain name, or InvalidInputError before any write
+        with self._db.write() as conn:
+            return self._append_locked(conn, checked, unique_meta)
 
     def _append_locked(
-        self, conn: psycopg.Connection[Any], checked: list[CheckedEvent]
+        self,
+        conn: psycopg.Connection[Any],
+        checked: list[CheckedEvent],
+        unique_meta: str | None = None,
     ) -> list[Event]:
         # Per-user locks and heads: see pmm.storage.postgres.chains.
-        return append_locked(conn, checked, self.window_radius)
+        return append_locked(conn, checked, self.window_radius, unique_meta)
 
     def session_owner(self, session_id: str) -> tuple[bool, str | None]:
         """``(has_rows, user_id)`` of a session: whether the log holds any of its events,
@@ -299,161 +313,6 @@ class PostgresEventStore(DerivedData, ConsolidationData, MetaKeys, StoreExpiry, 
             rebuild_windows(conn, self.window_radius)
             conn.execute(BUMP)
         return self.verify()
-
-    # -- reading ---------------------------------------------------------------------
-
-    def get(self, event_id: int) -> Event:
-        """The event with this id; raises :class:`EventNotFoundError` if there is none."""
-        rows = self._db.read(f"SELECT {COLUMNS} FROM events WHERE id = %s", (event_id,))
-        if not rows:
-            raise EventNotFoundError(f"no event with id {event_id} in {self.path}")
-        return event_from_row(rows[0])
-
-    def get_many(self, event_ids: Iterable[int]) -> dict[int, Event]:
-        """The events with these ids that exist, by id."""
-        ids = list(dict.fromkeys(int(i) for i in event_ids))
-        rows = self._db.read(f"SELECT {COLUMNS} FROM events WHERE id = ANY(%s)", (ids,))
-        return {int(r[0]): event_from_row(r) for r in rows}
-
-    def events(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        after_id: int | None = None,
-        before_id: int | None = None,
-        newest_first: bool = False,
-        limit: int | None = None,
-        user_id: str | None = None,
-    ) -> list[Event]:
-        """Events filtered by session, user, kinds and an id range, oldest first unless
-        asked."""
-        where, params = filters(session_id, kinds, after_id, before_id, user_id)
-        sql = f"SELECT {COLUMNS} FROM events{where} ORDER BY id"
-        sql += " DESC" if newest_first else ""
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(int(limit))
-        return [event_from_row(r) for r in self._db.read(sql, params)]
-
-    def turn_rows(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        after_id: int | None = None,
-        before_id: int | None = None,
-        limit: int | None = None,
-        user_id: str | None = None,
-    ) -> list[TurnRow]:
-        """Like :meth:`events` newest first, but only the columns a prompt needs."""
-        where, params = filters(session_id, kinds, after_id, before_id, user_id)
-        sql = (
-            "SELECT id, ts, kind, session_id, role, content, summary FROM events"
-            f"{where} ORDER BY id DESC"
-        )
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(int(limit))
-        return [TurnRow(int(r[0]), *r[1:]) for r in self._db.read(sql, params)]
-
-    def count(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        user_id: str | None = None,
-    ) -> int:
-        """How many events match."""
-        where, params = filters(session_id, kinds, None, None, user_id)
-        return int(self._db.read(f"SELECT count(*) FROM events{where}", params)[0][0])
-
-    def last_id(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        user_id: str | None = None,
-    ) -> int:
-        """The id of the newest matching event, 0 when there is none."""
-        where, params = filters(session_id, kinds, None, None, user_id)
-        return int(self._db.read(f"SELECT max(id) FROM events{where}", params)[0][0] or 0)
-
-    def event_ids(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        after_id: int | None = None,
-        user_id: str | None = None,
-    ) -> list[int]:
-        """Ids of the matching events, oldest first."""
-        where, params = filters(session_id, kinds, after_id, None, user_id)
-        return [
-            int(r[0]) for r in self._db.read(f"SELECT id FROM events{where} ORDER BY id", params)
-        ]
-
-    def stats(self) -> dict[str, Any]:
-        """Counts by kind, session and role, digest and embedding coverage, bytes used."""
-
-        def grouped(column: str) -> dict[str, int]:
-            sql = f"SELECT {column}, count(*) FROM events GROUP BY {column} ORDER BY 2 DESC"
-            return {str(k): int(n) for k, n in self._db.read(sql)}
-
-        total, digested, with_text = self._db.read(
-            "SELECT count(*), count(digest_method), count(content) FROM events"
-        )[0]
-        size = self._db.read(
-            "SELECT pg_total_relation_size('events') + pg_total_relation_size('embeddings')"
-            " + pg_total_relation_size('edges') + pg_total_relation_size('event_windows')"
-        )[0][0]
-        return {
-            "path": self.path,
-            "events": int(total),
-            "by_kind": grouped("kind"),
-            "by_session": grouped("session_id"),
-            "by_role": grouped("role"),
-            "by_digest_method": grouped("digest_method"),
-            "digested": int(digested),
-            "with_text": int(with_text),
-            "embeddings": self.embedding_models(),
-            "bytes_on_disk": int(size),
-            "schema_version": max(self.applied_migrations_all(), default=0),
-            "vector_search": self.vector_detail,
-        }
-
-    def applied_migrations_all(self) -> list[int]:
-        """Every migration version recorded in this database."""
-        return [int(r[0]) for r in self._db.read("SELECT version FROM schema_migrations")]
-
-    def chain_keys(self, user_id: str | None = None) -> list[tuple[str, bytes]]:
-        """``(chain, secret)`` of every chain (``user_id``: hers alone): what a copy or
-        export of version-3 rows needs to verify elsewhere."""
-        with self._db.write() as conn:
-            return chain_keys(conn, user_id)
-
-    def verify(self, *, expect_head: str | None = None, user_id: str | None = None) -> VerifyReport:
-        """Walk every chain (or ``user_id``'s alone, through ``events_by_user``) through a
-        server-side cursor (constant memory) and report the first row that does not
-        verify, each chain's head and the root (see
-        :class:`pmm.events.chains.ChainsWalker`)."""
-        where, params = ("", ()) if user_id is None else (" WHERE user_id = %s", (user_id,))
-        # One snapshot: a chain created meanwhile has its key and its rows, or neither.
-        with self._db.snapshot() as conn, conn.cursor(name="pmm_verify") as cur:
-            walker = ChainsWalker(
-                keys=chain_keys(conn, user_id), expect_head=expect_head, user=user_id
-            )
-            cur.itersize = 2000
-            cur.execute(
-                "SELECT id, ts, kind, session_id, role, content, content_sha256, meta,"
-                " prev_hash, hash, hash_version, user_id, user_digest, session_digest"
-                f" FROM events{where} ORDER BY id",
-                params,
-            )
-            for row in cur:
-                if walker.step(*row) is not None:
-                    break
-        return walker.report()
 
 
 def _meta_spelling(event: Event) -> str:

@@ -39,7 +39,8 @@ from pmm.text.window_keys import (
 if TYPE_CHECKING:
     import psycopg
 
-_KINDS = [*WINDOW_KINDS, BOUNDARY_KIND]
+TAIL_KINDS = [*WINDOW_KINDS, BOUNDARY_KIND]
+"""The kinds a window reads: turns, and the clear markers it never crosses."""
 # only the characters a window holds travel from the server (a part of a split message is 1 MB)
 _ROW = f"id, kind, ts, left(coalesce(content, summary), {WINDOW_TURN_CHARS})"
 _NEIGHBOURHOOD = (
@@ -51,11 +52,6 @@ _NEIGHBOURHOOD = (
     " AND id BETWEEN s.low AND s.high)"
     f" UNION ALL (SELECT {_ROW} FROM events WHERE {{match}} AND kind = ANY(%s) AND id > s.high"
     " ORDER BY id LIMIT %s)) AS r"
-)
-_TAIL = (
-    "SELECT s.sid, r.* FROM unnest(%s::text[]) AS s(sid) CROSS JOIN LATERAL"
-    f" (SELECT {_ROW} FROM events WHERE {{match}} AND kind = ANY(%s) ORDER BY id DESC LIMIT %s)"
-    " AS r"
 )
 _UPSERT = (
     "INSERT INTO event_windows(event_id, session_id, kind, search)"
@@ -95,7 +91,7 @@ def sync_windows(
         lows = [min(by_session[s]) for s in sessions]
         highs = [max(by_session[s]) for s in sessions]
         sql = _NEIGHBOURHOOD.replace("{match}", match)
-        params = [sessions, lows, highs, _KINDS, 2 * radius, _KINDS, _KINDS, 2 * radius]
+        params = [sessions, lows, highs, TAIL_KINDS, 2 * radius, TAIL_KINDS, TAIL_KINDS, 2 * radius]
         for session, *row in conn.execute(sql, params):
             rows[session].append(tuple(row))
     upserts, deletes = _plan(by_session, rows, radius)
@@ -108,43 +104,26 @@ def sync_windows(
     return changed
 
 
-def prefetch_tails(
-    conn: psycopg.Connection[Any], sessions: Iterable[str | None], radius: int
-) -> list[psycopg.Cursor[Any]]:
-    """Send the reads of the newest ``2 * radius`` turns and clear markers of each session
-    (what an append's windows need from before it); read them with :func:`write_appended`.
-    In a pipeline they travel with the other statements of the append."""
-    wanted = set(sessions)
-    named: list[str | None] = [*sorted(s for s in wanted if s is not None)]
-    queries = [(named, "session_id = s.sid")] if named else []
-    if None in wanted:
-        queries.append(([None], "session_id IS NULL"))
-    return [
-        conn.execute(_TAIL.replace("{match}", match), (group, _KINDS, 2 * radius))
-        for group, match in queries
-    ]
-
-
-def write_appended(
-    conn: psycopg.Connection[Any],
-    tails: Sequence[psycopg.Cursor[Any]],
+def appended_windows(
+    tails: Iterable[Sequence[Any]],
     appended: Sequence[tuple[int, str, str | None, str, str | None]],
     radius: int,
-) -> int:
-    """Write the window rows that appended events ``(id, kind, session, ts, content)``
-    call for, given their sessions' tails from :func:`prefetch_tails`; returns how many."""
+) -> list[tuple[int, str | None, str, str, str]]:
+    """The window rows ``(id, session, kind, text, date words)`` that appended events
+    ``(id, kind, session, ts, content)`` call for, given the newest ``2 * radius`` rows of
+    :data:`TAIL_KINDS` of their sessions before them, ``(session, id, kind, ts, text)``
+    (the text's first :data:`~pmm.text.window_keys.WINDOW_TURN_CHARS` characters)."""
     rows: dict[str | None, list[tuple[Any, ...]]] = defaultdict(list)
-    for cur in tails:
-        for session, *row in cur.fetchall():
-            rows[session].append(tuple(row))
+    for session, *row in tails:
+        rows[session].append(tuple(row))
     marked: dict[str | None, set[int]] = defaultdict(set)
     for event_id, kind, session, ts, content in appended:
-        if kind in _KINDS:
+        if kind in TAIL_KINDS:
             rows[session].append((event_id, kind, ts, content))
         if kind in WINDOW_KINDS:
             marked[session].add(event_id)
     upserts, _ = _plan(marked, rows, radius)  # new turns only add text: nothing to delete
-    return _upsert(conn, upserts)
+    return upserts
 
 
 def _plan(
@@ -224,7 +203,7 @@ def _sessions(
         cur.execute(
             f"SELECT session_id, {_ROW} FROM events WHERE kind = ANY(%s)"
             " ORDER BY session_id NULLS FIRST, id",
-            (_KINDS,),
+            (TAIL_KINDS,),
         )
         first = True
         for sid, *row in cur:

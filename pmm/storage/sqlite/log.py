@@ -23,6 +23,8 @@ from pmm.events.chain import (
     check_new_event,
     owner_error,
     resolve_owners,
+    skip_stored,
+    unique_pairs,
 )
 from pmm.events.chains import seal_chains
 from pmm.events.hashing import utc_now
@@ -30,6 +32,7 @@ from pmm.records import Event, NewEvent, TurnRow
 from pmm.storage.reads import EventReads
 from pmm.storage.sqlite.chains import ChainCache, open_chains, save_heads
 from pmm.storage.sqlite.connection import SqliteBase
+from pmm.storage.sqlite.meta_keys import _meta_path
 from pmm.storage.sqlite.rows import COLUMNS, INSERT, filters
 from pmm.storage.sqlite.stored_text import TEXT_SQL
 
@@ -57,12 +60,32 @@ class EventLogData(SqliteBase, EventReads):
         imported past turn; None = now. Either way it is hashed into the chain."""
         return self.append_many([NewEvent(kind, content, session_id, role, meta, ts)])[0]
 
-    def append_many(self, entries: Iterable[NewEvent]) -> list[Event]:
-        """Append several events in one transaction: all of them are stored, or none."""
+    def append_many(
+        self, entries: Iterable[NewEvent], *, unique_meta: str | None = None
+    ) -> list[Event]:
+        """Append several events in one transaction: all of them are stored, or none.
+        ``unique_meta`` (e.g. ``"message_id"``): leave out the entries whose session
+        already holds an event with the same ``meta[unique_meta]``, checked under the
+        write lock, so each is stored once however many writers race; returns only the
+        events appended now."""
         checked = [self._check(e) for e in entries]
         if not checked:
             return []
+        path = None if unique_meta is None else _meta_path(unique_meta)
         with self._lock, self._write() as conn:
+            if path is not None:
+                pairs = unique_pairs(checked, unique_meta)
+                stored = {
+                    (s, v)
+                    for s, v in pairs
+                    if conn.execute(
+                        f"SELECT 1 FROM events WHERE session_id = ? AND {path} = ? LIMIT 1",
+                        (s, v),
+                    ).fetchone()
+                }
+                checked = skip_stored(checked, unique_meta, stored)
+                if not checked:
+                    return []
             return self._append_locked(conn, checked)
 
     def _append_locked(self, conn: sqlite3.Connection, checked: list[CheckedEvent]) -> list[Event]:
