@@ -53,10 +53,10 @@ from pmm.recall.fusion import (
     DEFAULT_KEYWORD_WEIGHTS,
     DEFAULT_POLICY,
     DEFAULT_WEIGHTS,
-    EVIDENCE_HITS,
     KEYWORD_RANKERS,
     RANKERS,
     RRF_K,
+    FusionChoice,
     FusionPolicy,
     parse_weights,
     rrf_fuse,
@@ -65,13 +65,13 @@ from pmm.recall.query_vectors import QueryVectors
 from pmm.recall.rerank import LEARNED_COEFFICIENTS
 from pmm.recall.rerank import RANKED as RERANKED
 from pmm.recall.sources import (
+    checked_kinds,
     dense_ids,
     fused_hits,
     keyword_ids,
     learned_order,
     policy_weights,
-    query_idf,
-    searchable,
+    query_weights,
     symbol_hits,
 )
 from pmm.records import Hit
@@ -122,11 +122,9 @@ class Recaller:
     ``embedder`` enables the ``semantic`` ranker; without it ``hybrid`` recall is keyword
     recall (with one warning) and ``semantic`` recall raises
     :class:`~pmm.errors.ConfigurationError`. The vector cache is built on the first
-    semantic search and kept in step with the store from then on. Without ``weights`` the
-    fusion follows :data:`DEFAULT_POLICY` (:data:`DEFAULT_KEYWORD_POLICY` in keyword
-    mode); ``weights`` (a mapping or ``PMM_RECALL_WEIGHTS`` text) override
-    :data:`DEFAULT_WEIGHTS` and are used as given for every query. Query embeddings are
-    kept in an LRU of ``query_cache_size`` texts.
+    semantic search and kept in step with the store from then on. ``weights``: see
+    :class:`~pmm.recall.fusion.FusionChoice`. Query embeddings are kept in an LRU of
+    ``query_cache_size`` texts.
     """
 
     def __init__(
@@ -149,26 +147,18 @@ class Recaller:
         self.embedder = embedder
         self.depth = depth
         self.default_kinds = tuple(default_kinds)
-        if isinstance(weights, Mapping):
-            weights = ",".join(f"{k}={v}" for k, v in weights.items())
-        chosen = parse_weights(weights or "")
-        self.weights = {**DEFAULT_WEIGHTS, **chosen}
+        fusion = FusionChoice.of(weights)
+        self.weights = fusion.weights
         """Hybrid-mode weights: :data:`DEFAULT_WEIGHTS` with the given ones over them."""
-        self.keyword_weights = {**DEFAULT_KEYWORD_WEIGHTS, **chosen}
-        self.keyword_weights.pop("dense", None)
+        self.keyword_weights = fusion.keyword_weights
         """Keyword-mode weights: :data:`DEFAULT_KEYWORD_WEIGHTS` with the given ones."""
-        # Weights set by the caller are used as given, for every query; the defaults
-        # adapt to temporal questions and to weak lexical evidence.
-        self.policy = DEFAULT_POLICY if not chosen else FusionPolicy(self.weights)
+        self.policy, self.keyword_policy = fusion.policy, fusion.keyword_policy
         self.learned: dict[str, Mapping[str, float]] = (
-            dict(LEARNED_COEFFICIENTS) if learned and not chosen else {}
+            dict(LEARNED_COEFFICIENTS) if learned and not fusion.given else {}
         )
         """Mode -> the learned fusion's coefficients (:mod:`pmm.recall.rerank`), used instead of
         the weighted RRF in that mode; none when ``weights`` are given or ``learned`` is
         False."""
-        self.keyword_policy = (
-            DEFAULT_KEYWORD_POLICY if not chosen else FusionPolicy(self.keyword_weights)
-        )
         self._query_cache_size = query_cache_size
         self._vectors = None if embedder is None else QueryVectors(embedder, query_cache_size)
         self._index: VectorIndex | None = None
@@ -255,7 +245,7 @@ class Recaller:
             mode = "keyword"
         if k == 0 or not query.strip():
             return []
-        kind_list = self.default_kinds if kinds is None else _kinds(kinds)
+        kind_list = self.default_kinds if kinds is None else checked_kinds(kinds)
         if kinds is None and self.summaries:
             kind_list += ("summary",)
         excluded = set(exclude_ids)
@@ -270,9 +260,10 @@ class Recaller:
         date_weight = TEMPORAL_DATE_WEIGHT if temporal else 1.0
 
         def keyword(ranker: str) -> list[int]:
-            return self._keyword(
-                query, ranker, session_id, kind_list, depth, date_weight, sync_index, excluded,
-                user_id,
+            return keyword_ids(
+                self.store, self.session_ranker, self.user_ranker, query, ranker,
+                session_id=session_id, kinds=kind_list, depth=depth, date_weight=date_weight,
+                sync=sync_index, excluded=excluded, user_id=user_id,
             )  # fmt: skip
 
         maybe = [policy.weights, *filter(None, (policy.temporal, policy.low_evidence))]
@@ -287,7 +278,9 @@ class Recaller:
         rankings: dict[str, list[int]] = {}
         if policy.needs_coverage:
             rankings["turn"] = keyword("turn")
-        weights, coverage = self._weights(policy, query, temporal, rankings.get("turn", []))
+        weights, coverage = policy_weights(
+            self.store, policy, query, temporal, rankings.get("turn", [])
+        )
         rankings = {r: ids for r, ids in rankings.items() if weights.get(r, 0) > 0}
         for ranker in KEYWORD_RANKERS:
             if weights.get(ranker, 0) > 0 and ranker not in rankings:
@@ -340,34 +333,18 @@ class Recaller:
         """
         date_weight = TEMPORAL_DATE_WEIGHT if is_temporal(words(query.lower())) else 1.0
         kinds = self.default_kinds
-        out = {
-            r: self._keyword(query, r, session_id, kinds, depth, date_weight, True, set(), user_id)
-            for r in KEYWORD_RANKERS
-        }
+        out: dict[str, list[int]] = {}
+        for r in KEYWORD_RANKERS:
+            out[r] = keyword_ids(
+                self.store, self.session_ranker, self.user_ranker, query, r,
+                session_id=session_id, kinds=kinds, depth=depth, date_weight=date_weight,
+                user_id=user_id,
+            )  # fmt: skip
         if self.embedder is not None and query.strip():
             out["dense"] = self._semantic(
                 self._query_vector(query), depth, session_id, kinds, set(), user_id
             )
         return out
-
-    def _keyword(
-        self,
-        query: str,
-        ranker: str,
-        session_id: str | None,
-        kinds: tuple[str, ...],
-        depth: int,
-        date_weight: float,
-        sync: bool,
-        excluded: set[int],
-        user_id: str | None = None,
-    ) -> list[int]:
-        """One keyword ranker's ids (:func:`pmm.recall.sources.keyword_ids`)."""
-        return keyword_ids(
-            self.store, self.session_ranker, self.user_ranker, query, ranker,
-            session_id=session_id, kinds=kinds, depth=depth, date_weight=date_weight,
-            sync=sync, excluded=excluded, user_id=user_id,
-        )  # fmt: skip
 
     def fusion_weights(self, query: str, mode: str = "hybrid") -> dict[str, float]:
         """The weights :meth:`recall` fuses its rankers with for ``query`` across all
@@ -380,25 +357,8 @@ class Recaller:
         if mode == "hybrid" and self.embedder is None:
             mode = "keyword"  # as recall falls back
         policy = {"semantic": _SEMANTIC, "keyword": self.keyword_policy}.get(mode, self.policy)
-        temporal = is_temporal(words(query.lower()))
-        turn: list[int] = []
-        if policy.needs_coverage:
-            kinds = self.default_kinds + (("summary",) if self.summaries else ())
-            found = self.store.search_text(
-                query, limit=EVIDENCE_HITS, kinds=kinds, key="turn",
-                date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
-            )  # fmt: skip
-            turn = [i for i, _ in found]
-        return self._weights(policy, query, temporal, turn)[0]
-
-    def _weights(
-        self, policy: FusionPolicy, query: str, temporal: bool, turn_hits: list[int]
-    ) -> tuple[dict[str, float], float | None]:
-        return policy_weights(self.store, policy, query, temporal, turn_hits)
-
-    def _idf(self, query: str) -> dict[str, float]:
-        """The inverse document frequency of the query's words in the store."""
-        return query_idf(self.store, query)
+        kinds = self.default_kinds + (("summary",) if self.summaries else ())
+        return query_weights(self.store, policy, query, kinds, TEMPORAL_DATE_WEIGHT)
 
     @property
     def encoder_seconds(self) -> float:
@@ -434,13 +394,3 @@ class Recaller:
 
 
 _SEMANTIC = FusionPolicy({"dense": 1.0})
-
-
-_searchable = searchable  # bench/locomo.py reads it here
-
-
-def _kinds(kinds: Iterable[str] | str) -> tuple[str, ...]:
-    found = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-    if not found or not all(isinstance(k, str) and k for k in found):
-        raise InvalidInputError(f"kinds must be one or more non-empty strings, got {kinds!r}")
-    return found

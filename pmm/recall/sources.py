@@ -16,13 +16,13 @@ with ``excluded`` ids left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from pmm.errors import ConfigurationError
+from pmm.errors import ConfigurationError, InvalidInputError
 from pmm.recall.fusion import (
     EVIDENCE_HITS,
     RRF_K,
@@ -32,7 +32,8 @@ from pmm.recall.fusion import (
 )
 from pmm.recall.rerank import rerank
 from pmm.records import Event, Hit
-from pmm.text.words import search_terms
+from pmm.text.window_keys import is_temporal
+from pmm.text.words import search_terms, words
 
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder
@@ -42,12 +43,14 @@ if TYPE_CHECKING:
     from pmm.storage.base import EventLog
 
 __all__ = [
+    "checked_kinds",
     "dense_ids",
     "fused_hits",
     "keyword_ids",
     "learned_order",
     "policy_weights",
     "query_idf",
+    "query_weights",
     "searchable",
     "symbol_hits",
 ]
@@ -205,6 +208,34 @@ def policy_weights(
         idf = query_idf(store, query) if policy.idf and top else None
         coverage = lexical_coverage(query, (searchable(e) for e in top), idf)
     return policy.weights_for(temporal=temporal, coverage=coverage), coverage
+
+
+def query_weights(
+    store: EventLog,
+    policy: FusionPolicy,
+    query: str,
+    kinds: tuple[str, ...],
+    temporal_date_weight: float,
+) -> dict[str, float]:
+    """The weights ``policy`` gives ``query`` across all sessions, its evidence read from
+    the store's turn key (as :meth:`pmm.recall.recaller.Recaller.fusion_weights` says)."""
+    temporal = is_temporal(words(query.lower()))
+    turn: list[int] = []
+    if policy.needs_coverage:
+        found = store.search_text(
+            query, limit=EVIDENCE_HITS, kinds=kinds, key="turn",
+            date_weight=temporal_date_weight if temporal else 1.0,
+        )  # fmt: skip
+        turn = [i for i, _ in found]
+    return policy_weights(store, policy, query, temporal, turn)[0]
+
+
+def checked_kinds(kinds: Iterable[str] | str) -> tuple[str, ...]:
+    """``kinds`` as a tuple: one or more non-empty strings, else InvalidInputError."""
+    found = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if not found or not all(isinstance(k, str) and k for k in found):
+        raise InvalidInputError(f"kinds must be one or more non-empty strings, got {kinds!r}")
+    return found
 
 
 def fused_hits(
