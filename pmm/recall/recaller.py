@@ -124,7 +124,7 @@ class Recaller:
     :class:`~pmm.errors.ConfigurationError`. The vector cache is built on the first
     semantic search and kept in step with the store from then on. ``weights``: see
     :class:`~pmm.recall.fusion.FusionChoice`. Query embeddings are kept in an LRU of
-    ``query_cache_size`` texts.
+    ``query_cache_size`` texts (``background_encoding=False``: computed in line).
     """
 
     def __init__(
@@ -142,6 +142,7 @@ class Recaller:
         session_ranker: bool = True,
         learned: bool = True,
         user_ranker: bool = True,
+        background_encoding: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -160,6 +161,7 @@ class Recaller:
         the weighted RRF in that mode; none when ``weights`` are given or ``learned`` is
         False."""
         self._query_cache_size = query_cache_size
+        self.background_encoding = background_encoding
         self._vectors = None if embedder is None else QueryVectors(embedder, query_cache_size)
         self._index: VectorIndex | None = None
         self.session_ranker: SessionRanker | None = None
@@ -274,7 +276,8 @@ class Recaller:
         # the embedding is computed on a worker thread while the keyword rankers search
         vector = None
         if dense and self._vectors is not None:
-            vector = self._vectors.start(query, background=mode != "semantic")
+            background = self.background_encoding and mode != "semantic"
+            vector = self._vectors.start(query, background=background)
         rankings: dict[str, list[int]] = {}
         if policy.needs_coverage:
             rankings["turn"] = keyword("turn")
