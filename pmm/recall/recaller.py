@@ -303,10 +303,12 @@ class Recaller:
                     rankings[ranker] = self._semantic(
                         vector.result(), depth, session_id, kind_list, excluded, user_id
                     )
-            fused = learned_order(self.store, query, rankings, coefficients, temporal, coverage)
+            fused, read = learned_order(
+                self.store, query, rankings, coefficients, temporal, coverage
+            )
         else:
-            fused = rrf_fuse(rankings, weights=weights)
-        hits = fused_hits(self.store, fused, k, user_id)
+            fused, read = rrf_fuse(rankings, weights=weights), {}
+        hits = fused_hits(self.store, fused, k, user_id, read)
         from pmm.dream.consolidation import consolidated_hits  # the one consolidation hook
 
         return consolidated_hits(
@@ -380,14 +382,9 @@ class Recaller:
         return self._vectors.get(query)
 
     def _semantic(
-        self,
-        vector: npt.NDArray[np.float32],
-        depth: int,
-        session_id: str | None,
-        kinds: tuple[str, ...],
-        excluded: set[int],
-        user_id: str | None = None,
-    ) -> list[int]:
+        self, vector: npt.NDArray[np.float32], depth: int, session_id: str | None,
+        kinds: tuple[str, ...], excluded: set[int], user_id: str | None = None,
+    ) -> list[int]:  # fmt: skip
         if self.embedder is None:  # checked by recall(); keeps mypy sure
             raise ConfigurationError("semantic recall needs an embedder")
         return dense_ids(

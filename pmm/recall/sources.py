@@ -165,10 +165,11 @@ def learned_order(
     coefficients: Mapping[str, float],
     temporal: bool,
     coverage: float | None,
-) -> list[tuple[int, float, dict[str, int]]]:
+) -> tuple[list[tuple[int, float, dict[str, int]]], dict[int, Event]]:
     """The learned fusion (:mod:`pmm.recall.rerank`) of the rankers' candidates, in
     :func:`~pmm.recall.fusion.rrf_fuse`'s shape: ``(event_id, score, {ranker: rank})``
-    best first. Reads each candidate's text, session and time from ``store``."""
+    best first; and the candidates' rows it read from ``store`` (for their text, session
+    and time), which :func:`fused_hits` takes instead of reading them again."""
     ids = list(dict.fromkeys(i for ids in rankings.values() for i in ids))
     events = store.get_many(ids)
     texts = {i: e.text for i, e in events.items()}
@@ -182,7 +183,7 @@ def learned_order(
     for ranker, found in rankings.items():
         for rank, event_id in enumerate(found, start=1):
             ranks.setdefault(event_id, {}).setdefault(ranker, rank)
-    return [(i, score, ranks[i]) for i, score in ranked]
+    return [(i, score, ranks[i]) for i, score in ranked], events
 
 
 def searchable(event: Event) -> str:
@@ -243,16 +244,21 @@ def fused_hits(
     fused: Sequence[tuple[int, float, dict[str, int]]],
     k: int,
     user_id: str | None = None,
+    read: Mapping[int, Event] | None = None,
 ) -> list[Hit]:
-    """The first ``k`` of ``fused`` as hits, their rows read in chunks: an event redacted
-    since the rankers read it is skipped, and so is another user's (checked on the row
-    itself, whatever the rankers did)."""
+    """The first ``k`` of ``fused`` as hits, their rows read in chunks (or taken from
+    ``read``, rows this recall read after its rankers ran): an event redacted since the
+    rankers read it is skipped, and so is another user's (checked on the row itself,
+    whatever the rankers did)."""
     hits: list[Hit] = []
     start = 0
     while len(hits) < k and start < len(fused):
         chunk = fused[start : start + k - len(hits)]
         start += len(chunk)
-        events = store.get_many(i for i, _, _ in chunk)
+        if read and all(i in read for i, _, _ in chunk):
+            events: Mapping[int, Event] = read
+        else:
+            events = store.get_many(i for i, _, _ in chunk)
         for event_id, score, ranks in chunk:
             event = events.get(event_id)
             if event is None or (event.content is None and not event.summary):
