@@ -27,8 +27,7 @@ rank)`` summed over the rankers), whose default weights adapt to the query
 (:class:`~pmm.recall.fusion.FusionPolicy`: temporal questions, weak lexical evidence).
 ``semantic`` is ``dense`` alone.
 
-Query embeddings are cached (an LRU keyed by text) and, in hybrid mode, computed on a
-worker thread while the keyword rankers search (:mod:`pmm.recall.query_vectors`);
+Query embeddings are cached (an LRU keyed by text; :mod:`pmm.recall.query_vectors`);
 :attr:`Recaller.encoder_seconds` is the time spent encoding. Where each ranker's list
 comes from: :mod:`pmm.recall.sources`.
 
@@ -124,7 +123,9 @@ class Recaller:
     :class:`~pmm.errors.ConfigurationError`. The vector cache is built on the first
     semantic search and kept in step with the store from then on. ``weights``: see
     :class:`~pmm.recall.fusion.FusionChoice`. Query embeddings are kept in an LRU of
-    ``query_cache_size`` texts (``background_encoding=False``: computed in line).
+    ``query_cache_size`` texts; ``background_encoding=True`` embeds a hybrid query on a
+    worker thread while the keyword rankers search (measured slower on a busy 2-core
+    machine: see :mod:`pmm.recall.query_vectors`).
     """
 
     def __init__(
@@ -142,7 +143,7 @@ class Recaller:
         session_ranker: bool = True,
         learned: bool = True,
         user_ranker: bool = True,
-        background_encoding: bool = True,
+        background_encoding: bool = False,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -273,7 +274,6 @@ class Recaller:
         dense = any(w.get("dense", 0) > 0 for w in maybe) or any(
             f.startswith("dense") for f in coefficients or ()
         )
-        # the embedding is computed on a worker thread while the keyword rankers search
         vector = None
         if dense and self._vectors is not None:
             background = self.background_encoding and mode != "semantic"
