@@ -27,7 +27,8 @@ rank)`` summed over the rankers), whose default weights adapt to the query
 (:class:`~pmm.recall.fusion.FusionPolicy`: temporal questions, weak lexical evidence).
 ``semantic`` is ``dense`` alone.
 
-Query embeddings are cached (an LRU keyed by text; :mod:`pmm.recall.query_vectors`);
+Query embeddings are cached (an LRU keyed by text) and, in hybrid mode, computed on a
+worker thread while the keyword rankers search (:mod:`pmm.recall.query_vectors`);
 :attr:`Recaller.encoder_seconds` is the time spent encoding. Where each ranker's list
 comes from: :mod:`pmm.recall.sources`.
 
@@ -123,9 +124,8 @@ class Recaller:
     :class:`~pmm.errors.ConfigurationError`. The vector cache is built on the first
     semantic search and kept in step with the store from then on. ``weights``: see
     :class:`~pmm.recall.fusion.FusionChoice`. Query embeddings are kept in an LRU of
-    ``query_cache_size`` texts; ``background_encoding=True`` embeds a hybrid query on a
-    worker thread while the keyword rankers search (measured slower on a busy 2-core
-    machine: see :mod:`pmm.recall.query_vectors`).
+    ``query_cache_size`` texts; a hybrid query is embedded on a worker thread while the
+    keyword rankers search (``background_encoding=False``: in line, before them).
     """
 
     def __init__(
@@ -143,7 +143,7 @@ class Recaller:
         session_ranker: bool = True,
         learned: bool = True,
         user_ranker: bool = True,
-        background_encoding: bool = False,
+        background_encoding: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder

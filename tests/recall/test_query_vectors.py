@@ -1,7 +1,6 @@
-"""Query embeddings in recall (pmm/recall/query_vectors.py): with background_encoding,
-hybrid recall embeds the query on the query-encoding thread while the keyword rankers
-search, with the same hits as in line (the default); an embedder's error reaches the
-caller."""
+"""Query embeddings in recall (pmm/recall/query_vectors.py): hybrid recall embeds the query
+on the query-encoding thread while the keyword rankers search, with the same hits as
+embedding it in line; an embedder's error reaches the caller."""
 
 from __future__ import annotations
 
@@ -59,8 +58,8 @@ def _store(path: Path, embedder: ThreadNotingEmbedder) -> EventStore:
 def test_hybrid_recall_embeds_on_the_worker_with_the_hits_of_in_line(tmp_path: Path) -> None:
     embedder = ThreadNotingEmbedder()
     with _store(tmp_path / "pmm.db", embedder) as store:
-        background = Recaller(store, embedder, background_encoding=True)  # type: ignore[arg-type]
-        inline = Recaller(store, embedder)  # type: ignore[arg-type]
+        background = Recaller(store, embedder)  # type: ignore[arg-type]
+        inline = Recaller(store, embedder, background_encoding=False)  # type: ignore[arg-type]
         for query in ("where does my cat live?", "what is the puppy called", "grey"):
             got = background.recall(query, k=3)
             assert embedder.threads[-1].startswith("pmm-query-encoder")
