@@ -64,8 +64,8 @@ from pmm.recall.recaller import (  # noqa: E402
     RECALL_MODES,
     TEMPORAL_DATE_WEIGHT,
     Recaller,
-    _searchable,
 )
+from pmm.recall.sources import keyword_ids, query_idf, searchable  # noqa: E402
 from pmm.records import NewEvent  # noqa: E402
 from pmm.text.window_keys import is_temporal  # noqa: E402
 from pmm.text.words import STOPWORDS, search_terms, words  # noqa: E402
@@ -229,9 +229,10 @@ def collect(
                     texts = [top[i].text for i in lists["window"][:PRF_FEEDBACK] if i in top]
                     expanded = prf_query(q.question, texts, df, len(conv.turns), prf)
                     temporal = is_temporal(words(q.question.lower()))
-                    found = recaller._keyword(
-                        expanded, "window", None, recaller.default_kinds, DEPTH,
-                        TEMPORAL_DATE_WEIGHT if temporal else 1.0, True, set(),
+                    found = keyword_ids(
+                        recaller.store, recaller.session_ranker, recaller.user_ranker,
+                        expanded, "window", session_id=None, kinds=recaller.default_kinds,
+                        depth=DEPTH, date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
                     )  # fmt: skip
                     rec["rankers"]["window_prf"] = [to_dia[i] for i in found]
                     rec["prf_query"] = expanded
@@ -240,7 +241,7 @@ def collect(
                 rec["temporal"] = is_temporal(words(q.question.lower()))
                 top = mind.store.get_many(lists["turn"][:EVIDENCE_HITS]).values()
                 rec["coverage"] = lexical_coverage(
-                    q.question, (_searchable(e) for e in top), recaller._idf(q.question)
+                    q.question, (searchable(e) for e in top), query_idf(mind.store, q.question)
                 )
                 records.append(rec)
         print(f"  {conv.sample_id}: {len(conv.turns)} turns, {len(questions)} questions "

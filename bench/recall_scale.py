@@ -10,7 +10,9 @@ Prints p50/p99 per mode (targets: keyword p50 <= 10 ms, hybrid p50 <= 30 ms), th
 encoder alone, cold (a text never seen) and warm (a text asked again: the engine caches
 query embeddings in an LRU; the warm rows repeat fewer distinct queries than it holds, so
 every warm call is a hit), hybrid recall in one session and hybrid recall right after an
-append. Baselines in the same run: the exact float32 scan of every vector (what the index
+append. Baselines in the same run: hybrid with the query embedded in line before the
+keyword rankers (``Recaller(background_encoding=False)``, as before
+:mod:`pmm.recall.query_vectors`), the exact float32 scan of every vector (what the index
 did before its sign-bit first pass) and the query encoder with torch's own thread count
 (before one text got one thread), alone and together as "hybrid, before"; and how many
 of the exact scan's top 10 / top 50 the two-pass search returns on these vectors.
@@ -198,6 +200,10 @@ def run_synthetic(
             # the fusion before the learned one (pmm.recall.rerank): weighted RRF, same vector cache
             rrf = Recaller(store, embedder, learned=False)
             rrf._index = recaller.index
+            # the query embedded in line before the keyword rankers (as before
+            # pmm.recall.query_vectors), same vector cache
+            inline = Recaller(store, embedder, background_encoding=False)
+            inline._index = recaller.index
             clear_rrf = query_cache_clearer(rrf) or (lambda: None)
             rows: list[tuple[str, list[float]]] = []
             encode = query_encoder(recaller)
@@ -269,6 +275,13 @@ def run_synthetic(
                         )
                     )
                 if mode == "hybrid":
+                    inline.clear_query_cache()
+                    rows.append(
+                        (
+                            "hybrid, query in line",
+                            timed_calls(lambda q: inline.recall(q, k=10, mode="hybrid"), queries),
+                        )
+                    )
                     clear_before()
                     rows.append(
                         (

@@ -19,7 +19,8 @@ One text on a CPU (a recall query) is embedded by one torch thread: a query is a
 tokens, too little work to share, and on a small, busy machine the second thread's
 hand-offs cost more than they save (measured by ``python bench/recall.py --synthetic
 100000``, query encoder rows). Batches keep torch's thread count. Vectors are the same
-either way (to float rounding, well under 1e-5).
+either way (to float rounding, well under 1e-5). One text also skips ``encode``'s per-call
+set-up (see :func:`_single_text_path`): the same modules, the same vector to the bit.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +115,8 @@ class _Loaded:
     dim: int
     device: str
     max_chars: int
+    single: Callable[[str], Any] | None = None
+    """One text's embedding without ``encode``'s set-up (None: ``encode`` runs)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Serialises ``encode``: a fast tokenizer used from two threads at once fails."""
 
@@ -167,9 +170,39 @@ def _load(source: str, device_preference: str) -> _Loaded:
             )
         max_seq = getattr(model, "max_seq_length", None)
         max_chars = _CHARS_PER_TOKEN_LIMIT * max_seq if isinstance(max_seq, int) else 0
-        loaded = _Loaded(model, dim, device, max_chars)
+        loaded = _Loaded(model, dim, device, max_chars, _single_text_path(model))
         _MODELS[key] = loaded
         return loaded
+
+
+def _single_text_path(model: Any) -> Callable[[str], Any] | None:
+    """One text through the model as ``encode(..., normalize_embeddings=True)`` runs it
+    (``preprocess``, the modules' forward under inference mode, L2 normalisation) without
+    ``encode``'s per-call set-up (argument resolution, length sorting, a device lookup over
+    every parameter, output conversion): 1-2 ms of a 15-20 ms query on a small CPU
+    (``bench/recall.py --synthetic``), the same vector to the bit. None where ``encode``
+    does more for this model (a default prompt, a truncated dimension) or
+    sentence-transformers has no ``preprocess`` (before 6.0): then ``encode`` runs."""
+    preprocess = getattr(model, "preprocess", None)
+    if (
+        not callable(preprocess)
+        or getattr(model, "default_prompt_name", None)
+        or getattr(model, "truncate_dim", None) is not None
+    ):
+        return None
+    import torch
+    from sentence_transformers.util import batch_to_device
+
+    device = model.device
+    model.eval()
+
+    def single(text: str) -> Any:
+        with torch.inference_mode():
+            features = batch_to_device(preprocess([text]), device)
+            vector = model(features)["sentence_embedding"]
+            return torch.nn.functional.normalize(vector, p=2, dim=1).cpu().numpy()
+
+    return single
 
 
 @contextmanager
@@ -285,13 +318,16 @@ class SentenceEmbedder:
             threads = self.single_text_threads
         with loaded.lock, _torch_threads(threads):
             try:
-                raw = loaded.model.encode(
-                    batch,
-                    batch_size=self.batch_size,
-                    convert_to_numpy=True,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                )
+                if len(batch) == 1 and loaded.single is not None:
+                    raw = loaded.single(batch[0])
+                else:
+                    raw = loaded.model.encode(
+                        batch,
+                        batch_size=self.batch_size,
+                        convert_to_numpy=True,
+                        normalize_embeddings=True,
+                        show_progress_bar=False,
+                    )
             except (RuntimeError, ValueError, TypeError, OSError, MemoryError) as exc:
                 raise BackendError(
                     f"embedding {len(batch)} texts with {self._model_name} failed "

@@ -215,6 +215,39 @@ def parse_weights(text: str) -> dict[str, float]:
     return weights
 
 
+@dataclass(frozen=True)
+class FusionChoice:
+    """A recaller's weights and policies in hybrid and keyword mode. Built by :meth:`of`
+    from the weights a caller gives (a mapping or ``PMM_RECALL_WEIGHTS`` text), which are
+    laid over :data:`DEFAULT_WEIGHTS` and used as given for every query; without any, the
+    default policies, which adapt to temporal questions and weak lexical evidence.
+
+    >>> FusionChoice.of("turn=1").keyword_weights
+    {'turn': 1.0, 'window': 1.5, 'digest': 0.0}
+    >>> FusionChoice.of(None).policy is DEFAULT_POLICY
+    True
+    """
+
+    weights: dict[str, float]
+    keyword_weights: dict[str, float]
+    policy: FusionPolicy
+    keyword_policy: FusionPolicy
+    given: bool
+    """Whether the caller gave weights."""
+
+    @classmethod
+    def of(cls, weights: Mapping[str, float] | str | None) -> FusionChoice:
+        if isinstance(weights, Mapping):
+            weights = ",".join(f"{k}={v}" for k, v in weights.items())
+        chosen = parse_weights(weights or "")
+        hybrid = {**DEFAULT_WEIGHTS, **chosen}
+        keyword = {**DEFAULT_KEYWORD_WEIGHTS, **chosen}
+        keyword.pop("dense", None)
+        if not chosen:
+            return cls(hybrid, keyword, DEFAULT_POLICY, DEFAULT_KEYWORD_POLICY, False)
+        return cls(hybrid, keyword, FusionPolicy(hybrid), FusionPolicy(keyword), True)
+
+
 def rrf_fuse(
     rankings: Mapping[str, Sequence[int]],
     *,

@@ -292,17 +292,88 @@ def rerank(
 ) -> list[tuple[int, float]]:
     """The candidates of ``rankings`` best first by the linear score of their features
     (``coefficients``: feature name -> weight; missing features weigh 0). Ties: the best
-    single rank, then the newer id."""
-    ids, rows = candidate_features(
-        query_names(query), rankings, texts, sessions, temporal=temporal, coverage=coverage,
-        dates=dates, query_date_set=query_dates(query),
-        # read each candidate's words only for coefficients that weigh them
-        query_term_set=query_terms(query) if coefficients.get("question_answered") else frozenset(),
-    )  # fmt: skip
-    weights = [float(coefficients.get(f, 0.0)) for f in FEATURES]
-    scored = [
-        (sum(w * x for w, x in zip(weights, row, strict=True)), -max(row[:3]), -i, i)
-        for i, row in zip(ids, rows, strict=True)
+    single rank, then the newer id.
+
+    The score is the one of :func:`candidate_features`' rows (the same features summed in
+    the order of :data:`FEATURES`, to the bit), but only the features with a weight are
+    computed: a turn's words are read only when the query names someone (and the text
+    holds the name) or the length weighs, its question mark only when that weighs.
+
+    >>> rerank("dog", {"turn": [7, 3]}, {7: "My dog?", 3: "A dog."}, {}, temporal=False,
+    ...        coverage=1.0, coefficients={"turn_rr60": 1.0, "question_turn": -0.5})
+    [(3, 0.967741935483871), (7, 0.48360655737704916)]
+    """
+    weight = {f: float(coefficients.get(f, 0.0)) for f in FEATURES}
+    names = query_names(query)
+    wanted_dates = query_dates(query)
+    terms = query_terms(query) if weight["question_answered"] else frozenset()
+    ranks: dict[int, dict[str, int]] = {}
+    for ranker, ids in rankings.items():
+        if ranker in RANKED:
+            for rank, event_id in enumerate(ids, start=1):
+                ranks.setdefault(event_id, {}).setdefault(ranker, rank)
+    ids = list(ranks)
+    share = _session_shares(ids, ranks, sessions) if weight["session_share"] else {}
+    answered = _answered_questions(ids, texts, terms) if terms else set()
+    t = 1.0 if temporal else 0.0
+    rr_weights = [
+        (weight[f"{r}_rr60"], weight[f"{r}_rr5"], weight[f"temporal_{r}"]) for r in RANKED
     ]
+    lowcov = weight["lowcov_dense"]
+    question, answered_w = weight["question_turn"], weight["question_answered"]
+    match, miss, length = weight["names_match"], weight["names_miss"], weight["log_words"]
+    date_match, date_miss = weight["date_match"], weight["date_miss"]
+    scored = []
+    for event_id in ids:
+        r = ranks[event_id]
+        rr60 = [60.0 / (60 + r[k]) if k in r else 0.0 for k in RANKED]
+        rr5 = [5.0 / (5 + r[k]) if k in r else 0.0 for k in RANKED]
+        # the terms in the order of FEATURES, so that the sum is the rows' to the bit
+        terms_out = [w60 * x for (w60, _, _), x in zip(rr_weights, rr60, strict=True)]
+        terms_out += [w5 * x for (_, w5, _), x in zip(rr_weights, rr5, strict=True)]
+        terms_out += [wt * (t * x) for (_, _, wt), x in zip(rr_weights, rr60, strict=True)]
+        terms_out.append(lowcov * ((1.0 - coverage) * rr60[2]))
+        text = texts.get(event_id, "")
+        if question and is_question_turn(text):
+            terms_out.append(question)
+        if answered_w and event_id in answered:
+            terms_out.append(answered_w)
+        words: set[str] | None = None
+        if names:
+            lowered = text.lower()
+            named = False
+            if any(n in lowered for n in names):  # a name that is a word is a substring
+                words = _words(text)
+                named = bool(names & words)
+            terms_out.append(match * (1.0 if named else 0.0))
+            terms_out.append(miss * (0.0 if named else 1.0))
+        if share:
+            terms_out.append(weight["session_share"] * share[sessions.get(event_id, "")])
+        if length:
+            words = _words(text) if words is None else words
+            terms_out.append(length * math.log1p(min(len(words), LENGTH_CAP)))
+        if wanted_dates:
+            found, none = _date_features(wanted_dates, (dates or {}).get(event_id, ""))
+            terms_out += [date_match * found, date_miss * none]
+        scored.append((sum(terms_out), -max(rr60), -event_id, event_id))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     return [(i, s) for s, _, _, i in scored]
+
+
+def _words(text: str) -> set[str]:
+    """The turn's words as the name and length features read them."""
+    return {w.lower().removesuffix("'s") for w in _WORD.findall(text)}
+
+
+def _session_shares(
+    ids: Sequence[int], ranks: Mapping[int, Mapping[str, int]], sessions: Mapping[int, str]
+) -> dict[str, float]:
+    """Each session's share of the candidates' turn and window mass, over the largest."""
+    mass: dict[str, float] = {}
+    for event_id in ids:
+        r = ranks[event_id]
+        m = sum(1.0 / (60 + r[k]) for k in ("turn", "window") if k in r)
+        session = sessions.get(event_id, "")
+        mass[session] = mass.get(session, 0.0) + m
+    top = max(mass.values(), default=0.0) or 1.0
+    return {session: m / top for session, m in mass.items()}

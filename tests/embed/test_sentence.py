@@ -183,3 +183,34 @@ def test_one_text_runs_on_one_thread_with_the_same_vector(embedder: SentenceEmbe
     np.testing.assert_allclose(default[0], reference[0], atol=1e-5)
     with pytest.raises(InvalidInputError, match="single_text_threads"):
         SentenceEmbedder(single_text_threads=0)
+
+
+def test_one_text_skips_encodes_set_up_with_the_same_vector_to_the_bit(
+    embedder: SentenceEmbedder,
+) -> None:
+    """A single text runs the model's modules directly (sentence_transformers >= 6: no
+    encode() set-up per query); its vector is encode()'s for that text, bit for bit, on
+    the same thread count."""
+    import torch
+
+    loaded = embedder._get()
+    if loaded.single is None:
+        pytest.skip("this sentence-transformers has no preprocess(): encode() runs")
+    texts = ["When did Yuki adopt the puppy?", "what is my sister's name", "ok", "é 🐶 " * 40]
+    calls: list[int] = []
+    original = loaded.model.encode
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        reference = [
+            original([t], normalize_embeddings=True, convert_to_numpy=True)[0] for t in texts
+        ]
+        loaded.model.encode = lambda *a, **k: calls.append(1) or original(*a, **k)
+        singles = [embedder.embed([t])[0] for t in texts]
+    finally:
+        del loaded.model.encode
+        torch.set_num_threads(before)
+    assert calls == []  # encode() was not called for one text
+    for single, ref in zip(singles, reference, strict=True):
+        assert single.dtype == np.float32
+        assert single.tobytes() == ref.tobytes()

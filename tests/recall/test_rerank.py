@@ -6,14 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pmm import Mind
 from pmm.recall.recaller import Recaller
 from pmm.recall.rerank import (
     FEATURES,
     LEARNED_COEFFICIENTS,
+    RANKED,
     candidate_features,
     is_question_turn,
+    query_dates,
     query_names,
     query_terms,
     rerank,
@@ -124,3 +128,82 @@ def test_a_question_asked_twice_still_leads(tmp_path: Path) -> None:
         found = [h.event.content for h in mind.recall("dog", k=3)]
         assert found[0] == "What's my dog's name?"
         assert found.index("I have a dog named Bolt.") == 2
+
+
+def _rerank_by_rows(
+    query: str,
+    rankings: dict[str, list[int]],
+    texts: dict[int, str],
+    sessions: dict[int, str],
+    dates: dict[int, str],
+    temporal: bool,
+    coverage: float,
+    coefficients: dict[str, float],
+) -> list[tuple[int, float]]:
+    """The learned fusion as it was written before its fast path: every feature row of
+    candidate_features, scored by the coefficients in the order of FEATURES."""
+    ids, rows = candidate_features(
+        query_names(query), rankings, texts, sessions, temporal=temporal, coverage=coverage,
+        dates=dates, query_date_set=query_dates(query),
+        query_term_set=query_terms(query) if coefficients.get("question_answered") else frozenset(),
+    )  # fmt: skip
+    weights = [float(coefficients.get(f, 0.0)) for f in FEATURES]
+    scored = [
+        (sum(w * x for w, x in zip(weights, row, strict=True)), -max(row[:3]), -i, i)
+        for i, row in zip(ids, rows, strict=True)
+    ]
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    return [(i, s) for s, _, _, i in scored]
+
+
+TURNS = [
+    "Caroline: I went to the LGBTQ support group yesterday.", "Melanie: What's Jon's dog called?",
+    "Jon: My dog is called Bolt, he is 3.", "Gina: We went camping in June 2023!",
+    "Melanie: Caroline's painting sold on 1 February. [shares a photo of a painting]",
+    "Jon: ok", "Caroline: Did you see it? [shares a photo of a beach]",
+    "Gina: my cat's name is Pixel and she's old", "Jon: Melanie-Ann's kids are in Zürich.",
+]  # fmt: skip
+QUERIES = [
+    "When did Caroline go to Jon's LGBTQ support group?", "What is the dog's name?",
+    "What did Gina find on 1 February, 2023?", "When did Melanie go camping in June?",
+    "dog", "Would Melanie-Ann's kids like Zürich?", "May I ask when we met?",
+]  # fmt: skip
+
+
+@given(
+    query=st.sampled_from(QUERIES),
+    order=st.permutations(range(60)),
+    cut=st.tuples(*(st.integers(0, 60) for _ in range(3))),
+    temporal=st.booleans(),
+    coverage=st.floats(0.0, 1.0),
+    mode=st.sampled_from([*LEARNED_COEFFICIENTS, "all"]),
+)
+def test_rerank_scores_as_the_feature_rows_do_to_the_bit(
+    query: str,
+    order: list[int],
+    cut: tuple[int, int, int],
+    temporal: bool,
+    coverage: float,
+    mode: str,
+) -> None:
+    """The fast path of rerank() computes only the weighted features: its scores and order
+    are those of candidate_features' rows, exactly (LoCoMo's figures must not move)."""
+    coefficients = (
+        {f: (n % 7 - 3) / 3.0 for n, f in enumerate(FEATURES)}  # every feature weighs
+        if mode == "all"
+        else LEARNED_COEFFICIENTS[mode]
+    )
+    rankings = {
+        ranker: order[n * 7 : n * 7 + c]
+        for n, (ranker, c) in enumerate(zip(RANKED, cut, strict=True))
+    }
+    rankings["digest"] = order[:5]  # not a feature: ignored by both
+    texts = {i: TURNS[i % len(TURNS)] for i in range(60)}
+    sessions = {i: f"s{i % 4}" for i in range(60)}
+    dates = {i: f"2023-{i % 12 + 1:02d}-{i % 28 + 1:02d}T10:00:00" for i in range(0, 60, 2)}
+    fast = rerank(query, rankings, texts, sessions, temporal=temporal, coverage=coverage,
+                  coefficients=coefficients, dates=dates)  # fmt: skip
+    rows = _rerank_by_rows(query, rankings, texts, sessions, dates, temporal, coverage,
+                           dict(coefficients))  # fmt: skip
+    assert [i for i, _ in fast] == [i for i, _ in rows]
+    assert [s for _, s in fast] == [s for _, s in rows]

@@ -1,0 +1,269 @@
+"""Where recall's rankers get their lists: the keyword keys (a session's or a user's
+in-memory ranker, else the store's full-text index), the dense ranker (the store's own
+vector index, else PMM's in-memory one), a scan for symbol-only queries; and what recall
+reads from the store around them: the adaptive policy's lexical evidence, the learned
+fusion's inputs, and the hits' rows.
+
+    from pmm.recall.sources import dense_ids, keyword_ids
+
+    ids = keyword_ids(store, session_ranker, user_ranker, "where do I live?", "window",
+                      session_id=None, kinds=("prompt", "response"), depth=50)
+    ids = dense_ids(store, embedder, index, vector, 50, kinds=("prompt", "response"))
+
+:class:`pmm.recall.recaller.Recaller` calls these; each returns event ids best first,
+with ``excluded`` ids left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from pmm.errors import ConfigurationError, InvalidInputError
+from pmm.recall.fusion import (
+    EVIDENCE_HITS,
+    RRF_K,
+    FusionPolicy,
+    inverse_document_frequencies,
+    lexical_coverage,
+)
+from pmm.recall.rerank import rerank
+from pmm.records import Event, Hit
+from pmm.text.window_keys import is_temporal
+from pmm.text.words import search_terms, words
+
+if TYPE_CHECKING:
+    from pmm.embed.base import Embedder
+    from pmm.embed.index import VectorIndex
+    from pmm.recall.session_index import SessionRanker
+    from pmm.recall.user_index import UserRanker
+    from pmm.storage.base import EventLog
+
+__all__ = [
+    "checked_kinds",
+    "dense_ids",
+    "fused_hits",
+    "keyword_ids",
+    "learned_order",
+    "policy_weights",
+    "query_idf",
+    "query_weights",
+    "searchable",
+    "symbol_hits",
+]
+
+
+def keyword_ids(
+    store: EventLog,
+    session_ranker: SessionRanker | None,
+    user_ranker: UserRanker | None,
+    query: str,
+    ranker: str,
+    *,
+    session_id: str | None,
+    kinds: tuple[str, ...],
+    depth: int,
+    date_weight: float = 1.0,
+    sync: bool = True,
+    excluded: frozenset[int] | set[int] = frozenset(),
+    user_id: str | None = None,
+) -> list[int]:
+    """One keyword ranker's ids (``ranker``: ``turn``, ``window`` or ``digest``): the
+    session's or the user's in-memory ranker where it serves, else the store's full-text
+    index (``sync=False``: events appended since its last search may be missed)."""
+    if (
+        session_id is not None
+        and session_ranker is not None
+        and session_ranker.serves(ranker, kinds)
+    ):
+        found = session_ranker.search(
+            query, session_id=session_id, key=ranker, kinds=kinds, limit=depth,
+            date_weight=date_weight,
+        )  # fmt: skip
+    elif user_id is not None and user_ranker is not None and user_ranker.serves(ranker, kinds):
+        found = user_ranker.search(
+            query, user_id=user_id, key=ranker, kinds=kinds, limit=depth,
+            date_weight=date_weight,
+        )  # fmt: skip
+    else:
+        found = store.search_text(
+            query, limit=depth, session_id=session_id, kinds=kinds, sync=sync, key=ranker,
+            date_weight=date_weight, **({} if user_id is None else {"user_id": user_id}),
+        )  # fmt: skip
+    return [i for i, _ in found if i not in excluded]
+
+
+def dense_ids(
+    store: EventLog,
+    embedder: Embedder,
+    index: Callable[[], VectorIndex | None],
+    vector: npt.NDArray[np.float32],
+    depth: int,
+    *,
+    session_id: str | None = None,
+    kinds: tuple[str, ...],
+    excluded: frozenset[int] | set[int] = frozenset(),
+    user_id: str | None = None,
+) -> list[int]:
+    """The dense ranker's ids: the store's server-side vector index where it has one
+    (PostgreSQL with pgvector), else the exact in-memory search of ``index()`` (called
+    only then: it may load every vector on first use)."""
+    served = getattr(store, "search_vectors", None)
+    if served is not None:
+        found = served(
+            embedder.model_name, vector, depth, session_id=session_id, kinds=kinds,
+            exclude_ids=excluded, **({} if user_id is None else {"user_id": user_id}),
+        )  # fmt: skip
+        if found is not None:
+            return [i for i, _ in found]
+    vectors = index()
+    if vectors is None:
+        raise ConfigurationError("semantic recall needs an embedder")
+    found = vectors.search(
+        vector, depth, session_id=session_id, kinds=kinds, exclude_ids=excluded,
+        user_id=user_id,
+    )  # fmt: skip
+    return [i for i, _ in found]
+
+
+def symbol_hits(
+    store: EventLog,
+    needles: list[str],
+    k: int,
+    depth: int,
+    session_id: str | None,
+    kinds: tuple[str, ...],
+    excluded: set[int],
+    user_id: str | None = None,
+) -> list[Hit]:
+    """Recall of a query made of symbols only (``"🐶"``): the events holding them, by
+    :meth:`EventLog.search_symbols`, ranked as the ``symbol`` ranker; with ``user_id``,
+    only that user's events."""
+    found = store.search_symbols(
+        needles, limit=depth, session_id=session_id, kinds=kinds, user_id=user_id
+    )
+    ids = [i for i, _ in found if i not in excluded]
+    events = store.get_many(ids)
+    hits: list[Hit] = []
+    for rank, event_id in enumerate(ids, 1):
+        event = events.get(event_id)
+        if event is None or (event.content is None and not event.summary):
+            continue
+        hits.append(Hit(event, 1.0 / (RRF_K + rank), {"symbol": rank}))
+        if len(hits) >= k:
+            break
+    return hits
+
+
+def learned_order(
+    store: EventLog,
+    query: str,
+    rankings: Mapping[str, Sequence[int]],
+    coefficients: Mapping[str, float],
+    temporal: bool,
+    coverage: float | None,
+) -> tuple[list[tuple[int, float, dict[str, int]]], dict[int, Event]]:
+    """The learned fusion (:mod:`pmm.recall.rerank`) of the rankers' candidates, in
+    :func:`~pmm.recall.fusion.rrf_fuse`'s shape: ``(event_id, score, {ranker: rank})``
+    best first; and the candidates' rows it read from ``store`` (for their text, session
+    and time), which :func:`fused_hits` takes instead of reading them again."""
+    ids = list(dict.fromkeys(i for ids in rankings.values() for i in ids))
+    events = store.get_many(ids)
+    texts = {i: e.text for i, e in events.items()}
+    sessions = {i: e.session_id or "" for i, e in events.items()}
+    ranked = rerank(
+        query, rankings, texts, sessions, temporal=temporal,
+        coverage=1.0 if coverage is None else coverage, coefficients=coefficients,
+        dates={i: e.ts for i, e in events.items()},
+    )  # fmt: skip
+    ranks: dict[int, dict[str, int]] = {}
+    for ranker, found in rankings.items():
+        for rank, event_id in enumerate(found, start=1):
+            ranks.setdefault(event_id, {}).setdefault(ranker, rank)
+    return [(i, score, ranks[i]) for i, score in ranked], events
+
+
+def searchable(event: Event) -> str:
+    """The text the turn key indexes: content, summary and keywords."""
+    return " ".join(filter(None, (event.text, event.summary, *event.keywords)))
+
+
+def query_idf(store: EventLog, query: str) -> dict[str, float]:
+    """The inverse document frequency of the query's words in the store."""
+    frequencies = store.document_frequencies(search_terms(query))
+    return inverse_document_frequencies(frequencies, store.search_index_upto())
+
+
+def policy_weights(
+    store: EventLog, policy: FusionPolicy, query: str, temporal: bool, turn_hits: Sequence[int]
+) -> tuple[dict[str, float], float | None]:
+    """The policy's weights for the query, and the lexical coverage of the turn ranker's
+    best hits that they read (None when the policy reads none)."""
+    coverage = None
+    if policy.needs_coverage:
+        top = store.get_many(turn_hits[:EVIDENCE_HITS]).values()
+        # no hit: coverage is 0 with or without idf, so the frequencies are not read
+        idf = query_idf(store, query) if policy.idf and top else None
+        coverage = lexical_coverage(query, (searchable(e) for e in top), idf)
+    return policy.weights_for(temporal=temporal, coverage=coverage), coverage
+
+
+def query_weights(
+    store: EventLog,
+    policy: FusionPolicy,
+    query: str,
+    kinds: tuple[str, ...],
+    temporal_date_weight: float,
+) -> dict[str, float]:
+    """The weights ``policy`` gives ``query`` across all sessions, its evidence read from
+    the store's turn key (as :meth:`pmm.recall.recaller.Recaller.fusion_weights` says)."""
+    temporal = is_temporal(words(query.lower()))
+    turn: list[int] = []
+    if policy.needs_coverage:
+        found = store.search_text(
+            query, limit=EVIDENCE_HITS, kinds=kinds, key="turn",
+            date_weight=temporal_date_weight if temporal else 1.0,
+        )  # fmt: skip
+        turn = [i for i, _ in found]
+    return policy_weights(store, policy, query, temporal, turn)[0]
+
+
+def checked_kinds(kinds: Iterable[str] | str) -> tuple[str, ...]:
+    """``kinds`` as a tuple: one or more non-empty strings, else InvalidInputError."""
+    found = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if not found or not all(isinstance(k, str) and k for k in found):
+        raise InvalidInputError(f"kinds must be one or more non-empty strings, got {kinds!r}")
+    return found
+
+
+def fused_hits(
+    store: EventLog,
+    fused: Sequence[tuple[int, float, dict[str, int]]],
+    k: int,
+    user_id: str | None = None,
+    read: Mapping[int, Event] | None = None,
+) -> list[Hit]:
+    """The first ``k`` of ``fused`` as hits, their rows read in chunks (or taken from
+    ``read``, rows this recall read after its rankers ran): an event redacted since the
+    rankers read it is skipped, and so is another user's (checked on the row itself,
+    whatever the rankers did)."""
+    hits: list[Hit] = []
+    start = 0
+    while len(hits) < k and start < len(fused):
+        chunk = fused[start : start + k - len(hits)]
+        start += len(chunk)
+        if read and all(i in read for i, _, _ in chunk):
+            events: Mapping[int, Event] = read
+        else:
+            events = store.get_many(i for i, _, _ in chunk)
+        for event_id, score, ranks in chunk:
+            event = events.get(event_id)
+            if event is None or (event.content is None and not event.summary):
+                continue  # redacted after the rankers read it
+            if user_id is not None and event.user_id != user_id:
+                continue  # never another user's
+            hits.append(Hit(event, score, ranks))
+    return hits
