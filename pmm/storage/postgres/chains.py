@@ -22,8 +22,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pmm.events.chain import CheckedEvent, resolve_owners, skip_stored, unique_pairs
+from pmm.events.chain import CheckedEvent, resolve_owners
 from pmm.events.chains import NO_USER_KEY, ChainState, new_secret, seal_chains
+from pmm.events.exactly_once import skip_stored, unique_pairs
 from pmm.events.hashing import utc_now
 from pmm.records import Event
 from pmm.storage.postgres.connection import APPEND_LOCK
@@ -83,7 +84,7 @@ def append_locked(
     heads and window keys. One more call when a user comes from a session's owner
     (``pmm_open_chains``), one when ``unique_meta`` is given: entries whose
     ``(session, meta[unique_meta])`` the log holds are left out (and not returned), see
-    :func:`pmm.events.chain.skip_stored`."""
+    :func:`pmm.events.exactly_once.skip_stored`."""
     windowed = sorted(
         {c.entry.session_id for c in checked if c.entry.kind in WINDOW_KINDS},
         key=lambda s: (s is not None, s),

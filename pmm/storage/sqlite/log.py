@@ -23,10 +23,9 @@ from pmm.events.chain import (
     check_new_event,
     owner_error,
     resolve_owners,
-    skip_stored,
-    unique_pairs,
 )
 from pmm.events.chains import seal_chains
+from pmm.events.exactly_once import skip_stored, unique_pairs
 from pmm.events.hashing import utc_now
 from pmm.records import Event, NewEvent, TurnRow
 from pmm.storage.reads import EventReads
