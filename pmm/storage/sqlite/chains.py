@@ -82,11 +82,7 @@ class ChainCache:
         """``(has_rows, user_id)`` of a session (see ``EventStore.session_owner``)."""
         found = self.owners.get(session_id)
         if found is None:
-            row = conn.execute(
-                "SELECT user_id FROM events WHERE session_id = ? ORDER BY id DESC LIMIT 1",
-                (session_id,),
-            ).fetchone()
-            found = (False, None) if row is None else (True, row[0])
+            found = read_owner(conn, session_id)
             if len(self.owners) >= _LIMIT:
                 self.owners.clear()
             self.owners[session_id] = found
@@ -96,6 +92,15 @@ class ChainCache:
         """Record the owners of the sessions an append just wrote to."""
         for session, user in owners.items():
             self.owners[session] = (True, user)
+
+
+def read_owner(conn: sqlite3.Connection, session_id: str) -> tuple[bool, str | None]:
+    """``(has_rows, user_id)`` of a session, read through its index (its newest row: a
+    session's rows all carry its user)."""
+    row = conn.execute(
+        "SELECT user_id FROM events WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+    ).fetchone()
+    return (False, None) if row is None else (True, row[0])
 
 
 def open_chains(

@@ -12,7 +12,7 @@ number of threads and processes appending to one file extend one chain and lose 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,9 +29,9 @@ from pmm.events.exactly_once import skip_stored, unique_pairs
 from pmm.events.hashing import utc_now
 from pmm.records import Event, NewEvent, TurnRow
 from pmm.storage.reads import EventReads
-from pmm.storage.sqlite.chains import ChainCache, open_chains, save_heads
+from pmm.storage.sqlite.chains import ChainCache, open_chains, read_owner, save_heads
 from pmm.storage.sqlite.connection import SqliteBase
-from pmm.storage.sqlite.meta_keys import _meta_path
+from pmm.storage.sqlite.meta_keys import checked_field, stored_values
 from pmm.storage.sqlite.rows import COLUMNS, INSERT, filters
 from pmm.storage.sqlite.stored_text import TEXT_SQL
 
@@ -70,17 +70,21 @@ class EventLogData(SqliteBase, EventReads):
         checked = [self._check(e) for e in entries]
         if not checked:
             return []
-        path = None if unique_meta is None else _meta_path(unique_meta)
+        if unique_meta is not None:
+            checked_field(unique_meta)  # refused before the transaction, whatever the entries
         with self._lock, self._write() as conn:
-            if path is not None:
-                pairs = unique_pairs(checked, unique_meta)
+            if unique_meta is not None:
+
+                def read(sql: str, params: Sequence[Any]) -> list[Any]:
+                    return conn.execute(sql, params).fetchall()
+
+                by_session: dict[str, list[str]] = {}
+                for session, value in unique_pairs(checked, unique_meta):
+                    by_session.setdefault(session, []).append(value)
                 stored = {
-                    (s, v)
-                    for s, v in pairs
-                    if conn.execute(
-                        f"SELECT 1 FROM events WHERE session_id = ? AND {path} = ? LIMIT 1",
-                        (s, v),
-                    ).fetchone()
+                    (session, value)
+                    for session, values in by_session.items()
+                    for value in stored_values(read, session, unique_meta, values)
                 }
                 checked = skip_stored(checked, unique_meta, stored)
                 if not checked:
@@ -128,7 +132,7 @@ class EventLogData(SqliteBase, EventReads):
         """``(has_rows, user_id)`` of a session: whether the log holds any of its events,
         and the user it belongs to (None: none, or written without a user)."""
         with self._lock:
-            return _owner(self._conn, session_id)
+            return read_owner(self._conn, session_id)
 
     def assign_user(self, session_id: str, user_id: str, *, reason: str = "") -> Event:
         """Give a session written without a user its user, once: its rows take ``user_id``
@@ -149,7 +153,7 @@ class EventLogData(SqliteBase, EventReads):
             )
         )
         with self._lock, self._write() as conn:
-            has_rows, owner = _owner(conn, session_id)
+            has_rows, owner = read_owner(conn, session_id)
             if not has_rows:
                 raise InvalidInputError(
                     f"session {session_id!r} has no events: there is nothing to assign "
@@ -291,12 +295,3 @@ class EventLogData(SqliteBase, EventReads):
         the cheap filter vector search uses)."""
         where, params = filters(session_id, kinds, after_id, None, user_id)
         return [r[0] for r in self._read(f"SELECT id FROM events{where} ORDER BY id", params)]
-
-
-def _owner(conn: sqlite3.Connection, session_id: str) -> tuple[bool, str | None]:
-    """``(has_rows, user_id)`` of a session, read through its index (its newest row: a
-    session's rows all carry its user)."""
-    row = conn.execute(
-        "SELECT user_id FROM events WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
-    ).fetchone()
-    return (False, None) if row is None else (True, row[0])

@@ -8,13 +8,35 @@ message ids a session holds, and a key/value view of an append-only log. Mixed i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pmm.errors import InvalidInputError
 from pmm.records import Event
 from pmm.storage.sqlite.connection import SqliteBase
 from pmm.storage.sqlite.rows import COLUMNS
+
+
+def stored_values(
+    read: Callable[[str, Sequence[Any]], list[Any]],
+    session_id: str,
+    field: str,
+    values: Iterable[str],
+) -> set[str]:
+    """Which of ``values`` some event of ``session_id`` holds in ``meta[field]``, through
+    ``read(sql, params)``: the store's reader, or the append's own write transaction."""
+    wanted = list(dict.fromkeys(values))
+    found: set[str] = set()
+    value = _meta_path(field)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = read(
+            f"SELECT DISTINCT {value} FROM events WHERE session_id = ? AND {value} IN ({marks})",
+            [session_id, *chunk],
+        )
+        found.update(str(r[0]) for r in rows)
+    return found
 
 
 class MetaKeys(SqliteBase):
@@ -28,19 +50,7 @@ class MetaKeys(SqliteBase):
 
         ``message_id`` and ``key`` have their own indexes (migration 0006): one index probe
         per value; another field reads the session's rows."""
-        wanted = list(dict.fromkeys(values))
-        found: set[str] = set()
-        value = _meta_path(field)
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._read(
-                f"SELECT DISTINCT {value} FROM events WHERE session_id = ?"
-                f" AND {value} IN ({marks})",
-                [session_id, *chunk],
-            )
-            found.update(str(r[0]) for r in rows)
-        return found
+        return stored_values(self._read, session_id, field, values)
 
     def latest_per_meta_key(
         self,
@@ -79,9 +89,14 @@ class MetaKeys(SqliteBase):
 def _meta_path(field: str) -> str:
     """``json_extract(meta, '$.field')`` written as the indexes of migration 0006 write it
     (a bound parameter would not match them); ``field`` must be a plain name."""
+    return f"json_extract(meta, '$.{checked_field(field)}')"
+
+
+def checked_field(field: str) -> str:
+    """``field`` when it is a plain name (what a meta path may hold), else a clear error."""
     if not field.isidentifier():
         raise InvalidInputError(f"meta field must be a plain name, got {field!r}")
-    return f"json_extract(meta, '$.{field}')"
+    return field
 
 
 class StoreExpiry(SqliteBase):
