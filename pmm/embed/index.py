@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pmm.embed import scoring
+from pmm.embed.matrix import VectorRows
 from pmm.embed.scoring import (
     QUANTIZED_MIN,
     SHORTLIST_MIN,
@@ -46,7 +47,6 @@ from pmm.embed.scoring import (
     BoolArray,
     FloatArray,
     IdArray,
-    sign_bits,
 )
 from pmm.errors import InvalidInputError
 
@@ -57,8 +57,6 @@ log = logging.getLogger(__name__)
 
 REDACTION_KIND = "redaction"
 """Kind of the event :meth:`EventStore.redact` appends; its ``meta["target"]`` is the id."""
-
-_CHUNK = 4096
 
 
 def _kinds_key(kinds: Iterable[str] | str | None) -> tuple[str, ...] | None:
@@ -100,12 +98,7 @@ class VectorIndex:
         self.reloads = 0
         """How many times the cache was rebuilt from scratch (the first load included)."""
         self._lock = threading.RLock()
-        self._matrix: FloatArray = np.zeros((0, dim), dtype=np.float32)
-        self._bits: npt.NDArray[np.uint64] = sign_bits(self._matrix).T.copy()
-        """Sign bits, one row per 64-bit word and one column per vector (see scoring.hamming)."""
-        self._ids: IdArray = np.zeros(0, dtype=np.int64)
-        self._n = 0
-        self._id_sum = 0
+        self._rows = VectorRows(dim)
         self._replaced = 0
         self._max_id = 0
         self._skipped: dict[int, int] = {}
@@ -114,6 +107,10 @@ class VectorIndex:
         self._loaded = False
         self._masks: dict[tuple[str, ...], BoolArray] = {}
         self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def _n(self) -> int:
+        return self._rows.n
 
     def __len__(self) -> int:
         """Vectors held now (as of the last refresh)."""
@@ -126,7 +123,7 @@ class VectorIndex:
     def ids(self) -> IdArray:
         """Event ids of the vectors held, ascending (a copy)."""
         with self._lock:
-            return self._ids[: self._n].copy()
+            return self._rows.held.copy()
 
     def stats(self) -> dict[str, Any]:
         """Vectors held, vectors left out for a wrong size, full reloads so far."""
@@ -137,7 +134,7 @@ class VectorIndex:
                 "vectors": self._n,
                 "wrong_size": len(self._skipped),
                 "reloads": self.reloads,
-                "bytes": int(self._n * (self.dim * 4 + self._bits.shape[0] * 8)),
+                "bytes": self._rows.nbytes(),
             }
 
     def invalidate(self) -> None:
@@ -161,7 +158,7 @@ class VectorIndex:
                 self._drop_redacted()
                 count, id_sum, replaced = self.store.embedding_stats(self.model_name)
                 held = self._n + len(self._skipped)
-                held_sum = self._id_sum + sum(self._skipped)
+                held_sum = self._rows.id_sum + sum(self._skipped)
                 if (count, id_sum, replaced) != (held, held_sum, self._replaced):
                     log.debug(
                         "vectors of %s changed out of order (%d stored, %d held): reloading",
@@ -176,11 +173,7 @@ class VectorIndex:
         self._events_seen = self.store.last_id()
         self._replaced = self.store.embedding_stats(self.model_name)[2]
         rows = self.store.embeddings(self.model_name)
-        self._matrix = np.zeros((max(len(rows), 1), self.dim), dtype=np.float32)
-        self._bits = sign_bits(self._matrix).T.copy()
-        self._ids = np.zeros(max(len(rows), 1), dtype=np.int64)
-        self._n = 0
-        self._id_sum = 0
+        self._rows = VectorRows(self.dim, len(rows))
         self._max_id = 0
         self._skipped = {}
         self._masks = {}
@@ -211,29 +204,7 @@ class VectorIndex:
         self._max_id = max(self._max_id, rows[-1][0], *wrong)
         if not good:
             return
-        need = self._n + len(good)
-        if need > len(self._ids):
-            capacity = max(need, 2 * len(self._ids), 1024)
-            matrix = np.zeros((capacity, self.dim), dtype=np.float32)
-            matrix[: self._n] = self._matrix[: self._n]
-            bits = np.zeros((self._bits.shape[0], capacity), dtype=np.uint64)
-            bits[:, : self._n] = self._bits[:, : self._n]
-            ids = np.zeros(capacity, dtype=np.int64)
-            ids[: self._n] = self._ids[: self._n]
-            self._matrix, self._bits, self._ids = matrix, bits, ids
-        start = self._n
-        for offset in range(0, len(good), _CHUNK):
-            chunk = good[offset : offset + _CHUNK]
-            block = np.frombuffer(b"".join(b for _, b in chunk), dtype=np.float32)
-            block = block.reshape(len(chunk), self.dim)
-            norms = np.linalg.norm(block, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            lo = start + offset
-            self._matrix[lo : lo + len(chunk)] = block / norms
-            self._bits[:, lo : lo + len(chunk)] = sign_bits(block).T
-            self._ids[lo : lo + len(chunk)] = [i for i, _ in chunk]
-        self._n = need
-        self._id_sum += sum(i for i, _ in good)
+        self._rows.add(good)
 
     def _drop_redacted(self) -> None:
         """Drop the vectors of events redacted since the last look."""
@@ -258,33 +229,14 @@ class VectorIndex:
         wanted = np.fromiter(event_ids, dtype=np.int64)
         for event_id in wanted.tolist():
             self._skipped.pop(event_id, None)
-        if not wanted.size or not self._n:
-            return
-        held = self._ids[: self._n]
-        rows = self._rows_of(wanted)
+        rows = self._rows.rows_of(wanted)
         if not rows.size:
             return
-        keep = np.ones(self._n, dtype=np.bool_)
-        keep[rows] = False
-        kept = int(keep.sum())
-        self._id_sum -= int(held[rows].sum())
-        self._matrix[:kept] = self._matrix[: self._n][keep]
-        self._bits[:, :kept] = self._bits[:, : self._n][:, keep]
-        self._ids[:kept] = held[keep]
-        self._n = kept
+        keep = self._rows.remove(rows)
         # a mask may cover fewer rows than are held (rows appended since it was last used)
         self._masks = {key: mask[keep[: len(mask)]] for key, mask in self._masks.items()}
 
     # -- search --------------------------------------------------------------------------
-
-    def _rows_of(self, event_ids: IdArray) -> IdArray:
-        """Row numbers of those ``event_ids`` that have a vector here."""
-        held = self._ids[: self._n]
-        if not event_ids.size or not self._n:
-            return np.zeros(0, dtype=np.int64)
-        pos = np.searchsorted(held, event_ids)
-        pos = np.minimum(pos, self._n - 1)
-        return np.unique(pos[held[pos] == event_ids]).astype(np.int64)
 
     def _kind_mask(self, key: tuple[str, ...]) -> BoolArray:
         """Which rows hold events of these kinds (kinds never change: extended as rows
@@ -292,7 +244,7 @@ class VectorIndex:
         mask = self._masks.get(key)
         have = 0 if mask is None else len(mask)
         if mask is None or have < self._n:
-            new_ids = self._ids[have : self._n]
+            new_ids = self._rows.ids[have : self._n]
             of_kind = np.asarray(
                 self.store.event_ids(kinds=key, after_id=int(new_ids[0]) - 1), dtype=np.int64
             )
@@ -367,12 +319,12 @@ class VectorIndex:
             self.refresh()
             if not self._n:
                 return []
-            held = self._ids[: self._n]
-            excluded = self._rows_of(np.fromiter(exclude_ids, dtype=np.int64))
+            held = self._rows.held
+            excluded = self._rows.rows_of(np.fromiter(exclude_ids, dtype=np.int64))
             rows: IdArray | None = None
             scoped = session_id is not None or user_id is not None
             if scoped or allowed_ids is not None:
-                rows = self._rows_of(self._candidates(session_id, key, allowed_ids, user_id))
+                rows = self._rows.rows_of(self._candidates(session_id, key, allowed_ids, user_id))
                 if key is not None and not scoped:
                     rows = rows[self._kind_mask(key)[rows]]
                 if excluded.size:
@@ -381,7 +333,7 @@ class VectorIndex:
                     return []
                 if rows.size >= self.quantized_min:
                     rows = self._shortlist(query, k, None, rows)
-                scores = scoring.similarities(self._matrix[rows], query, self._scoring_pool())
+                scores = scoring.similarities(self._rows.matrix[rows], query, self._scoring_pool())
             elif self._n >= self.quantized_min:
                 usable: BoolArray | None = None
                 if key is not None:
@@ -392,9 +344,10 @@ class VectorIndex:
                 rows = self._shortlist(query, k, usable)
                 if not rows.size:
                     return []
-                scores = scoring.similarities(self._matrix[rows], query, self._scoring_pool())
+                scores = scoring.similarities(self._rows.matrix[rows], query, self._scoring_pool())
             else:
-                scores = scoring.similarities(self._matrix[: self._n], query, self._scoring_pool())
+                matrix = self._rows.matrix[: self._n]
+                scores = scoring.similarities(matrix, query, self._scoring_pool())
                 if key is not None:
                     scores[~self._kind_mask(key)] = -np.inf
                 if excluded.size:
@@ -419,7 +372,7 @@ class VectorIndex:
     ) -> IdArray:
         """Rows (of ``rows``, else of every usable row) whose sign bits are nearest the
         query's: the candidates the exact pass scores (see the module docstring)."""
-        bits = self._bits[:, : self._n] if rows is None else self._bits[:, rows]
+        bits = self._rows.bits[:, : self._n] if rows is None else self._rows.bits[:, rows]
         keep = max(self.shortlist_min, self.shortlist_per_k * k)
         near = scoring.nearest_by_bits(bits, query, keep, usable)
         return near if rows is None else rows[near]
