@@ -26,9 +26,7 @@ Ctrl-D or Ctrl-C at the prompt leaves; Ctrl-C while a reply is coming cancels th
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from pmm.chat.offline import OfflineResponder
 from pmm.chat.online import Responder, online_responder
+from pmm.chat.options import HELP, features, openai_env, parser
 from pmm.chat.terminal import (
     PROMPT,
     PromptAwareHandler,
@@ -53,19 +52,6 @@ if TYPE_CHECKING:
     from pmm.records import Hit
 
 
-HELP = """\
-commands:
-  /help           this list
-  /memory         the memory the model sees for this session
-  /stats          what the event log holds
-  /verify         check the log's hash chain
-  /search TEXT    recall the events most relevant to TEXT (all of the user's threads;
-                  every session when no user is set)
-  /dream          digest, embed and consolidate what is pending now (also done at exit)
-  /session NAME   switch to another conversation
-  /user NAME [S]  act as user NAME (her thread S, or the current one if it is hers)
-  /quit           leave (Ctrl-D and Ctrl-C at the prompt leave too)
-anything else is a message."""
 REPLY_PREFIX = "pmm> "
 
 Write = Callable[[str], None]
@@ -267,7 +253,7 @@ class Chat:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the chat until /quit, Ctrl-D or Ctrl-C; returns the exit code."""
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     log_handler = PromptAwareHandler()
     log_handler.setFormatter(logging.Formatter("pmm: %(levelname)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[log_handler])
@@ -279,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             enable_embeddings=args.embeddings,
         )
         user = checked_user(args.user)
-        api_key, base_url = _openai_env()
+        api_key, base_url = openai_env()
         responder: Responder
         if api_key:
             responder = online_responder(
@@ -296,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(
             f"PMM chat - {responder.banner} - session {settings.session_id!r}, "
-            f"memory in {settings.db_path} ({_features(settings)})"
+            f"memory in {settings.db_path} ({features(settings)})"
         )
         print("Type a message, or /help for commands; Ctrl-D leaves.")
         enable_line_editing()
@@ -338,67 +324,6 @@ def _loop(chat: Chat, log_handler: PromptAwareHandler | None = None) -> int:
 
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pmm-chat",
-        description="Chat with persistent memory (PMM). Uses OPENAI_API_KEY and "
-        "OPENAI_BASE_URL (environment or .env) when set; otherwise runs offline and "
-        "answers from memory.",
-        epilog=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--db", help="the event log (default: PMM_DB_PATH, else pmm.db)")
-    parser.add_argument(
-        "--session", help="the conversation to continue (default: PMM_SESSION_ID, else default)"
-    )
-    parser.add_argument(
-        "--user",
-        help="the user whose threads these are (memory spans her threads, never another "
-        "user's; default: none, the whole log)",
-    )
-    parser.add_argument("--model", help="chat model name (default: PMM_LLM_MODEL)")
-    parser.add_argument(
-        "--classic",
-        action="store_true",
-        help="online: use the classic LCEL chain instead of the LangChain v1 agent",
-    )
-    parser.add_argument(
-        "--summaries",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="digest every turn into a summary and keywords (default: PMM_ENABLE_SUMMARY)",
-    )
-    parser.add_argument(
-        "--embeddings",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="embed turns for semantic recall; needs the [embeddings] extra "
-        "(default: PMM_ENABLE_EMBEDDINGS)",
-    )
-    return parser
-
-
-def _features(settings: Settings) -> str:
-    """``summaries on (auto, background), embeddings off`` for the banner."""
-    summaries = (
-        f"summaries on ({settings.summarizer}, {settings.summary_mode})"
-        if settings.enable_summary
-        else "summaries off"
-    )
-    return f"{summaries}, embeddings {'on' if settings.enable_embeddings else 'off'}"
-
-
-def _openai_env() -> tuple[str | None, str | None]:
-    """``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (``Settings.load`` has already copied them
-    from ``.env`` into the environment when they were only there)."""
-
-    def get(name: str) -> str | None:
-        value = os.environ.get(name, "").strip()
-        return value or None
-
-    return get("OPENAI_API_KEY"), get("OPENAI_BASE_URL")
 
 
 def _recall(
