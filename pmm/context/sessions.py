@@ -2,9 +2,9 @@
 log (clear marker, key facts, the newest turns that fit, topics, relevant memories, the
 stored session summary) before :func:`pmm.context.assembly.assemble` fits it into the budget.
 
-    weights = recall_weights(settings)              # checks the recall settings
+    weights = recall_weights(settings)      # pmm.context.checks: the recall settings checked
     contexts = SessionContexts(store, settings, counter, weights=weights, embedder=get_embedder)
-    session = checked_session("alice", settings.session_id)
+    session = checked_session("alice", settings.session_id)   # pmm.context.checks too
     ctx = contexts.context(session, query="where do I live?", budget_tokens=500)
     clear_after, facts = contexts.state(session)   # clear marker id, key-fact lines
     contexts.history(session, limit=10)             # turns since the clear, oldest first
@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pmm.context.assembly import Context, Turn, assemble
+from pmm.context.checks import default_recall_mode
 from pmm.context.recent_turns import RecentTurns
 from pmm.context.users import UserFacts, effective_scope
-from pmm.errors import ConfigurationError, InvalidInputError
+from pmm.errors import InvalidInputError
 from pmm.events.roles import without_speaker
 from pmm.events.turns import CLEAR_KIND, REDACTION_KIND, SUPERSEDES_EDGE, TURN_KINDS, turn_role
 from pmm.facts import FactBook
@@ -42,56 +43,6 @@ if TYPE_CHECKING:
     from pmm.storage import EventLog
 
 
-STORE_SESSION_ROOT = "lgstore"
-"""Sessions ``lgstore/<namespace>`` hold the items of :class:`pmm.integrations.PMMStore`:
-reserved, so that no other surface (remember, context, recall, history) reaches them by
-naming the session; the store's own get/search (and its TTL) decide what they show."""
-STORE_KINDS = ("store_put", "store_delete")
-"""The event kinds of PMMStore items: recall refuses to search them."""
-
-
-def is_store_session(session: str) -> bool:
-    """Whether ``session`` is one of PMMStore's namespace sessions (``lgstore/...``)."""
-    return session == STORE_SESSION_ROOT or session.startswith(STORE_SESSION_ROOT + "/")
-
-
-def checked_session(session_id: str | None, default: str) -> str:
-    """``session_id`` (None = ``default``), checked: a non-empty string UTF-8 can store,
-    not one of PMMStore's reserved sessions."""
-    session = default if session_id is None else session_id
-    if not isinstance(session, str) or not session.strip():
-        raise InvalidInputError(f"session_id must be a non-empty string, got {session!r}")
-    if is_store_session(session):
-        raise InvalidInputError(
-            f"session_id {session!r} is reserved: sessions under '{STORE_SESSION_ROOT}/' hold "
-            "PMMStore's items, which only PMMStore.get/search return"
-        )
-    try:
-        session.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(
-            f"session_id {session!r} holds a lone surrogate, which UTF-8 cannot store"
-        ) from None
-    return session
-
-
-def recall_weights(settings: Settings) -> dict[str, float]:
-    """The ranker weights of ``PMM_RECALL_WEIGHTS``, once the recall settings are checked."""
-    from pmm.recall.recaller import parse_weights
-
-    weights = parse_weights(settings.recall_weights)
-    if settings.recall_window > 20:
-        raise ConfigurationError(
-            f"PMM_RECALL_WINDOW={settings.recall_window} is not valid: use 0..20 turns"
-        )
-    return weights
-
-
-def default_recall_mode(settings: Settings) -> str:
-    """Recall's mode when none is asked for: hybrid with embeddings on, else keyword."""
-    return "hybrid" if settings.enable_embeddings else "keyword"
-
-
 @dataclass
 class _SessionState:
     """What has been read of one session so far (refreshed incrementally)."""
@@ -104,7 +55,8 @@ class _SessionState:
 class SessionContexts:
     """Builds the :class:`~pmm.context.assembly.Context` of any session of one log, and holds the
     recaller it shares with :meth:`pmm.Mind.recall` (``weights`` from
-    :func:`recall_weights`; ``embedder`` is called when the recaller is built)."""
+    :func:`pmm.context.checks.recall_weights`; ``embedder`` is called when the recaller is
+    built)."""
 
     def __init__(
         self,

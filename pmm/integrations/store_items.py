@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote
 from langgraph.store.base import SearchItem
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from pmm.context.sessions import STORE_SESSION_ROOT
+from pmm.context.checks import STORE_SESSION_ROOT
 from pmm.errors import InvalidInputError
 from pmm.records import Event
 

@@ -8,10 +8,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pmm.context.sessions import (
-    SessionContexts,
-    checked_session,
-)
+from pmm.context.checks import checked_session
+from pmm.context.sessions import SessionContexts
 from pmm.context.tokens import TokenCounter
 from pmm.context.users import (
     SessionOwners,

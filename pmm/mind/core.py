@@ -9,12 +9,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pmm.context.sessions import (
-    STORE_KINDS,
-    SessionContexts,
-    default_recall_mode,
-    recall_weights,
-)
+from pmm.context.checks import STORE_KINDS, default_recall_mode, recall_weights
+from pmm.context.sessions import SessionContexts
 from pmm.context.tokens import TokenCounter, get_token_counter
 from pmm.context.users import (
     SessionOwners,
