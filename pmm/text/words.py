@@ -65,7 +65,7 @@ def _short_repeat_key(text: str) -> frozenset[str]:
 
 
 def _key_of(text: str) -> frozenset[str]:
-    return frozenset(w.casefold().replace("’", "'") for w in WORD.findall(text))
+    return frozenset(WORD.findall(text.casefold().replace("’", "'")))
 
 
 def search_terms(text: str, *, limit: int = 32) -> list[str]:
