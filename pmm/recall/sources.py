@@ -213,14 +213,22 @@ def one_copy(
     {'turn': [9, 3]}    # 7 and 9: "What's my dog's name?"
     """
     newest: dict[Utterance, int] = {}
-    keys: dict[int, Utterance | None] = {}
-    for event_id in sorted(events):
-        key = keys[event_id] = utterance(events[event_id])
-        if key:
+    keys: dict[int, Utterance] = {}
+    repeated = False
+    for event_id, event in events.items():
+        key = utterance(event)
+        if key is None:
+            continue
+        keys[event_id] = key
+        held = newest.get(key)
+        if held is None or held < event_id:
+            repeated |= held is not None
             newest[key] = event_id
-    if len(newest) == sum(1 for key in keys.values() if key):
-        return {r: list(found) for r, found in rankings.items()}  # no repeats
-    one = {i: newest[key] for i, key in keys.items() if key}
+        else:
+            repeated = True
+    if not repeated:
+        return {r: list(found) for r, found in rankings.items()}
+    one = {i: newest[key] for i, key in keys.items()}
     return {r: list(dict.fromkeys(one.get(i, i) for i in found)) for r, found in rankings.items()}
 
 
@@ -289,10 +297,11 @@ def fused_hits(
     rankers read it is skipped, and so is another user's (checked on the row itself,
     whatever the rankers did).
 
-    One utterance is one hit: the turns that say it again
-    (:func:`~pmm.text.words.repeat_key`) take the place of its best-ranked copy, as the
-    most recent of them among the candidates read, so that copies of a question asked
-    twice do not push the fact it asks about down."""
+    One utterance is one hit: a turn that says a hit's words again
+    (:func:`~pmm.text.words.repeat_key`) is not another hit, and the more recent of the two
+    takes the best-ranked one's place, so that copies of a question asked twice do not push
+    the fact it asks about down. (The learned fusion has merged the copies among its
+    candidates already, :func:`one_copy`; the weighted RRF has not.)"""
     hits: list[Hit] = []
     held: dict[Utterance, int] = {}  # an utterance -> its hit's index
 
@@ -318,10 +327,6 @@ def fused_hits(
             event = events.get(event_id)
             if _shown(event, user_id):
                 add(event, score, ranks)
-    for event_id, score, ranks in fused[start:] if held and read else ():
-        event = read.get(event_id) if read else None  # later copies, from rows already read
-        if _shown(event, user_id) and utterance(event) in held:
-            add(event, score, ranks)
     return hits
 
 

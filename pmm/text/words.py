@@ -54,9 +54,13 @@ def repeat_key(text: str | None) -> frozenset[str]:
     (False, frozenset())
     """
     if not text:
-        return frozenset()
-    text = text[:REPEAT_KEY_CHARS]
-    return _short_repeat_key(text) if len(text) <= 1024 else _key_of(text)
+        return _NO_WORDS
+    if len(text) <= 1024:
+        return _short_repeat_key(text)
+    return _key_of(text[:REPEAT_KEY_CHARS])
+
+
+_NO_WORDS: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=8192)  # short texts only: the cache holds its keys' text

@@ -191,3 +191,21 @@ def test_refit_on_the_same_lists_changes_nothing(
     assert refit.main(["--before", str(lists), "--after", str(lists),
                        "--data", str(tmp_path / "nowhere.json")]) == 0  # fmt: skip
     assert "skipped" in capsys.readouterr().out
+
+
+def test_repeats_ab_times_recall_with_and_without_the_collapse(
+    bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/repeats_ab.py on the tiny file: both sides timed, and the collapse is back on
+    after the run (recall shows a repeated utterance once)."""
+    import pmm.recall.sources as sources
+
+    ab = importlib.import_module("repeats_ab")
+    collapse = (sources.one_copy, sources.utterance)
+    data = tmp_path / "locomo10.json"
+    data.write_text(json.dumps(tiny_locomo()), encoding="utf-8")
+    assert ab.main(["--data", str(data), "--rounds", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "2 questions x 2 rounds, 5 turns" in printed
+    assert "with    the repeat collapse: p50" in printed and "p50 ratio" in printed
+    assert (sources.one_copy, sources.utterance) == collapse
