@@ -189,23 +189,24 @@ def learned_order(
     return [(i, score, ranks[i]) for i, score in ranked], events
 
 
-Utterance = tuple[str | None, frozenset[str]]
-"""Who said it (the event's user) and its :func:`~pmm.text.words.repeat_key`."""
+Utterance = tuple[str | None, str | None, frozenset[str]]
+"""Who said it (the event's user and role) and its :func:`~pmm.text.words.repeat_key`."""
 
 
 def utterance(event: Event) -> Utterance | None:
-    """What a turn says, as recall tells repeats apart: one user's words
-    (:func:`~pmm.text.words.repeat_key`); None for a turn with no word (never a repeat).
+    """What a turn says, as recall tells repeats apart: one speaker's words (the user and
+    the role: the assistant saying the user's words is not the user saying them again,
+    :func:`~pmm.text.words.repeat_key`); None for a turn with no word (never a repeat).
     Another user's copy is another utterance: one user never stands in for another."""
     key = repeat_key(event.content)
-    return (event.user_id, key) if key else None
+    return (event.user_id, event.role, key) if key else None
 
 
 def one_copy(
     rankings: Mapping[str, Sequence[int]], events: Mapping[int, Event]
 ) -> dict[str, list[int]]:
-    """The rankers' lists with the turns that say one thing (:func:`~pmm.text.words.repeat_key`)
-    as one candidate: the most recent of them, at the best rank any of them has in each list.
+    """The rankers' lists with the turns that say one thing (:func:`utterance`: one speaker's
+    words) as one candidate: the most recent of them, at the best rank any of them has in each list.
     A copy takes no rank of its own, so a question asked twice does not push down the turn
     that answers it. ``events``: the candidates' rows (one missing is kept as it is).
 

@@ -142,3 +142,13 @@ def test_the_context_shows_no_memory_that_repeats_a_shown_turn() -> None:
                    memories=memories)  # fmt: skip
     assert [m.event_id for m in ctx.memories] == [3]
     assert ctx.text().count("dog's name") == 1
+
+
+def test_the_same_words_from_another_speaker_are_another_utterance(tmp_path: Path) -> None:
+    with Mind(str(tmp_path / "m.db"), enable_embeddings=False) as mind:
+        for role, text in [("user", "Bolt is my dog."), ("assistant", "Bolt is my dog."),
+                           ("user", "Bolt is my dog!")]:  # fmt: skip
+            mind.remember(text, role=role, session_id="s")
+        hits = mind.recall("Bolt", k=5)
+        # the user's two copies are one (the newest); the assistant's words are its own
+        assert sorted((h.event.role, h.event.id) for h in hits) == [("assistant", 2), ("user", 3)]
