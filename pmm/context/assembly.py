@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pmm.context.tokens import TokenCounter
+from pmm.text.words import repeat_key
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -198,7 +199,8 @@ def assemble(
     follow the key facts, in :data:`SUMMARY_SHARE` of the budget kept from the older turns
     (plus what they leave); a share the bullets do not use goes back to older turns.
 
-    No turn is shown twice: a memory that is also a shown turn is left out, and so is a
+    No turn is shown twice: a memory that is also a shown turn (or says its words again,
+    :func:`~pmm.text.words.repeat_key`) is left out, and so is a
     bullet whose cited turns are all shown (as turns or memories); a bullet that cites
     only turns shown verbatim never appears.
 
@@ -319,10 +321,16 @@ def assemble(
     shown.reverse()
     head_before = bool(kept_facts or kept_memories or kept_summary)
     shown_ids = {t.event_id for t in shown}
-    kept = [m for m in kept_memories if m.event_id not in shown_ids]
+    # a memory that says a shown turn's words again (another copy of it) is that turn too
+    said = {repeat_key(t.text) for t in shown} - {frozenset()}
+
+    def is_shown(memory: Turn) -> bool:
+        return memory.event_id in shown_ids or repeat_key(memory.text) in said
+
+    kept = [m for m in kept_memories if not is_shown(m)]
     if len(kept) < len(kept_memories):
         for memory in kept_memories:
-            if memory.event_id in shown_ids:
+            if is_shown(memory):
                 remaining += memory_cost(memory)
                 memories_spent -= memory_cost(memory)
         cap = int(budget * MEMORIES_SHARE)
@@ -330,7 +338,7 @@ def assemble(
         for memory in memories:  # the next best ones not shown, within the share
             if len(kept) >= memory_limit:
                 break
-            if memory.event_id in shown_ids or memory.event_id in taken:
+            if is_shown(memory) or memory.event_id in taken:
                 continue
             cost = memory_cost(memory)
             if memories_spent + cost <= cap and cost <= remaining:

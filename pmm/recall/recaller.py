@@ -70,6 +70,7 @@ from pmm.recall.sources import (
     fused_hits,
     keyword_ids,
     learned_order,
+    one_copy,
     policy_weights,
     query_weights,
     symbol_hits,
@@ -329,8 +330,9 @@ class Recaller:
         user_id: str | None = None,
     ) -> dict[str, list[int]]:
         """Each ranker's event ids for ``query``, best first, ``depth`` deep, as
-        :meth:`recall` reads them before fusing (the turn kinds; the temporal date weight
-        where the query is temporal; ``dense`` only with an embedder): what benchmarks fuse
+        :meth:`recall`'s learned fusion reads them (the turn kinds; the temporal date weight
+        where the query is temporal; ``dense`` only with an embedder; repeats of one
+        utterance as one, :func:`~pmm.recall.sources.one_copy`): what benchmarks fuse
         offline.
 
         >>> recaller.ranker_lists("where do I live?", depth=20)  # doctest: +SKIP
@@ -349,7 +351,8 @@ class Recaller:
             out["dense"] = self._semantic(
                 self._query_vector(query), depth, session_id, kinds, set(), user_id
             )
-        return out
+        # as the learned fusion reads them: one candidate per utterance said again
+        return one_copy(out, self.store.get_many({i for ids in out.values() for i in ids}))
 
     def fusion_weights(self, query: str, mode: str = "hybrid") -> dict[str, float]:
         """The weights :meth:`recall` fuses its rankers with for ``query`` across all

@@ -17,7 +17,7 @@ with ``excluded`` ids left out.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +33,7 @@ from pmm.recall.fusion import (
 from pmm.recall.rerank import rerank
 from pmm.records import Event, Hit
 from pmm.text.window_keys import is_temporal
-from pmm.text.words import search_terms, words
+from pmm.text.words import repeat_key, search_terms, words
 
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder
@@ -48,11 +48,13 @@ __all__ = [
     "fused_hits",
     "keyword_ids",
     "learned_order",
+    "one_copy",
     "policy_weights",
     "query_idf",
     "query_weights",
     "searchable",
     "symbol_hits",
+    "utterance",
 ]
 
 
@@ -172,6 +174,7 @@ def learned_order(
     and time), which :func:`fused_hits` takes instead of reading them again."""
     ids = list(dict.fromkeys(i for ids in rankings.values() for i in ids))
     events = store.get_many(ids)
+    rankings = one_copy(rankings, events)
     texts = {i: e.text for i, e in events.items()}
     sessions = {i: e.session_id or "" for i, e in events.items()}
     ranked = rerank(
@@ -184,6 +187,50 @@ def learned_order(
         for rank, event_id in enumerate(found, start=1):
             ranks.setdefault(event_id, {}).setdefault(ranker, rank)
     return [(i, score, ranks[i]) for i, score in ranked], events
+
+
+Utterance = tuple[str | None, str | None, frozenset[str]]
+"""Who said it (the event's user and role) and its :func:`~pmm.text.words.repeat_key`."""
+
+
+def utterance(event: Event) -> Utterance | None:
+    """What a turn says, as recall tells repeats apart: one speaker's words (the user and
+    the role: the assistant saying the user's words is not the user saying them again,
+    :func:`~pmm.text.words.repeat_key`); None for a turn with no word (never a repeat).
+    Another user's copy is another utterance: one user never stands in for another."""
+    key = repeat_key(event.content)
+    return (event.user_id, event.role, key) if key else None
+
+
+def one_copy(
+    rankings: Mapping[str, Sequence[int]], events: Mapping[int, Event]
+) -> dict[str, list[int]]:
+    """The rankers' lists with the turns that say one thing (:func:`utterance`: one speaker's
+    words) as one candidate: the most recent of them, at the best rank any of them has in each list.
+    A copy takes no rank of its own, so a question asked twice does not push down the turn
+    that answers it. ``events``: the candidates' rows (one missing is kept as it is).
+
+    >>> one_copy({"turn": [7, 3, 9]}, events)  # doctest: +SKIP
+    {'turn': [9, 3]}    # 7 and 9: "What's my dog's name?"
+    """
+    newest: dict[Utterance, int] = {}
+    keys: dict[int, Utterance] = {}
+    repeated = False
+    for event_id, event in events.items():
+        key = utterance(event)
+        if key is None:
+            continue
+        keys[event_id] = key
+        held = newest.get(key)
+        if held is None or held < event_id:
+            repeated |= held is not None
+            newest[key] = event_id
+        else:
+            repeated = True
+    if not repeated:
+        return {r: list(found) for r, found in rankings.items()}
+    one = {i: newest[key] for i, key in keys.items()}
+    return {r: list(dict.fromkeys(one.get(i, i) for i in found)) for r, found in rankings.items()}
 
 
 def searchable(event: Event) -> str:
@@ -249,8 +296,26 @@ def fused_hits(
     """The first ``k`` of ``fused`` as hits, their rows read in chunks (or taken from
     ``read``, rows this recall read after its rankers ran): an event redacted since the
     rankers read it is skipped, and so is another user's (checked on the row itself,
-    whatever the rankers did)."""
+    whatever the rankers did).
+
+    One utterance is one hit: a turn that says a hit's words again
+    (:func:`~pmm.text.words.repeat_key`) is not another hit, and the more recent of the two
+    takes the best-ranked one's place, so that copies of a question asked twice do not push
+    the fact it asks about down. (The learned fusion has merged the copies among its
+    candidates already, :func:`one_copy`; the weighted RRF has not.)"""
     hits: list[Hit] = []
+    held: dict[Utterance, int] = {}  # an utterance -> its hit's index
+
+    def add(event: Event, score: float, ranks: dict[str, int]) -> None:
+        key = utterance(event)
+        at = held.get(key) if key else None
+        if at is None:
+            if key:
+                held[key] = len(hits)
+            hits.append(Hit(event, score, ranks))
+        elif event.id > hits[at].event.id:  # the most recent copy, at the best one's place
+            hits[at] = Hit(event, hits[at].score, ranks)
+
     start = 0
     while len(hits) < k and start < len(fused):
         chunk = fused[start : start + k - len(hits)]
@@ -261,9 +326,14 @@ def fused_hits(
             events = store.get_many(i for i, _, _ in chunk)
         for event_id, score, ranks in chunk:
             event = events.get(event_id)
-            if event is None or (event.content is None and not event.summary):
-                continue  # redacted after the rankers read it
-            if user_id is not None and event.user_id != user_id:
-                continue  # never another user's
-            hits.append(Hit(event, score, ranks))
+            if _shown(event, user_id):
+                add(event, score, ranks)
     return hits
+
+
+def _shown(event: Event | None, user_id: str | None) -> TypeGuard[Event]:
+    """Whether a candidate's row can be a hit: not redacted after the rankers read it
+    (a summary is shown in its place), never another user's."""
+    if event is None or (event.content is None and not event.summary):
+        return False
+    return user_id is None or event.user_id == user_id

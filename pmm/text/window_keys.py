@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from pmm.text.stemmer import folded, fts_tokens, query_tokens, term_counts
-from pmm.text.words import STOPWORDS
+from pmm.text.words import STOPWORDS, repeat_key
 
 WINDOW_KINDS: tuple[str, ...] = ("prompt", "response")
 """The kinds that get a window key and appear in one another's windows."""
@@ -57,7 +57,7 @@ WINDOW_TURN_CHARS = 16_384
 ones): a window is context, and a 3.6 MB tool result would otherwise make every key built
 over it (each of the next ``radius`` appends rewrites one) as big and as slow as itself. The
 turn's own key still holds all of it."""
-WINDOW_BODY_RULES = 3
+WINDOW_BODY_RULES = 4
 """Bump when :func:`window_body` changes in a way :data:`WINDOW_BODY_FORMAT` cannot see."""
 
 
@@ -181,14 +181,36 @@ def window_members(
 ) -> dict[int, list[WindowRow]]:
     """The rows whose text makes up the window of each turn in ``targets`` (turn kinds
     only, erased turns left out), in order. ``rows`` are one session's events in id order
-    (turns and clear markers)."""
+    (turns and clear markers).
+
+    Repeats do not reinforce (:func:`~pmm.text.words.repeat_key`): a neighbour that says
+    the turn's own words again is left out of its window. A question asked twice would
+    otherwise hold its words twice in each copy's window and outrank the fact it asks
+    about.
+
+    >>> rows = [WindowRow(1, "prompt", "Bolt is my dog."), WindowRow(2, "prompt", "My dog?"),
+    ...         WindowRow(3, "response", "Ok."), WindowRow(4, "prompt", "my dog"),
+    ...         WindowRow(5, "response", "Ok.")]
+    >>> {i: [r.id for r in near] for i, near in window_members(rows, 2, {2, 3}).items()}
+    {2: [1, 2, 3], 3: [1, 2, 3, 4]}
+    """
     found: dict[int, list[WindowRow]] = {}
     for seg in _segments(rows):
         for pos, row in enumerate(seg):
             if row.id not in targets or row.text is None:
                 continue
-            found[row.id] = [r for r in seg[max(0, pos - radius) : pos + radius + 1] if r.text]
+            near = seg[max(0, pos - radius) : pos + radius + 1]
+            found[row.id] = _distinct(row, [r for r in near if r.text])
     return found
+
+
+def _distinct(turn: WindowRow, near: list[WindowRow]) -> list[WindowRow]:
+    """``near`` (holding ``turn``) without the other rows that repeat ``turn``; a text
+    with no word is never taken for a repeat."""
+    own = repeat_key(turn.text)
+    if not own:
+        return near
+    return [r for r in near if r is turn or repeat_key(r.text) != own]
 
 
 def reached_turns(rows: Sequence[WindowRow], radius: int, marked: Collection[int]) -> set[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
@@ -32,6 +33,43 @@ def words(text: str) -> list[str]:
     ["Don't", 'stop', 'now']
     """
     return WORD.findall(text)
+
+
+REPEAT_KEY_CHARS = 16_384
+"""Characters of a text :func:`repeat_key` reads (its first ones; the window key reads as many)."""
+
+
+def repeat_key(text: str | None) -> frozenset[str]:
+    """What makes two texts one utterance said again: the set of their words, case-folded
+    (``’`` read as ``'``), from the first :data:`REPEAT_KEY_CHARS` characters. Empty for a
+    text with no word: such texts (emoji, erased turns) are never taken for repeats.
+
+    A window key counts one utterance once and recall shows it once
+    (:mod:`pmm.text.window_keys`, :func:`pmm.recall.sources.fused_hits`): a question asked
+    twice does not outrank the fact it asks about.
+
+    >>> repeat_key("What's my dog's name?") == repeat_key("what's my DOG’S name")
+    True
+    >>> repeat_key("I have a dog") == repeat_key("Do you have a dog?"), repeat_key("🐶")
+    (False, frozenset())
+    """
+    if not text:
+        return _NO_WORDS
+    if len(text) <= 1024:
+        return _short_repeat_key(text)
+    return _key_of(text[:REPEAT_KEY_CHARS])
+
+
+_NO_WORDS: frozenset[str] = frozenset()
+
+
+@lru_cache(maxsize=8192)  # short texts only: the cache holds its keys' text
+def _short_repeat_key(text: str) -> frozenset[str]:
+    return _key_of(text)
+
+
+def _key_of(text: str) -> frozenset[str]:
+    return frozenset(WORD.findall(text.casefold().replace("’", "'")))
 
 
 def search_terms(text: str, *, limit: int = 32) -> list[str]:

@@ -150,3 +150,62 @@ def test_missing_data_is_a_skip(
     locomo, _ = bench
     assert locomo.main(["--data", str(tmp_path / "nowhere"), "--no-dense"]) == 0
     assert "skipped" in capsys.readouterr().out
+
+
+def test_refit_on_the_same_lists_changes_nothing(
+    bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/locomo_refit.py on ten tiny conversations (its five folds of two): the same lists
+    before and after give the same three rows and no changed question; lists of other
+    questions are refused."""
+    locomo, _ = bench
+    refit = importlib.import_module("locomo_refit")
+    convs = []
+    for n in range(10):
+        [conv] = tiny_locomo()
+        convs.append({**conv, "sample_id": f"conv-{n}"})
+    data = tmp_path / "locomo10.json"
+    data.write_text(json.dumps(convs), encoding="utf-8")
+    lists = tmp_path / "lists.json"
+    assert (
+        locomo.main(["--data", str(data), "--lists", str(lists)], embedder=WordHashEmbedder()) == 0
+    )
+    capsys.readouterr()
+    assert refit.main(["--before", str(lists), "--after", str(lists), "--data", str(data)]) == 0
+    printed = capsys.readouterr().out
+    for mode in ("hybrid", "keyword"):
+        block = printed.split(f"{mode} (")[1].split("\n\n")[0].splitlines()
+        rows = [
+            line.split(maxsplit=1)[1]
+            for line in block
+            if line.strip().startswith(("before", "after"))
+        ]
+        assert len(rows) == 3 and len(set(rows)) == 1, block
+    assert "R@25 " not in printed.replace("R@10/R@25/H@10", "")  # no question changed
+    other = tmp_path / "other.json"
+    other.write_text(
+        json.dumps(json.loads(lists.read_text(encoding="utf-8"))[::-1]), encoding="utf-8"
+    )
+    with pytest.raises(SystemExit, match="different questions"):
+        refit.main(["--before", str(lists), "--after", str(other), "--data", str(data)])
+    assert refit.main(["--before", str(lists), "--after", str(lists),
+                       "--data", str(tmp_path / "nowhere.json")]) == 0  # fmt: skip
+    assert "skipped" in capsys.readouterr().out
+
+
+def test_repeats_ab_times_recall_with_and_without_the_collapse(
+    bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/repeats_ab.py on the tiny file: both sides timed, and the collapse is back on
+    after the run (recall shows a repeated utterance once)."""
+    import pmm.recall.sources as sources
+
+    ab = importlib.import_module("repeats_ab")
+    collapse = (sources.one_copy, sources.utterance)
+    data = tmp_path / "locomo10.json"
+    data.write_text(json.dumps(tiny_locomo()), encoding="utf-8")
+    assert ab.main(["--data", str(data), "--rounds", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "2 questions x 2 rounds, 5 turns" in printed
+    assert "with    the repeat collapse: p50" in printed and "p50 ratio" in printed
+    assert (sources.one_copy, sources.utterance) == collapse

@@ -50,9 +50,11 @@ class TestPMMRetrieverStandard(RetrieversIntegrationTests):
 def retriever(tmp_path: Path) -> PMMRetriever:
     path = str(tmp_path / "pmm.db")
     with Mind(path) as mind:
+        # replies that differ: one reply said six times would be one hit (repeats of an
+        # utterance are shown once, tests/recall/test_repeats.py)
         for topic in TOPICS:
-            mind.remember_turn(f"I like {topic} and memory.", "Noted.", session_id="ana")
-        mind.remember_turn("Bob likes memory games.", "Noted.", session_id="bob")
+            mind.remember_turn(f"I like {topic} and memory.", f"Noted: {topic}.", session_id="ana")
+        mind.remember_turn("Bob likes memory games.", "Noted: games.", session_id="bob")
     r = PMMRetriever(db_path=path, k=10)
     yield r
     r.close()

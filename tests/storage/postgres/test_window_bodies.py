@@ -71,3 +71,36 @@ def test_keys_built_by_other_body_rules_are_rebuilt_on_open(pg_url: str) -> None
         with psycopg.connect(pg_url) as conn:
             state = conn.execute("SELECT radius, body_format FROM window_state").fetchone()
         assert state == (store.window_radius, WINDOW_BODY_FORMAT)
+
+
+def test_a_question_asked_twice_holds_its_words_once_in_each_copys_window(pg_url: str) -> None:
+    """Repeats do not reinforce, as on SQLite (pmm.text.window_keys.window_members): a copy of
+    a turn is left out of its window, appended one by one and rebuilt alike."""
+    texts = ["I have a dog named Bolt.", "Noted.", "What's my dog's name?", "I'm offline.",
+             "what's my DOG'S name", "I'm offline."]  # fmt: skip
+
+    def dogs(url: str) -> dict[int, int]:  # positions of the lexeme 'dog' in each window
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT event_id, search::text FROM event_windows").fetchall()
+        found = {}
+        for event_id, vector in rows:
+            lexeme = next((p for p in vector.split() if p.startswith("'dog':")), "")
+            found[int(event_id)] = len(lexeme.split(":")[1].split(",")) if lexeme else 0
+        return found
+
+    with PostgresEventStore(pg_url) as store:
+        ids = [
+            store.append("prompt" if n % 2 == 0 else "response", text, session_id="r",
+                         role="user" if n % 2 == 0 else "assistant").id
+            for n, text in enumerate(texts)
+        ]  # fmt: skip
+        appended = dogs(pg_url)
+    first, second = ids[2], ids[4]
+    assert appended[first] == 2  # the fact and the question, not its copy
+    assert appended[second] == 1  # the question alone (the fact is 4 turns back)
+    assert appended[ids[3]] == 2  # between the copies: both (capped at two)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE window_state SET body_format = 'rules-3'")
+    with PostgresEventStore(pg_url) as store:
+        assert _window_ids(store, "bolt") == ids[:3]
+    assert dogs(pg_url) == appended
