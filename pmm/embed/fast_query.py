@@ -1,0 +1,131 @@
+"""Faster encoders for recall queries: a copy of the loaded model whose linear layers keep
+their weights in float16 or int8.
+
+    from pmm.embed.sentence import SentenceEmbedder
+
+    embedder = SentenceEmbedder(query_encoder="fp16")    # PMM_QUERY_ENCODER=fp16
+    embedder.embed_query("where do I live?")             # float32 (384,), unit norm
+    embedder.embed(["I moved to Lisbon"])                # documents: the fp32 model, as before
+
+Only queries take this path: stored vectors keep coming from the fp32 model, so switching
+it on or off never re-embeds anything. The copy is made with torch's dynamic quantisation
+(``torch.ao.quantization.quantize_dynamic``) of every ``nn.Linear``; the rest (embeddings,
+layer norms, attention's softmax, pooling) stays float32:
+
+- ``fp16``: weights stored as float16, multiplied in float32 (fbgemm's packed fp16 GEMM).
+  Vectors within rounding of the fp32 ones (cosine > 0.99999 over LoCoMo's questions);
+  about 0.7x the fp32 time on the 2-core AVX2 development machine: one query's forward
+  is bound by reading 86 MB of float32 weights, and this reads half.
+- ``int8``: int8 weights (one scale per output channel), inputs quantised per call. About
+  0.5x the fp32 time, but a cosine of about 0.98 with the fp32 vectors (the feed-forward
+  layers' inputs have outliers that 7-bit activations clip), which moves recall.
+
+``python bench/fast_query.py`` prints the times and cosines; what they do to recall is on
+``docs/benchmarks/recall.md``. Where a copy cannot be built (no quantised kernels in this
+torch build, a model without linear layers) the embedder logs one warning per model and
+encodes queries with the fp32 model; on a GPU (where these kernels do not run, and the
+fp32 model is fast) it does so with an info line.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any, get_args
+
+from pmm.settings import QueryEncoderName
+
+log = logging.getLogger(__name__)
+
+QUERY_ENCODERS: tuple[str, ...] = get_args(QueryEncoderName)
+"""``fp32``: queries through the documents' model; ``fp16`` / ``int8``: through its copy."""
+
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+class Unavailable(RuntimeError):
+    """This encoder cannot run here; ``quiet``: expected (a GPU model), not worth a warning."""
+
+    def __init__(self, reason: str, *, quiet: bool = False) -> None:
+        super().__init__(reason)
+        self.quiet = quiet
+
+
+def warn_once(source: str, encoder: str, reason: str, *, quiet: bool = False) -> None:
+    """Log that ``source``'s ``encoder`` query copy is unavailable, once per model and
+    process (at info level when ``quiet``)."""
+    with _warned_lock:
+        if (source, encoder) in _warned:
+            return
+        _warned.add((source, encoder))
+    log.log(
+        logging.INFO if quiet else logging.WARNING,
+        "PMM_QUERY_ENCODER=%s: %s, so queries of %s are embedded by the float32 model",
+        encoder,
+        reason,
+        source,
+    )
+
+
+def quantised_copy(model: Any, encoder: str) -> Any:
+    """A copy of the sentence-transformers ``model`` (on the CPU) whose ``nn.Linear``
+    layers are dynamically quantised: ``fp16`` weights, or ``int8`` weights with
+    per-channel scales. The original is not touched. Raises :class:`Unavailable` (with
+    why) where this torch or this model cannot do it."""
+    import torch
+    from torch.ao.quantization import (
+        float16_dynamic_qconfig,
+        per_channel_dynamic_qconfig,
+        quantize_dynamic,
+    )
+
+    qconfigs = {"fp16": (float16_dynamic_qconfig, torch.float16),
+                "int8": (per_channel_dynamic_qconfig, torch.qint8)}  # fmt: skip
+    if encoder not in qconfigs:
+        raise ValueError(f"no quantised query encoder {encoder!r}: fp16 or int8")
+    qconfig, dtype = qconfigs[encoder]
+    device = str(getattr(model, "device", "cpu"))
+    if device != "cpu":
+        raise Unavailable(f"the model runs on {device}, and these kernels are CPU-only", quiet=True)
+    engine = torch.backends.quantized.engine
+    if engine not in ("x86", "fbgemm", "onednn", "qnnpack"):
+        raise Unavailable(f"this torch build has no quantised CPU kernels (engine {engine!r})")
+    linear = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    if not linear:
+        raise Unavailable("the model has no linear layers to quantise")
+    with warnings.catch_warnings():
+        # torch >= 2.10 marks torch.ao's eager quantisation as moving to torchao; it works.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        quantised = quantize_dynamic(  # type: ignore[no-untyped-call]
+            copy.deepcopy(model), {name: qconfig for name in linear}, dtype=dtype
+        )
+    quantised.eval()
+    return quantised
+
+
+def build_query_single(
+    model: Any,
+    encoder: str,
+    source: str,
+    single_path: Callable[[Any], Callable[[str], Any] | None],
+) -> Callable[[str], Any] | None:
+    """One query text through the ``encoder`` copy of ``model`` (:func:`quantised_copy`)
+    as ``single_path`` runs a model, or None, after one warning, where it cannot be built
+    or fails on a probe text (the caller then uses the fp32 model)."""
+    try:
+        single = single_path(quantised_copy(model, encoder))
+        if single is None:
+            raise Unavailable("this model's encode() does more than one forward pass")
+        single("probe")
+    except Unavailable as exc:
+        warn_once(source, encoder, str(exc), quiet=exc.quiet)
+        return None
+    except (RuntimeError, ImportError, AttributeError, NotImplementedError) as exc:
+        warn_once(source, encoder, f"{type(exc).__name__}: {exc}")
+        return None
+    return single
