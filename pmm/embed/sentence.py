@@ -250,7 +250,7 @@ class SentenceEmbedder:
         batch_size: int = 64,
         *,
         single_text_threads: int | None = 1,
-        query_encoder: str = "fp32",
+        query_encoder: str = "fp16",
     ) -> None:
         for module, package in (
             ("sentence_transformers", "sentence-transformers"),

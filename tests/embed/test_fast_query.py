@@ -40,12 +40,7 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def fp32() -> SentenceEmbedder:
-    return SentenceEmbedder(device="cpu")
-
-
-@pytest.fixture(scope="module")
-def fp16() -> SentenceEmbedder:
-    return SentenceEmbedder(device="cpu", query_encoder="fp16")
+    return SentenceEmbedder(device="cpu", query_encoder="fp32")
 
 
 @pytest.fixture(scope="module")
@@ -112,10 +107,12 @@ def test_fast_queries_keep_the_nearest_text_of_the_fp32_query(
         assert int(np.argmax(documents @ fast.embed_query(query))) == i
 
 
-def test_documents_never_take_the_fast_path(fp32: SentenceEmbedder, int8: SentenceEmbedder) -> None:
-    int8.embed_query(QUERIES[0])  # the int8 copy exists now
+@pytest.mark.parametrize("encoder", ["fp16", "int8"])
+def test_documents_never_take_the_fast_path(fp32: SentenceEmbedder, encoder: str) -> None:
+    fast = SentenceEmbedder(device="cpu", query_encoder=encoder)
+    fast.embed_query(QUERIES[0])  # the copy exists now
     for batch in (["I moved to Lisbon in 2021."], QUERIES[:4]):
-        np.testing.assert_array_equal(int8.embed(batch), fp32.embed(batch))
+        np.testing.assert_array_equal(fast.embed(batch), fp32.embed(batch))
 
 
 def test_recall_queries_use_the_fast_encoder(int8: SentenceEmbedder) -> None:
@@ -159,7 +156,8 @@ def test_unavailable_kernels_fall_back_to_fp32_with_one_warning(
 def test_the_setting_reaches_the_embedder_and_bad_values_are_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert Settings.load({}).query_encoder == "fp32"
+    assert Settings.load({}).query_encoder == "fp16"
+    assert SentenceEmbedder().query_encoder == "fp16"
     monkeypatch.setenv("PMM_QUERY_ENCODER", "int8")
     embedder = build_embedder(Settings.load())
     assert isinstance(embedder, SentenceEmbedder)
