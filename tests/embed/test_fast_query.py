@@ -56,7 +56,17 @@ def test_the_copy_is_really_quantised_and_the_model_is_not(
     from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 
     model = fp32._get().model
+    before = fp32.embed(QUERIES[:3])
     copy = quantised_copy(model, encoder)
+    np.testing.assert_array_equal(fp32.embed(QUERIES[:3]), before)  # the model is untouched
+    # the copy shares the model's float tensors (the 47 MB of token embeddings) by reference
+    shared = dict(model.named_parameters())
+    for name, tensor in copy.named_parameters():
+        if name.endswith("word_embeddings.weight"):
+            assert tensor is shared[name]
+            break
+    else:
+        raise AssertionError("no word embeddings in the copy")
     quantised = [m for m in copy.modules() if isinstance(m, DynamicLinear)]
     assert len(quantised) >= 36  # MiniLM: 6 layers of 6 linear layers
     dtype = torch.float16 if encoder == "fp16" else torch.qint8
