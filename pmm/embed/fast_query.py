@@ -13,9 +13,10 @@ it on or off never re-embeds anything. The copy is made with torch's dynamic qua
 layer norms, attention's softmax, pooling) stays float32:
 
 - ``fp16`` (the default): weights stored as float16, multiplied in float32 (fbgemm's
-  packed fp16 GEMM). Vectors within rounding of the fp32 ones (cosine > 0.99999 over LoCoMo's questions);
-  about 0.7x the fp32 time on the 2-core AVX2 development machine (half the weight bytes
-  and a kernel packed for a few rows; which of the two gains more was not measured).
+  packed fp16 GEMM). Vectors within rounding of the fp32 ones (cosine > 0.99999 over
+  LoCoMo's questions); about 0.7x the fp32 time on the 2-core AVX2 development machine
+  (half the weight bytes and a kernel packed for a few rows; which gains more was not
+  measured).
 - ``int8``: int8 weights (one scale per output channel), inputs quantised per call. About
   0.5x the fp32 time, but a cosine of about 0.98 with the fp32 vectors: nearly all of the
   error comes from the feed-forward layers (quantised one at a time, each costs 0.001 to
