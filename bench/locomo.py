@@ -67,6 +67,7 @@ from pmm.recall.recaller import (  # noqa: E402
 )
 from pmm.recall.sources import keyword_ids, query_idf, searchable  # noqa: E402
 from pmm.records import NewEvent  # noqa: E402
+from pmm.settings import Settings  # noqa: E402
 from pmm.text.window_keys import is_temporal  # noqa: E402
 from pmm.text.words import STOPWORDS, search_terms, words  # noqa: E402
 
@@ -108,6 +109,18 @@ class DiskCachedEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self.cache[k] for k in keys])
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """A recall query's vector through the inner embedder's query encoder (cached
+        apart from the model's own vectors when that encoder is not fp32)."""
+        encoder = getattr(self.inner, "query_encoder", "fp32")
+        if encoder == "fp32":
+            return self.embed([text])[0]
+        key = f"{encoder}_" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if key not in self.cache:
+            self.cache[key] = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+            self.added += 1
+        return self.cache[key]
 
     def save(self) -> None:
         if self.added:
@@ -308,6 +321,9 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
                         help="also the window key re-searched with N feedback words")  # fmt: skip
     parser.add_argument("--digests", action="store_true",
                         help="heuristic digests of every turn as extra keys (a lever)")  # fmt: skip
+    parser.add_argument("--query-encoder", default=Settings().query_encoder,
+                        choices=("fp32", "fp16", "int8"),
+                        help="PMM_QUERY_ENCODER: the model that embeds questions")  # fmt: skip
     args = parser.parse_args(argv)
 
     path = args.data / "locomo10.json" if args.data.is_dir() else args.data
@@ -324,10 +340,12 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     if embedder is None and not args.no_dense:
         from pmm.embed.sentence import SentenceEmbedder
 
-        embedder = cached = DiskCachedEmbedder(SentenceEmbedder(), args.cache)
+        model = SentenceEmbedder(query_encoder=args.query_encoder)
+        embedder = cached = DiskCachedEmbedder(model, args.cache)
     n_turns = sum(len(c.turns) for c in convs)
     print(f"LoCoMo ({path}): {len(convs)} conversations, {n_turns} turns; "
-          f"embedder {embedder.model_name if embedder is not None else 'none'}")  # fmt: skip
+          f"embedder {embedder.model_name if embedder is not None else 'none'}, "
+          f"queries {args.query_encoder}")  # fmt: skip
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pmm-locomo-") as tmp:
         try:

@@ -137,6 +137,17 @@ class CachingEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self.cache[t] for t in texts])
 
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """A recall query through the inner embedder's query encoder (``--query-encoder``),
+        cached apart from the model's own vectors when that encoder is not fp32."""
+        encoder = getattr(self.inner, "query_encoder", "fp32")
+        if encoder == "fp32":
+            return self.embed([text])[0]
+        key = f"\0{encoder}\0{text}"
+        if key not in self.cache:
+            self.cache[key] = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+        return self.cache[key]
+
 
 def make_digester() -> Any:
     from pmm.digest.heuristic import HeuristicDigester
@@ -488,6 +499,8 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=0, help="only the first N")
     parser.add_argument("--model", default="", help="PMM_EMBEDDING_MODEL (default MiniLM)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    parser.add_argument("--query-encoder", default=None, choices=("fp32", "fp16", "int8"),
+                        help="PMM_QUERY_ENCODER (default: the setting's default)")  # fmt: skip
     parser.add_argument("--no-dense", action="store_true", help="no embedder: keyword only")
     parser.add_argument(
         "--digests", choices=("both", "with", "without"), default="both",
@@ -530,10 +543,12 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     if embedder is None and not args.no_dense:
         from pmm.embed.sentence import SentenceEmbedder
 
-        model = SentenceEmbedder(args.model, device=args.device)
+        encoder = {} if args.query_encoder is None else {"query_encoder": args.query_encoder}
+        model = SentenceEmbedder(args.model, device=args.device, **encoder)
         started = time.perf_counter()
         model.load()
-        print(f"model {model.model_name} loaded in {time.perf_counter() - started:.1f} s")
+        print(f"model {model.model_name} loaded in {time.perf_counter() - started:.1f} s, "
+              f"queries {model.query_encoder}")  # fmt: skip
         embedder = model
     if args.synthetic:
         from recall_scale import run_synthetic

@@ -14,7 +14,9 @@ append. Baselines in the same run: hybrid with the query embedded in line before
 keyword rankers (``Recaller(background_encoding=False)``, as before
 :mod:`pmm.recall.query_vectors`), the exact float32 scan of every vector (what the index
 did before its sign-bit first pass) and the query encoder with torch's own thread count
-(before one text got one thread), alone and together as "hybrid, before"; and how many
+(before one text got one thread), alone and together as "hybrid, before" (queries through
+the fp32 model); hybrid and the encoder with queries through the fp32 model whatever
+``--query-encoder`` says ("fp32" rows, ``PMM_QUERY_ENCODER=fp32``); and how many
 of the exact scan's top 10 / top 50 the two-pass search returns on these vectors.
 """
 
@@ -190,7 +192,10 @@ def run_synthetic(
                     recaller.recall(q, k=10, mode=mode)
             # the baseline: exact scan of every vector, torch's own thread count for a query
             before_embedder = SentenceEmbedder(
-                embedder.source, device=embedder.device_preference, single_text_threads=None
+                embedder.source,
+                device=embedder.device_preference,
+                single_text_threads=None,
+                query_encoder="fp32",
             )
             before = Recaller(store, before_embedder)
             exact = VectorIndex(store, embedder.model_name, dim, quantized_min=n + 1)
@@ -204,6 +209,11 @@ def run_synthetic(
             # pmm.recall.query_vectors), same vector cache
             inline = Recaller(store, embedder, background_encoding=False)
             inline._index = recaller.index
+            # queries through the fp32 model (PMM_QUERY_ENCODER=fp32), same vector cache
+            fp32_embedder = SentenceEmbedder(embedder.source, device=embedder.device_preference,
+                                             query_encoder="fp32")  # fmt: skip
+            fp32 = Recaller(store, fp32_embedder)
+            fp32._index = recaller.index
             clear_rrf = query_cache_clearer(rrf) or (lambda: None)
             rows: list[tuple[str, list[float]]] = []
             encode = query_encoder(recaller)
@@ -222,6 +232,8 @@ def run_synthetic(
             results["warm_distinct_queries"] = len(warm)
             clear()
             rows.append(("query encoder, cold", timed_calls(encode, queries)))
+            fp32.clear_query_cache()
+            rows.append(("query encoder, cold, fp32", timed_calls(query_encoder(fp32), queries)))
             clear_before()
             rows.append(
                 (
@@ -275,6 +287,13 @@ def run_synthetic(
                         )
                     )
                 if mode == "hybrid":
+                    fp32.clear_query_cache()
+                    rows.append(
+                        (
+                            "hybrid, fp32 queries",
+                            timed_calls(lambda q: fp32.recall(q, k=10, mode="hybrid"), queries),
+                        )
+                    )
                     inline.clear_query_cache()
                     rows.append(
                         (

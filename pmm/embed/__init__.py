@@ -22,10 +22,12 @@ __all__ = ["Embedder", "build_embedder"]
 
 def build_embedder(settings: Settings) -> Embedder:
     """The embedder ``settings`` ask for: sentence-transformers with
-    ``PMM_EMBEDDING_MODEL`` on ``PMM_DEVICE``. It is built whether or not
-    ``enable_embeddings`` is on (the caller decides that); the model itself loads on first
-    use. Raises :class:`~pmm.errors.MissingDependencyError` when sentence-transformers is
-    not installed."""
+    ``PMM_EMBEDDING_MODEL`` on ``PMM_DEVICE``, queries through ``PMM_QUERY_ENCODER``. It
+    is built whether or not ``enable_embeddings`` is on (the caller decides that); the
+    model itself loads on first use. Raises :class:`~pmm.errors.MissingDependencyError`
+    when sentence-transformers is not installed."""
     from pmm.embed.sentence import SentenceEmbedder
 
-    return SentenceEmbedder(settings.embedding_model, device=settings.device)
+    return SentenceEmbedder(
+        settings.embedding_model, device=settings.device, query_encoder=settings.query_encoder
+    )

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pmm.embed.fast_query import QUERY_ENCODERS
 from pmm.errors import BackendError, InvalidInputError, MissingDependencyError
 from pmm.models.loading import quiet_model_loading
 
@@ -119,6 +120,9 @@ class _Loaded:
     """One text's embedding without ``encode``'s set-up (None: ``encode`` runs)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Serialises ``encode``: a fast tokenizer used from two threads at once fails."""
+    queries: dict[str, Callable[[str], Any] | None] = field(default_factory=dict)
+    """One query through the fp16 or int8 copy (:mod:`pmm.embed.fast_query`), built on
+    first use (None: it cannot run here)."""
 
 
 _MODELS: dict[tuple[str, str], _Loaded] = {}
@@ -246,6 +250,7 @@ class SentenceEmbedder:
         batch_size: int = 64,
         *,
         single_text_threads: int | None = 1,
+        query_encoder: str = "fp16",
     ) -> None:
         for module, package in (
             ("sentence_transformers", "sentence-transformers"),
@@ -267,6 +272,13 @@ class SentenceEmbedder:
             )
         self.single_text_threads = single_text_threads
         """torch threads for embedding one text on a CPU (None: torch's own count)."""
+        if query_encoder not in QUERY_ENCODERS:
+            raise InvalidInputError(
+                f"query_encoder must be one of {', '.join(QUERY_ENCODERS)}, got {query_encoder!r}"
+            )
+        self.query_encoder = query_encoder
+        """``fp32``, ``fp16`` or ``int8``: the model :meth:`embed_query` runs (see
+        :mod:`pmm.embed.fast_query`)."""
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
 
@@ -333,10 +345,55 @@ class SentenceEmbedder:
                     f"embedding {len(batch)} texts with {self._model_name} failed "
                     f"({type(exc).__name__}: {exc})"
                 ) from exc
+        return self._checked(raw, len(batch), loaded)
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """One recall query's vector, float32 of shape ``(dim,)`` and norm 1: through the
+        fp16 or int8 copy of the model when ``query_encoder`` names one (and that copy can
+        be built; else one warning, then the fp32 model), else ``embed([text])[0]``.
+        Documents always go through :meth:`embed`, so stored vectors never change.
+
+        >>> SentenceEmbedder(query_encoder="fp16").embed_query("where?").shape  # doctest: +SKIP
+        (384,)
+        """
+        if not isinstance(text, str):
+            raise InvalidInputError(f"embed_query() takes a text (str), got {type(text).__name__}")
+        if self.query_encoder == "fp32":
+            return self._first(self.embed([text]))
+        loaded = self._get()
+        encoder = self.query_encoder
+        with loaded.lock:
+            if encoder not in loaded.queries:
+                from pmm.embed.fast_query import build_query_single
+
+                loaded.queries[encoder] = build_query_single(
+                    loaded.model, encoder, self._model_name, _single_text_path
+                )
+        single = loaded.queries[encoder]
+        if single is None:
+            return self._first(self.embed([text]))
+        if loaded.max_chars:
+            text = text[: loaded.max_chars]
+        with loaded.lock, _torch_threads(self.single_text_threads):
+            try:
+                raw = single(text)
+            except (RuntimeError, ValueError, TypeError, OSError, MemoryError) as exc:
+                raise BackendError(
+                    f"embedding a query with the {encoder} copy of {self._model_name} failed "
+                    f"({type(exc).__name__}: {exc})"
+                ) from exc
+        return self._first(self._checked(raw, 1, loaded))
+
+    @staticmethod
+    def _first(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        first: npt.NDArray[np.float32] = vectors[0]
+        return first
+
+    def _checked(self, raw: Any, count: int, loaded: _Loaded) -> npt.NDArray[np.float32]:
         vectors = np.ascontiguousarray(raw, dtype=np.float32)
-        if vectors.shape != (len(batch), loaded.dim):
+        if vectors.shape != (count, loaded.dim):
             raise BackendError(
                 f"{self._model_name} returned vectors of shape {vectors.shape}, "
-                f"expected ({len(batch)}, {loaded.dim})"
+                f"expected ({count}, {loaded.dim})"
             )
         return vectors

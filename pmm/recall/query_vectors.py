@@ -17,6 +17,9 @@ Measured on the 2-core development machine with the same queries asked of both i
 (load 1.3): hybrid p50 36.8 ms against 41.4 ms in line. Where no core is free it gains
 nothing, and the model's forward, which takes the GIL back between its small torch calls,
 can wait on the caller's Python work. The vector is the same either way.
+
+An embedder with an ``embed_query(text)`` method (``SentenceEmbedder``) embeds queries
+through it, so that ``PMM_QUERY_ENCODER=int8`` reaches them; documents never take it.
 """
 
 from __future__ import annotations
@@ -104,7 +107,9 @@ class QueryVectors:
 
     def _embed(self, query: str) -> Vector:
         started = time.perf_counter()
-        vector = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
+        embed_query = getattr(self.embedder, "embed_query", None)
+        raw = embed_query(query) if callable(embed_query) else self.embedder.embed([query])[0]
+        vector = np.asarray(raw, dtype=np.float32)
         vector.setflags(write=False)
         with self._lock:
             self.encoder_seconds += time.perf_counter() - started
