@@ -126,9 +126,10 @@ class _Phases(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.lines: list[str] = []
+        self.started = time.time()
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+        self.lines.append(f"[ends at {time.time() - self.started:7.2f} s] {record.getMessage()}")
 
 
 def _in_place(db: Any, shards: Any = pg_erasure.ALL_SHARDS, *, pause: float = 0.0) -> None:
@@ -298,6 +299,10 @@ def _measure(
             "during_p50_ms": 1000 * _pct(during, 50),
             "during_p99_ms": 1000 * _pct(during, 99),
             "appends_during": len(during),
+            "longest_starts_at_s": max(
+                ((d, t - erase_start) for t, d in samples if t < erase_end and t + d > erase_start),
+                default=(0.0, float("nan")),
+            )[1],
         }
     return report
 
@@ -353,7 +358,7 @@ def _print(result: dict[str, Any]) -> None:
                 f"{LABELS[mode]:<23} {name:<17} {g['writers']:>2} {g['max_wait_ms']:>7.0f}ms"
                 f" {g['before_p50_ms']:>9.1f}ms {g['before_p99_ms']:>9.1f}ms"
                 f" {g['during_p50_ms']:>9.1f}ms {g['during_p99_ms']:>9.1f}ms"
-                f" {r['erase_s']:>7.2f}s"
+                f" {r['erase_s']:>7.2f}s  (longest starts at {g['longest_starts_at_s']:.2f} s)"
             )
     for mode in ("vacuum", "swap"):
         r = result[mode]

@@ -4,12 +4,15 @@ allows them (see :mod:`pmm.retention.erasure` and :mod:`pmm.retention.compaction
     store.forget(session_id="alice", reason="user asked")     # -> ErasureReport
     store.compact(older_than="30d")                            # -> CompactionReport
 
-In one transaction under the append lock: the text, summary and keywords of the events
-(and of the session summaries built from them) become NULL, so their ``search`` tsvector
-(a generated column) is recomputed without them; their vectors, edges and window keys are
-deleted and the windows of their neighbouring turns rewritten; one chained ``redaction``
-event per session records the ids and the reason. Compaction drops only the raw text of
-old digested turns and records one chained ``compaction`` event.
+In one transaction under the locks of the sessions and chains it touches (appends to them
+wait; other users' go on; compaction, and an erasure whose ``match`` found rows of other
+sessions once those locks were taken, hold the exclusive append lock instead): the text,
+summary and keywords of the events (and of the session summaries built from them) become
+NULL, so their ``search`` tsvector (a generated column) is recomputed without them; their
+vectors, edges and window keys are deleted and the windows of their neighbouring turns
+rewritten; one chained ``redaction`` event per session records the ids and the reason.
+Compaction drops only the raw text of old digested turns and records one chained
+``compaction`` event.
 
 Then what held the erased rows is rewritten (:func:`rewrite`): ``events``, ``embeddings``
 and ``event_windows`` are partitioned by user (migrations/0009), and only the partitions

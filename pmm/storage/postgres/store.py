@@ -259,9 +259,11 @@ class PostgresEventStore(
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
     def rewrite_tables(self) -> tuple[int, int]:
-        """Rewrite PMM's tables so that no dead row version holds erased text (``VACUUM
-        FULL``, see :func:`pmm.storage.postgres.erasure.rewrite`); returns the bytes they
-        took before and after. :meth:`forget`, :meth:`redact` and :meth:`compact` do it."""
+        """Rewrite PMM's tables so that no dead row version holds erased text (every
+        partition copied and swapped in, the small tables by ``VACUUM FULL``, see
+        :func:`pmm.storage.postgres.erasure.rewrite`); returns the bytes they took before
+        and after. :meth:`forget`, :meth:`redact` and :meth:`compact` rewrite the erased
+        rows' partitions only."""
         from pmm.storage.postgres.erasure import rewrite, table_bytes
 
         before = table_bytes(self._db)

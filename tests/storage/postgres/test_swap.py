@@ -129,3 +129,24 @@ def test_a_swap_that_cannot_get_its_lock_gives_up_and_leaves_the_partition_as_it
     assert store.get(kept).content == "written while the rewrite is pending"
     assert store.verify().ok
     store.close()
+
+
+def test_an_erasure_whose_rows_spread_meanwhile_takes_the_exclusive_lock_instead(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pmm.storage.postgres.erasure as pg_erasure
+
+    calls: list[bool] = []
+
+    def widened(needed: Any, held: Any) -> bool:  # as if a match found a new session
+        calls.append(True)
+        return False
+
+    monkeypatch.setattr(pg_erasure, "_within", widened)
+    with PostgresEventStore(pg_url) as store:
+        users = users_apart(pg_url)
+        _fill(store, users, 3)
+        report = store.forget(match="locker code", reason="asked")
+        assert len(report.erased) == 3 and calls == [True]
+        assert all(store.get(i).content is None for i in report.erased)
+        assert store.verify().ok
