@@ -82,16 +82,30 @@ def rewrite(db: Database, shards: Iterable[int] = ALL_SHARDS, *, pause: float = 
     """Rewrite the partitions ``shards`` of the tables partitioned by user (each copied
     and swapped, :func:`pmm.storage.postgres.swap.rewrite_partition`, ``pause`` seconds
     between its chunks), ``VACUUM FULL`` the small tables of :data:`UNPARTITIONED`,
-    ``ANALYZE`` them all, then ``VACUUM FULL`` of ``pg_statistic``, whose replaced rows
-    held samples of the erased text (allowed to the database's owner; anyone else gets one
-    warning). See the module docstring for what this does and does not remove."""
+    ``ANALYZE`` them (and the partitioned tables that have statistics of their own), then
+    ``VACUUM FULL`` of ``pg_statistic``, whose replaced rows held samples of the erased
+    text (allowed to the database's owner; anyone else gets one warning). See the module
+    docstring for what this does and does not remove."""
     for shard in sorted(set(shards)):
         for table in PARTITIONED:
             report = rewrite_partition(db, table, shard, pause=pause)
             log.debug("rewrote %s: %s", report.partition, report)
+    # A partitioned table's own statistics sample every partition, so its ANALYZE reads
+    # them all (tens of seconds at a million events); autovacuum never makes them, and
+    # without them there is nothing of the erased rows to replace (the copies were
+    # analyzed before their swap).
+    sampled = {
+        str(r[0])
+        for r in db.read(
+            "SELECT DISTINCT tablename FROM pg_stats WHERE inherited"
+            " AND schemaname = current_schema() AND tablename = ANY(%s)",
+            (list(PARTITIONED),),
+        )
+    }
+    analyzed = [t for t in PARTITIONED if t in sampled] + list(UNPARTITIONED)
     for sql in (
         *(f"VACUUM FULL {table}" for table in UNPARTITIONED),
-        f"ANALYZE {', '.join((*PARTITIONED, *UNPARTITIONED))}",
+        f"ANALYZE {', '.join(analyzed)}",
     ):
         started = time.perf_counter()
         db.run(sql)

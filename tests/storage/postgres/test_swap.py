@@ -6,6 +6,7 @@ up with a clear error, leaving the partition as it was."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -150,3 +151,24 @@ def test_an_erasure_whose_rows_spread_meanwhile_takes_the_exclusive_lock_instead
         assert len(report.erased) == 3 and calls == [True]
         assert all(store.get(i).content is None for i in report.erased)
         assert store.verify().ok
+
+
+def test_the_partitioned_tables_are_analyzed_only_when_they_have_statistics_of_their_own(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Their own statistics sample every partition (erased rows included); autovacuum never
+    # makes them, and without them an ANALYZE of every partition would be wasted work.
+    def analyzed() -> str:
+        lines = [r.getMessage() for r in caplog.records if "s: ANALYZE " in r.getMessage()]
+        return lines[-1].split("ANALYZE ", 1)[1]
+
+    caplog.set_level(logging.DEBUG, logger="pmm.storage.postgres.erasure")
+    with PostgresEventStore(pg_url) as store:
+        users = users_apart(pg_url)
+        _fill(store, users, 2)
+        store.forget(session_ids=[f"{users[0]}/t1"], reason="asked")
+        assert analyzed() == "edges, chains, session_owners"
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ANALYZE events")
+        store.forget(session_ids=[f"{users[1]}/t1"], reason="asked")
+        assert analyzed() == "events, edges, chains, session_owners"
