@@ -111,7 +111,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
     lines.append(f"size: {format_size(report.bytes_before)} -> {format_size(report.bytes_after)}")
     if is_postgres_url(path):
         lines.append(
-            "note: the tables were rewritten (VACUUM FULL); PostgreSQL's WAL (pg_wal), its "
+            "note: the erased rows' partitions were rewritten (copied and swapped in); "
+            "PostgreSQL's WAL (pg_wal), its "
             "archives, replicas and backups keep the old bytes until they are recycled"
         )
     elif not report.wal_truncated:

@@ -46,12 +46,9 @@ _LOCK_MANY = (
     "SELECT pg_advisory_xact_lock(%s, h) FROM"
     " (SELECT DISTINCT hashtext(k) AS h FROM unnest(%s::text[]) AS k ORDER BY 1) AS keys"
 )
-OWNERS = (
-    "SELECT s, (SELECT user_id FROM events WHERE session_id = s ORDER BY id DESC LIMIT 1)"
-    " FROM unnest(%s::text[]) AS s WHERE EXISTS (SELECT 1 FROM events WHERE session_id = s)"
-)
-"""``(session, user_id)`` of each of the given sessions that has events (its newest row's
-user: a session's rows all carry it), read through ``events_by_session``."""
+OWNERS = "SELECT session_id, user_id FROM session_owners WHERE session_id = ANY(%s)"
+"""``(session, user_id)`` of each of the given sessions that has events (migrations/0009:
+one index probe, where reading ``events`` would probe every partition)."""
 
 
 def lock_sessions(conn: psycopg.Connection[Any], sessions: Iterable[str | None]) -> None:
@@ -61,6 +58,13 @@ def lock_sessions(conn: psycopg.Connection[Any], sessions: Iterable[str | None])
     keys = sorted({"" if s is None else s for s in sessions})
     if keys:
         conn.execute(_LOCK_MANY, (SESSION_LOCK, keys))
+
+
+def lock_chains(conn: psycopg.Connection[Any], users: Iterable[str | None]) -> None:
+    """Take the locks of the chains of ``users`` (None: the chain without a user), in the
+    canonical order, after :func:`lock_sessions`: what an append holds from reading a
+    chain's head until commit."""
+    conn.execute(_LOCK_MANY, (CHAIN_LOCK, _chain_keys(users)))
 
 
 def _chain_keys(users: Iterable[str | None]) -> list[str]:

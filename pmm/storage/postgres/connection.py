@@ -44,6 +44,14 @@ def migrations() -> tuple[tuple[int, str, str], ...]:
     return tuple(sorted(found))
 
 
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    """Plan every statement for its parameters: a generic plan (which PostgreSQL may pick
+    for a statement prepared by psycopg after a few runs) locks every partition of the
+    tables partitioned by user (migrations/0009); a plan for the values reads and locks
+    the partitions it names only."""
+    conn.execute("SET plan_cache_mode = force_custom_plan")
+
+
 class Database:
     """A pool of connections to one database, with PMM's error messages."""
 
@@ -64,6 +72,7 @@ class Database:
                 min_size=1,
                 max_size=max(1, pool_size),
                 kwargs={"autocommit": True},
+                configure=_configure,
                 timeout=timeout,
                 open=False,
             )
@@ -118,6 +127,13 @@ class Database:
     def write(self) -> Iterator[psycopg.Connection[Any]]:
         """One transaction: committed when the block ends, rolled back on an error."""
         with self._translated(), self._pool.connection() as conn, conn.transaction():
+            yield conn
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[psycopg.Connection[Any]]:
+        """One connection, in autocommit mode, for a caller that runs several transactions
+        of its own on it (a partition rewrite commits between its steps)."""
+        with self._translated(), self._pool.connection() as conn:
             yield conn
 
     @contextlib.contextmanager

@@ -91,10 +91,10 @@ class DerivedData:
             (", vec", ", %s::vector", ", vec = excluded.vec") if pgvector else ("", "", "")
         )
         sql = (
-            f"INSERT INTO embeddings(event_id, model, dim, vector{column})"
-            f" SELECT %s, %s, %s, %s{value} WHERE EXISTS"
-            " (SELECT 1 FROM events WHERE id = %s AND content IS NOT NULL)"
-            " ON CONFLICT (event_id, model) DO UPDATE"
+            f"INSERT INTO embeddings(event_id, model, dim, vector{column}, shard)"
+            f" SELECT %s, %s, %s, %s{value}, shard FROM events"
+            " WHERE id = %s AND content IS NOT NULL"  # its event's partition (migrations/0009)
+            " ON CONFLICT (event_id, model, shard) DO UPDATE"
             f" SET dim = excluded.dim, vector = excluded.vector{update}"
         )
         stored = 0

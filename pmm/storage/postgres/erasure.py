@@ -4,30 +4,37 @@ allows them (see :mod:`pmm.retention.erasure` and :mod:`pmm.retention.compaction
     store.forget(session_id="alice", reason="user asked")     # -> ErasureReport
     store.compact(older_than="30d")                            # -> CompactionReport
 
-In one transaction under the append lock: the text, summary and keywords of the events
-(and of the session summaries built from them) become NULL, so their ``search`` tsvector
-(a generated column) is recomputed without them; their vectors, edges and window keys are
-deleted and the windows of their neighbouring turns rewritten; one chained ``redaction``
-event per session records the ids and the reason. Compaction drops only the raw text of
-old digested turns and records one chained ``compaction`` event.
+In one transaction under the locks of the sessions and chains it touches (appends to them
+wait; other users' go on; compaction, and an erasure whose ``match`` found rows of other
+sessions once those locks were taken, hold the exclusive append lock instead): the text,
+summary and keywords of the events (and of the session summaries built from them) become
+NULL, so their ``search`` tsvector (a generated column) is recomputed without them; their
+vectors, edges and window keys are deleted and the windows of their neighbouring turns
+rewritten; one chained ``redaction`` event per session records the ids and the reason.
+Compaction drops only the raw text of old digested turns and records one chained
+``compaction`` event.
 
-Then the tables are rewritten (:func:`rewrite`): ``VACUUM FULL`` copies the live rows of
-``events``, ``embeddings``, ``edges`` and ``event_windows`` (and their TOAST tables and
-indexes, GIN included) into new files and removes the old ones, so the dead row versions
-that still held the text leave the data files; ``ANALYZE`` then replaces the column
-statistics and ``VACUUM FULL pg_statistic`` drops the old ones (they sample values and
-lexemes; the database owner may rewrite that catalog, other users get a warning).
-``VACUUM FULL`` holds an exclusive lock on each table while it copies it: other servers
-wait for it. What
-PostgreSQL does not let PMM erase: the write-ahead log (``pg_wal``) keeps the old bytes
-until its segments are recycled after later checkpoints, and so do WAL archives, replicas'
-WAL and base backups; a row version still visible to a transaction that was open during
-the rewrite is copied along (the rewrite waits for the lock, not for old snapshots).
+Then what held the erased rows is rewritten (:func:`rewrite`): ``events``, ``embeddings``
+and ``event_windows`` are partitioned by user (migrations/0009), and only the partitions
+that held erased rows are rewritten, each copied beside the live one while other users go
+on appending to it and swapped in one short transaction (:mod:`pmm.storage.postgres.swap`:
+appends wait for that swap alone, tens of milliseconds); the small unpartitioned tables
+``edges``, ``chains`` and ``session_owners`` get ``VACUUM FULL`` (an exclusive lock for the
+time of copying them). The dropped partition's files, TOAST and indexes (GIN included) are
+unlinked, so the dead row versions that still held the text leave the data files;
+``ANALYZE`` then replaces the column statistics and ``VACUUM FULL pg_statistic`` drops the
+old ones (they sample values and lexemes; the database owner may rewrite that catalog,
+other users get a warning). What PostgreSQL does not let PMM erase: the write-ahead log
+(``pg_wal``) keeps the old bytes until its segments are recycled after later checkpoints,
+and so do WAL archives, replicas' WAL and base backups; a row version still visible to a
+transaction that was open during the rewrite is copied along (the copy reads the live
+rows of its own snapshots, and old snapshots do not hold it back).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -47,8 +54,10 @@ from pmm.retention.erasure import (
     matches,
     redaction_entries,
 )
+from pmm.storage.postgres.chains import lock_chains, lock_sessions
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
-from pmm.storage.postgres.rows import BUMP
+from pmm.storage.postgres.rows import BUMP, TABLE_BYTES
+from pmm.storage.postgres.swap import PARTITIONED, rewrite_partition
 from pmm.storage.postgres.windows import sync_windows
 
 if TYPE_CHECKING:
@@ -58,32 +67,58 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TABLES = ("events", "embeddings", "edges", "event_windows", "chains")
-"""The tables that hold text or what was derived from it, and the chains' secrets keyed by
-user id: rewritten after an erasure."""
+UNPARTITIONED = ("edges", "chains", "session_owners")
+"""The small tables that an erasure also rewrites (``VACUUM FULL``): the erased rows'
+edges, her chain's secret and her sessions' owners."""
+ALL_SHARDS = tuple(range(33))
 
 
 def table_bytes(db: Database) -> int:
-    """Bytes of PMM's tables with their TOAST tables and indexes."""
-    sizes = " + ".join(f"pg_total_relation_size('{t}')" for t in TABLES)
-    return int(db.read(f"SELECT {sizes}")[0][0])
+    """Bytes of PMM's tables with their partitions, TOAST tables and indexes."""
+    return int(db.read(TABLE_BYTES)[0][0])
 
 
-def rewrite(db: Database) -> None:
-    """``VACUUM FULL`` then ``ANALYZE`` each table of :data:`TABLES`, then ``VACUUM FULL``
-    of ``pg_statistic``, whose replaced rows held samples of the erased text (allowed to
-    the database's owner; anyone else gets one warning). See the module docstring for
-    what this does and does not remove."""
-    for table in TABLES:
-        db.run(f"VACUUM FULL {table}")
-    db.run(f"ANALYZE {', '.join(TABLES)}")
+def rewrite(db: Database, shards: Iterable[int] = ALL_SHARDS, *, pause: float = 0.0) -> None:
+    """Rewrite the partitions ``shards`` of the tables partitioned by user (each copied
+    and swapped, :func:`pmm.storage.postgres.swap.rewrite_partition`, ``pause`` seconds
+    between its chunks), ``VACUUM FULL`` the small tables of :data:`UNPARTITIONED`,
+    ``ANALYZE`` them (and the partitioned tables that have statistics of their own), then
+    ``VACUUM FULL`` of ``pg_statistic``, whose replaced rows held samples of the erased
+    text (allowed to the database's owner; anyone else gets one warning). See the module
+    docstring for what this does and does not remove."""
+    for shard in sorted(set(shards)):
+        for table in PARTITIONED:
+            report = rewrite_partition(db, table, shard, pause=pause)
+            log.debug("rewrote %s: %s", report.partition, report)
+    # A partitioned table's own statistics sample every partition, so its ANALYZE reads
+    # them all (tens of seconds at a million events); autovacuum never makes them, and
+    # without them there is nothing of the erased rows to replace (the copies were
+    # analyzed before their swap).
+    sampled = {
+        str(r[0])
+        for r in db.read(
+            "SELECT DISTINCT tablename FROM pg_stats WHERE inherited"
+            " AND schemaname = current_schema() AND tablename = ANY(%s)",
+            (list(PARTITIONED),),
+        )
+    }
+    analyzed = [t for t in PARTITIONED if t in sampled] + list(UNPARTITIONED)
+    for sql in (
+        *(f"VACUUM FULL {table}" for table in UNPARTITIONED),
+        f"ANALYZE {', '.join(analyzed)}",
+    ):
+        started = time.perf_counter()
+        db.run(sql)
+        log.debug("%.3f s: %s", time.perf_counter() - started, sql)
     may = db.read(
         "SELECT pg_has_role(current_user, datdba, 'MEMBER') OR"
         " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
         " FROM pg_database WHERE datname = current_database()"
     )[0][0]
     if may:
+        started = time.perf_counter()
         db.run("VACUUM FULL pg_statistic")
+        log.debug("%.3f s: VACUUM FULL pg_statistic", time.perf_counter() - started)
     else:
         log.warning(
             "%s: this user does not own the database, so it cannot rewrite pg_statistic: "
@@ -121,11 +156,28 @@ def forget(
             conn.execute("SET TRANSACTION READ ONLY")
             targets, derived, skipped = _select(conn, ids, sessions, match, require_text)
         return ErasureReport.planned(targets, derived, skipped, reason, before)
-    with db.write() as conn:
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-        targets, derived, skipped = _select(conn, ids, sessions, match, require_text)
-        markers = _erase(store, conn, targets | derived, reason, identifiers_of)
-    rewrite(db)
+    started = time.perf_counter()
+    try:  # under the locks of the sessions and chains it touches: other users append on
+        with db.write() as conn:
+            picked = _select(conn, ids, sessions, match, require_text)
+            touched = _touched(conn, picked[0], picked[1], identifiers_of)
+            lock_sessions(conn, touched[0])
+            lock_chains(conn, touched[1])
+            targets, derived, skipped = _select(conn, ids, sessions, match, require_text)
+            if not _within(_touched(conn, targets, derived, identifiers_of), touched):
+                raise _Widened
+            shards = _shards(conn, targets | derived)
+            markers = _erase(store, conn, targets | derived, reason, identifiers_of)
+        how = "the locks of her sessions and chains"
+    except _Widened:  # rows of other sessions matched meanwhile: hold every append back
+        with db.write() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            targets, derived, skipped = _select(conn, ids, sessions, match, require_text)
+            shards = _shards(conn, targets | derived)
+            markers = _erase(store, conn, targets | derived, reason, identifiers_of)
+        how = "the exclusive append lock"
+    log.debug("%.3f s: erasure under %s", time.perf_counter() - started, how)
+    rewrite(db, shards)
     report = ErasureReport(
         erased=sorted(targets | derived),
         derived=sorted(derived),
@@ -194,6 +246,42 @@ def _select(
     return targets, derived, sorted(skipped)
 
 
+class _Widened(Exception):
+    """The erasure's rows span sessions or chains that it did not lock."""
+
+
+_Keys = tuple[set[str | None], set[str | None]]
+
+
+def _touched(
+    conn: psycopg.Connection[Any], targets: set[int], derived: set[int], user: str | None
+) -> _Keys:
+    """``(sessions, users)`` whose locks erasing ``targets`` and ``derived`` (and, with
+    ``user``, her ids from all her rows) takes: those of their rows, and no session and no
+    user (the markers of an erasure of a user's ids are written without them), so that the
+    markers' append takes no lock it lacks."""
+    rows = conn.execute(
+        "SELECT DISTINCT session_id, user_id FROM events WHERE id = ANY(%s)"
+        " OR (user_id = %s AND shard = pmm_shard(%s::text))",
+        (sorted(targets | derived), user, user),
+    ).fetchall()
+    return {r[0] for r in rows} | {None}, {r[1] for r in rows} | {None}
+
+
+def _within(needed: _Keys, held: _Keys) -> bool:
+    return needed[0] <= held[0] and needed[1] <= held[1]
+
+
+def _shards(conn: psycopg.Connection[Any], ids: set[int]) -> list[int]:
+    """The partitions that hold the events ``ids`` (and their vectors and window keys)."""
+    return [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT DISTINCT shard FROM events WHERE id = ANY(%s)", (sorted(ids),)
+        ).fetchall()
+    ]
+
+
 def _erase(
     store: PostgresEventStore,
     conn: psycopg.Connection[Any],
@@ -222,6 +310,11 @@ def _erase(
         ).fetchall()
         named = sorted({r[1] for r in gone if r[1] is not None})
         conn.execute("DELETE FROM event_windows WHERE session_id = ANY(%s)", (named,))
+        conn.execute(
+            "DELETE FROM session_owners WHERE user_id = %s AND NOT EXISTS"
+            " (SELECT 1 FROM events WHERE events.session_id = session_owners.session_id)",
+            (identifiers_of,),
+        )
         marked = [(None, int(r[0])) for r in gone]
     sync_windows(conn, marked, store.window_radius)
     conn.execute(BUMP)
@@ -266,17 +359,19 @@ def compact(
         sql += " AND session_id = %s"
         params.append(session_id)
     marker = None
+    shards: list[int] = []
     with db.write() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
         rows = conn.execute(sql + " ORDER BY id FOR UPDATE", params).fetchall()
         ids = [int(r[0]) for r in rows]
         if rows and not dry_run:
+            shards = _shards(conn, set(ids))
             conn.execute("UPDATE events SET content = NULL WHERE id = ANY(%s)", (ids,))
             sync_windows(conn, [(r[3], int(r[0])) for r in rows], store.window_radius)
             conn.execute(BUMP)
             entry = compaction_marker(label, session_id, [(int(r[0]), r[1]) for r in rows])
             marker = store._append_locked(conn, [store._checked(entry)])[0]
     if marker is not None:
-        rewrite(db)
+        rewrite(db, shards)
     raw = sum(int(r[2]) for r in rows)
     return CompactionReport(ids, raw, marker, dry_run, before, table_bytes(db))

@@ -15,7 +15,7 @@ from pmm.errors import EventNotFoundError
 from pmm.events.chains import ChainsWalker
 from pmm.records import Event, TurnRow, VerifyReport, event_from_row
 from pmm.storage.postgres.chains import chain_keys
-from pmm.storage.postgres.rows import COLUMNS, filters
+from pmm.storage.postgres.rows import COLUMNS, TABLE_BYTES, filters
 
 if TYPE_CHECKING:
     from pmm.storage.postgres.connection import Database
@@ -133,10 +133,7 @@ class EventQueries:
         total, digested, with_text = self._db.read(
             "SELECT count(*), count(digest_method), count(content) FROM events"
         )[0]
-        size = self._db.read(
-            "SELECT pg_total_relation_size('events') + pg_total_relation_size('embeddings')"
-            " + pg_total_relation_size('edges') + pg_total_relation_size('event_windows')"
-        )[0][0]
+        size = self._db.read(TABLE_BYTES)[0][0]
         return {
             "path": self.path,
             "events": int(total),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pmm.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import psycopg
 
 COLUMNS = (
     "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
@@ -17,6 +20,37 @@ BUMP = "UPDATE data_versions SET version = version + 1 WHERE shard = pg_backend_
 counter (migrations/0006): writers of different users rarely share a row lock."""
 DATA_VERSION = "(SELECT sum(version) FROM data_versions)"
 """The change counter that caches compare (see ``data_version``)."""
+TABLES = ("events", "embeddings", "edges", "event_windows", "chains", "session_owners")
+"""The tables that hold text or what was derived from it, and those keyed by user or
+session ids (the chains' secrets, the sessions' owners)."""
+TABLE_BYTES = (
+    "SELECT coalesce(sum(pg_total_relation_size(p.relid)), 0)"
+    f" FROM unnest('{{{','.join(TABLES)}}}'::regclass[]) AS t, pg_partition_tree(t) AS p"
+)
+"""Bytes of :data:`TABLES` with their partitions, TOAST tables and indexes (a partitioned
+table's own size is 0)."""
+
+
+def move_session(conn: psycopg.Connection[Any], session_id: str, user_id: str) -> None:
+    """Give a session's rows (written without a user) their user: they move to her
+    partition, with their vectors and window keys (migrations/0009)."""
+    conn.execute(
+        "UPDATE embeddings SET shard = pmm_shard(%s::text) WHERE shard = 0 AND event_id IN"
+        " (SELECT id FROM events WHERE shard = 0 AND session_id = %s)",
+        (user_id, session_id),
+    )
+    conn.execute(
+        "UPDATE event_windows SET shard = pmm_shard(%s::text) WHERE shard = 0 AND session_id = %s",
+        (user_id, session_id),
+    )
+    conn.execute(
+        "UPDATE session_owners SET user_id = %s WHERE session_id = %s", (user_id, session_id)
+    )
+    conn.execute(
+        "UPDATE events SET user_id = %s, shard = pmm_shard(%s::text)"
+        " WHERE shard = 0 AND session_id = %s",
+        (user_id, user_id, session_id),
+    )
 
 
 def filters(

@@ -46,7 +46,7 @@ from pmm.storage.postgres.consolidation import ConsolidationData
 from pmm.storage.postgres.derived import DerivedData
 from pmm.storage.postgres.meta_keys import MetaKeys, StoreExpiry
 from pmm.storage.postgres.queries import EventQueries
-from pmm.storage.postgres.rows import BUMP, COLUMNS, meta_field
+from pmm.storage.postgres.rows import BUMP, COLUMNS, meta_field, move_session
 from pmm.storage.postgres.vectors import setup_vectors
 from pmm.storage.postgres.windows import (
     WINDOW_STATE,
@@ -205,9 +205,7 @@ class PostgresEventStore(
                         f"session {session_id!r} already belongs to user {user_id!r}"
                     )
                 raise owner_error(session_id, user_id, rows[0][1])
-            conn.execute(
-                "UPDATE events SET user_id = %s WHERE session_id = %s", (user_id, session_id)
-            )
+            move_session(conn, session_id, user_id)
             [event] = self._append_locked(conn, [entry])
             conn.execute(BUMP)
             return event
@@ -261,9 +259,11 @@ class PostgresEventStore(
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
 
     def rewrite_tables(self) -> tuple[int, int]:
-        """Rewrite PMM's tables so that no dead row version holds erased text (``VACUUM
-        FULL``, see :func:`pmm.storage.postgres.erasure.rewrite`); returns the bytes they
-        took before and after. :meth:`forget`, :meth:`redact` and :meth:`compact` do it."""
+        """Rewrite PMM's tables so that no dead row version holds erased text (every
+        partition copied and swapped in, the small tables by ``VACUUM FULL``, see
+        :func:`pmm.storage.postgres.erasure.rewrite`); returns the bytes they took before
+        and after. :meth:`forget`, :meth:`redact` and :meth:`compact` rewrite the erased
+        rows' partitions only."""
         from pmm.storage.postgres.erasure import rewrite, table_bytes
 
         before = table_bytes(self._db)
@@ -308,7 +308,14 @@ class PostgresEventStore(
                 )
             marks = ", ".join(["%s"] * 17)
             with conn.cursor() as cur:
-                cur.executemany(f"INSERT INTO events({COLUMNS}) VALUES ({marks})", rows)
+                cur.executemany(
+                    f"INSERT INTO events({COLUMNS}, shard) VALUES ({marks}, pmm_shard(%s::text))",
+                    [(*r, r[14]) for r in rows],
+                )
+            conn.execute(
+                "INSERT INTO session_owners SELECT DISTINCT ON (session_id) session_id, user_id"
+                " FROM events WHERE session_id IS NOT NULL ORDER BY session_id, id DESC"
+            )
             import_keys(conn, keys, key_heads(events, keys))
             rebuild_windows(conn, self.window_radius)
             conn.execute(BUMP)

@@ -54,13 +54,14 @@ _NEIGHBOURHOOD = (
     " ORDER BY id LIMIT %s)) AS r"
 )
 _UPSERT = (
-    "INSERT INTO event_windows(event_id, session_id, kind, search)"
+    "INSERT INTO event_windows(event_id, session_id, kind, search, shard)"
     " SELECT t.id, t.sid, t.kind, setweight(to_tsvector('english', t.body), 'A')"
-    " || setweight(to_tsvector('english', t.dates), 'B')"
+    " || setweight(to_tsvector('english', t.dates), 'B'), e.shard"
     " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])"
-    " AS t(id, sid, kind, body, dates)"
-    " ON CONFLICT (event_id) DO UPDATE SET search = excluded.search"
+    " AS t(id, sid, kind, body, dates) JOIN events e ON e.id = t.id"
+    " ON CONFLICT (event_id, shard) DO UPDATE SET search = excluded.search"
 )
+"""A window row goes to its event's partition (migrations/0009)."""
 _BATCH = 5000
 _Window = tuple[int, str | None, str, str, str]
 """One row to write: event id, session, kind, window text, date words."""

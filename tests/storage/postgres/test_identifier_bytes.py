@@ -45,3 +45,6 @@ def test_her_ids_leave_the_data_files(pg_cluster: PostgresCluster, pg_url: str) 
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute("CHECKPOINT")
     assert _holding(_base(pg_cluster, pg_url), tokens) == {BOB}
+    # Nor in hex (as a bytea or an escaped copy would hold them), in either case.
+    spelled = tuple(f(t.encode().hex()) for t in (ALICE, THREAD) for f in (str.lower, str.upper))
+    assert _holding(_base(pg_cluster, pg_url), spelled) == set()

@@ -39,9 +39,11 @@ def _query(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 def _hnsw_scans(url: str) -> int:
     rows = _query(
-        url, "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes"
-        " WHERE indexrelname LIKE 'embeddings_hnsw_%%'",
-    )  # fmt: skip
+        url,
+        "SELECT coalesce(sum(s.idx_scan), 0) FROM pg_stat_user_indexes s"
+        " JOIN pg_inherits i ON i.inhrelid = s.indexrelid"
+        " JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname LIKE 'embeddings_hnsw_%%'",
+    )  # fmt: skip  (the index of each partition of embeddings, migrations/0009)
     return int(rows[0][0])
 
 

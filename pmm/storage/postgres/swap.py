@@ -1,0 +1,235 @@
+"""Rewriting one user partition without stopping its writers (pg_repack's idea), so that the
+dead row versions an erasure left behind leave the data files while other users append.
+
+    report = rewrite_partition(db, "events", 5)      # -> SwapReport
+    report.held_s                                     # how long appends were held back
+
+``VACUUM FULL`` of a partition copies it under an ``ACCESS EXCLUSIVE`` lock: every append
+to that partition (and, through the parent, any statement that cannot prune it) waits for
+the whole copy. Here the copy is made beside the live partition, in steps that each take
+only locks that writers do not wait for, and only the swap at the end holds them back:
+
+1. ``CREATE TABLE <part>_swap (LIKE <parent> INCLUDING ALL)`` with ``CHECK (shard = n)``
+   (so that ``ATTACH PARTITION`` need not scan it).
+2. A trigger on the live partition records the key of every row written there from now on
+   in ``pmm_swap_log`` (migrations/0009). ``CREATE TRIGGER`` takes ``SHARE ROW EXCLUSIVE``
+   on that partition: it waits for its writers in flight and holds new ones back, so it
+   runs under a short ``lock_timeout`` and is retried.
+3. The live rows are copied in chunks of :data:`CHUNK` keys, one transaction each (each
+   commit flushes a little WAL, not a partition's worth that other commits would queue
+   behind), with ``pause`` seconds between chunks. Only live row versions are read: the
+   erased text is not copied.
+4. The logged rows are replayed (deleted from the copy, copied again from the live
+   partition) until few are left; ``ANALYZE`` of the copy.
+5. The swap, one transaction under ``SET LOCAL lock_timeout`` (retried, so that it never
+   queues appends behind a long transaction): ``LOCK TABLE ONLY <parent>`` (``ACCESS
+   EXCLUSIVE``: appends of every user of that table wait from here), replay the last
+   logged rows, ``DETACH`` the live partition, ``ATTACH`` the copy for the same value,
+   ``DROP`` the old one (its files, TOAST and indexes included, are unlinked at commit),
+   rename the copy. :attr:`SwapReport.held_s` is how long this transaction held the lock.
+
+A crash or an error leaves the live partition as it was (with the trigger, which the next
+rewrite of that partition removes) and, at worst, a ``_swap`` table, dropped by the next
+rewrite. Two rewrites of one partition never run at once (:data:`REWRITE_LOCK`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pmm.errors import DatabaseError
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from pmm.storage.postgres.connection import Database
+
+PARTITIONED = {"events": "id", "embeddings": "event_id", "event_windows": "event_id"}
+"""The tables partitioned by user (migrations/0009) and the key their rows are logged by."""
+REWRITE_LOCK = 0x504D_4D04
+"""Session advisory lock class of a partition being rewritten (second key: its name)."""
+CHUNK = 5000
+"""Keys copied per transaction."""
+LOCK_TIMEOUT_MS = 50
+"""How long the trigger's creation and the swap may wait for a lock before retrying: the
+longest that they hold back the appends queued behind them while waiting."""
+TRIES = 200
+"""Attempts at taking a lock before the rewrite gives up (with a growing pause between)."""
+
+
+def partition(table: str, shard: int) -> str:
+    """The name of ``table``'s partition for ``shard`` (``events_s05``)."""
+    if table not in PARTITIONED or not 0 <= shard <= 32:
+        raise ValueError(f"no partition {table!r} {shard!r}")
+    return f"{table}_s{shard:02d}"
+
+
+@dataclass
+class SwapReport:
+    """What one partition's rewrite did: rows copied, rows replayed from the change log,
+    seconds of each step ``(step, seconds, lock held)``, attempts at the swap's lock, and
+    ``held_s``: seconds the swap held the parent's ``ACCESS EXCLUSIVE`` lock."""
+
+    partition: str
+    copied: int = 0
+    replayed: int = 0
+    attempts: int = 0
+    held_s: float = 0.0
+    steps: list[tuple[str, float, str]] = field(default_factory=list)
+
+
+def rewrite_partition(
+    db: Database, table: str, shard: int, *, pause: float = 0.0, chunk: int = CHUNK
+) -> SwapReport:
+    """Rewrite ``table``'s partition for ``shard`` as the module docstring says; returns
+    what it did. Raises :class:`~pmm.errors.DatabaseError` when a lock could not be taken
+    in :data:`TRIES` attempts (the live partition is then left as it was)."""
+    old = partition(table, shard)
+    new = f"{old}_swap"
+    key = PARTITIONED[table]
+    report = SwapReport(old)
+    with db.session() as conn:
+        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (REWRITE_LOCK, old))
+        try:
+            _rewrite(conn, table, shard, old, new, key, report, pause, chunk)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (REWRITE_LOCK, old))
+    return report
+
+
+def _rewrite(
+    conn: psycopg.Connection[Any],
+    table: str,
+    shard: int,
+    old: str,
+    new: str,
+    key: str,
+    report: SwapReport,
+    pause: float,
+    chunk: int,
+) -> None:
+    started = time.perf_counter()
+
+    def step(name: str, lock: str) -> None:
+        nonlocal started
+        now = time.perf_counter()
+        report.steps.append((name, now - started, lock))
+        started = now
+
+    if conn.execute(
+        "SELECT 1 FROM pg_trigger WHERE tgrelid = %s::regclass AND tgname = 'pmm_swap'", (old,)
+    ).fetchone():
+        _retried(conn, [f"DROP TRIGGER pmm_swap ON {old}"], report)
+    conn.execute(f"DROP TABLE IF EXISTS {new}")
+    conn.execute("DELETE FROM pmm_swap_log WHERE part = %s", (old,))
+    columns = ", ".join(
+        r[0]
+        for r in conn.execute(
+            "SELECT quote_ident(attname) FROM pg_attribute WHERE attrelid = %s::regclass"
+            " AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
+            (table,),
+        )
+    )
+    with conn.transaction():
+        conn.execute(f"CREATE TABLE {new} (LIKE {table} INCLUDING ALL)")
+        conn.execute(f"ALTER TABLE {new} ADD CONSTRAINT {new}_bounds CHECK (shard = {shard})")
+    step("create the copy", "none on the live tables")
+    report.attempts += _retried(
+        conn,
+        [
+            f"CREATE TRIGGER pmm_swap AFTER INSERT OR UPDATE OR DELETE ON {old}"
+            f" FOR EACH ROW EXECUTE FUNCTION pmm_swap_capture('{key}')"
+        ],
+        report,
+    )
+    step("create the change trigger", f"SHARE ROW EXCLUSIVE on {old} (lock_timeout)")
+    last: int | None = None
+    while True:
+        with conn.transaction():
+            after = "" if last is None else f" WHERE {key} > {int(last)}"
+            row = conn.execute(
+                f"SELECT max({key}) FROM (SELECT {key} FROM {old}{after}"
+                f" ORDER BY {key} LIMIT {int(chunk)}) AS c"
+            ).fetchone()
+            high = None if row is None else row[0]
+            if high is None:
+                break
+            lower = "" if last is None else f"{key} > {int(last)} AND "
+            report.copied += conn.execute(
+                f"INSERT INTO {new} ({columns}) SELECT {columns} FROM {old}"
+                f" WHERE {lower}{key} <= {int(high)}"
+            ).rowcount
+        last = int(high)
+        if pause:
+            time.sleep(pause)
+    step("copy the live rows", f"ACCESS SHARE on {old}")
+    for _ in range(5):
+        with conn.transaction():
+            replayed = _replay(conn, old, new, key, columns)
+        report.replayed += replayed
+        if replayed < 100:
+            break
+    conn.execute(f"ANALYZE {new}")
+    step("replay the logged rows, ANALYZE the copy", f"ROW EXCLUSIVE on {new}")
+
+    def swap() -> None:
+        conn.execute(f"LOCK TABLE ONLY {table} IN ACCESS EXCLUSIVE MODE")
+        locked = time.perf_counter()
+        report.replayed += _replay(conn, old, new, key, columns)
+        conn.execute(f"ALTER TABLE {table} DETACH PARTITION {old}")
+        conn.execute(f"ALTER TABLE {table} ATTACH PARTITION {new} FOR VALUES IN ({shard})")
+        conn.execute(f"DROP TABLE {old}")
+        conn.execute(f"ALTER TABLE {new} RENAME TO {old}")
+        conn.execute(f"ALTER TABLE {old} DROP CONSTRAINT {new}_bounds")
+        report.held_s = time.perf_counter() - locked
+
+    report.attempts += _retried(conn, swap, report)
+    step("swap", f"ACCESS EXCLUSIVE on {table} (lock_timeout), held {report.held_s:.3f} s")
+
+
+def _replay(conn: psycopg.Connection[Any], old: str, new: str, key: str, columns: str) -> int:
+    """Copy again the rows the trigger logged (the caller's transaction); returns how
+    many keys. A row changed after this statement's snapshot leaves a log row of its own,
+    which this one does not consume."""
+    ids = sorted(
+        {
+            int(r[0])
+            for r in conn.execute(
+                "DELETE FROM pmm_swap_log WHERE part = %s RETURNING event_id", (old,)
+            )
+        }
+    )
+    if ids:
+        conn.execute(f"DELETE FROM {new} WHERE {key} = ANY(%s)", (ids,))
+        conn.execute(
+            f"INSERT INTO {new} ({columns}) SELECT {columns} FROM {old} WHERE {key} = ANY(%s)",
+            (ids,),
+        )
+    return len(ids)
+
+
+def _retried(conn: psycopg.Connection[Any], work: Any, report: SwapReport) -> int:
+    """Run ``work`` (statements, or a function of the connection's open transaction) in one
+    transaction under :data:`LOCK_TIMEOUT_MS`, again after a pause while a lock is not
+    granted in time; returns the attempts it took."""
+    for attempt in range(1, TRIES + 1):
+        try:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'")
+                if callable(work):
+                    work()
+                else:
+                    for sql in work:
+                        conn.execute(sql)
+            return attempt
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) != "55P03":  # lock_not_available
+                raise
+            time.sleep(min(1.0, 0.01 * attempt))
+    raise DatabaseError(
+        f"rewriting {report.partition}: a lock was not granted in {TRIES} attempts of "
+        f"{LOCK_TIMEOUT_MS} ms (a long transaction holds the table); the partition is as it "
+        "was: run the rewrite again (PostgresEventStore.rewrite_tables)"
+    )
