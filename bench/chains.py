@@ -198,17 +198,25 @@ def fill(url: str, events: int, users: int, batch: int = 20_000) -> None:
                 for n in ids
             ]
             sealed = seal_chains(checked, states, ids=ids, ts=utc_now())
-            with (
-                conn.transaction(),
-                conn.cursor() as cur,
-                cur.copy(f"COPY events({columns}) FROM STDIN") as copy,
-            ):
-                for e, c in zip(sealed, checked, strict=True):
-                    copy.write_row(
-                        (e.id, e.ts, e.kind, e.session_id, e.role, e.content,
-                         e.content_sha256, c.meta_json, e.prev_hash, e.hash,
-                         e.hash_version, e.user_id, e.user_digest, e.session_digest)
-                    )  # fmt: skip
+            # events are partitioned by user (migration 0009): COPY into a plain staging
+            # table, then route each row by its shard, as the append does
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(
+                    "CREATE TEMP TABLE IF NOT EXISTS fill_stage"
+                    " (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;"
+                    " ALTER TABLE fill_stage ALTER COLUMN shard DROP NOT NULL"
+                )
+                with cur.copy(f"COPY fill_stage({columns}) FROM STDIN") as copy:
+                    for e, c in zip(sealed, checked, strict=True):
+                        copy.write_row(
+                            (e.id, e.ts, e.kind, e.session_id, e.role, e.content,
+                             e.content_sha256, c.meta_json, e.prev_hash, e.hash,
+                             e.hash_version, e.user_id, e.user_digest, e.session_digest)
+                        )  # fmt: skip
+                cur.execute(
+                    f"INSERT INTO events({columns}, shard)"
+                    f" SELECT {columns}, pmm_shard(user_id) FROM fill_stage"
+                )
         with conn.transaction(), conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO chains(chain, secret, head_id, head_hash) VALUES (%s, %s, %s, %s)",
