@@ -18,8 +18,8 @@ only locks that writers do not wait for, and only the swap at the end holds them
 3. The live rows, up to the last key there when the trigger was in place, are copied in
    chunks of :data:`CHUNK` keys, one transaction each (each commit flushes a little WAL,
    not a partition's worth that other commits would queue behind), with ``pause`` seconds
-   between chunks; rows written since are the trigger's to log. Only live row versions are read: the
-   erased text is not copied.
+   between chunks; rows written since are the trigger's to log. Only live row versions
+   are read: the erased text is not copied.
 4. The logged rows are replayed (deleted from the copy, copied again from the live
    partition) until few are left; ``ANALYZE`` of the copy.
 5. The swap, one transaction under ``SET LOCAL lock_timeout`` (retried, so that it never
