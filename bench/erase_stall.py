@@ -3,6 +3,8 @@
     python bench/erase_stall.py              # throwaway cluster, fsync on, 1,000,000 events
     python bench/erase_stall.py --events 100000 --users 200 --writers 4
     python bench/erase_stall.py --url postgresql://u@host/db      # an empty database
+    python bench/erase_stall.py --erasures swap,swap:0.02,swap,swap:0.02   # PMM's, paused
+    python bench/erase_stall.py --stats database --erasures vacuum,swap    # before 2026-11-25
 
 Builds a log of ``--events`` events of ``--users`` users (one thread each; content,
 window keys and one 16-float vector per event) through PMM's schema with
@@ -15,6 +17,15 @@ sessions: the rows become NULL, then her partitions are rewritten) and keeps the
 going until it is done: first the baseline, her partitions rewritten in place by ``VACUUM
 FULL`` (what the partitioned design did before the swap), then PMM's erasure (copy beside
 the live partition, swap), each erasing another user of a partition of the same size.
+``--erasures`` lists the erasures to run, in order, each on a user of its own partition:
+``vacuum`` (the baseline), ``swap`` (PMM's) and ``swap:SECONDS`` (PMM's with ``forget(...,
+pause=SECONDS)`` between the copy's chunks).
+
+``--stats`` says what the setup analyzes after loading: ``partitions`` (the default: every
+table but the partitioned parents, which is what autovacuum leaves a deployment with, as it
+never analyzes a partitioned table) or ``database`` (a database-wide ``ANALYZE``, which
+gives the parents statistics of their own: then every erasure analyzes them again, reading
+every partition).
 Prints, for each group of writers, the longest append, p50 and p99 before and during the
 erasure, the erasure's total time and its steps with the lock each holds, and what the
 writers' backends were waiting on while the erasure ran (``pg_stat_activity`` sampled every
@@ -64,8 +75,9 @@ WRITER_APP = "pmm_bench_writer"
 """application_name of the writers' connections (what the sampler looks for)."""
 
 
-def _load(url: str, events: int, users: int) -> float:
-    """Fill an empty log with the synthetic rows; returns the seconds it took."""
+def _load(url: str, events: int, users: int, stats: str) -> float:
+    """Fill an empty log with the synthetic rows and analyze it (``stats``: "partitions",
+    every table but the partitioned parents; "database", all); returns the seconds."""
     started = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
         step = 100_000
@@ -98,7 +110,18 @@ def _load(url: str, events: int, users: int) -> float:
         # What PMM's appends keep (migrations/0006, 0009).
         conn.execute("SELECT setval('events_id_seq', %s)", (events + 1,))
         conn.execute("INSERT INTO session_owners SELECT DISTINCT session_id, user_id FROM events")
-        conn.execute("ANALYZE")
+        if stats == "database":
+            conn.execute("ANALYZE")
+        else:  # what autovacuum does: it never analyzes a partitioned table
+            tables = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n"
+                    " ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'm')"
+                    " AND n.nspname = current_schema()"
+                )
+            ]
+            conn.execute(f"ANALYZE {', '.join(tables)}")
         conn.execute("CHECKPOINT")
     return time.perf_counter() - started
 
@@ -134,7 +157,8 @@ class _Phases(logging.Handler):
 
 def _in_place(db: Any, shards: Any = pg_erasure.ALL_SHARDS, *, pause: float = 0.0) -> None:
     """The baseline rewrite: ``VACUUM FULL`` of each of her partitions (an exclusive lock on
-    it for the time of the copy), then the same small tables, ANALYZE and pg_statistic."""
+    it for the time of the copy), then what PMM's erasure does after its swaps (the small
+    tables, ANALYZE, pg_statistic)."""
     for shard in sorted(set(shards)):
         for table in pg_erasure.PARTITIONED:
             started = time.perf_counter()
@@ -143,19 +167,12 @@ def _in_place(db: Any, shards: Any = pg_erasure.ALL_SHARDS, *, pause: float = 0.
                 "%.3f s: VACUUM FULL %s_s%02d (ACCESS EXCLUSIVE on it)",
                 time.perf_counter() - started, table, shard,
             )  # fmt: skip
-    for sql in (
-        *(f"VACUUM FULL {t}" for t in pg_erasure.UNPARTITIONED),
-        f"ANALYZE {', '.join((*pg_erasure.PARTITIONED, *pg_erasure.UNPARTITIONED))}",
-        "VACUUM FULL pg_statistic",
-    ):
-        started = time.perf_counter()
-        db.run(sql)
-        pg_erasure.log.debug("%.3f s: %s", time.perf_counter() - started, sql)
+    pg_erasure.rewrite_rest(db)
 
 
-def _erase(url: str, user: str, mode: str) -> list[str]:
-    """Erase ``user`` (``mode``: "swap", PMM's; "vacuum", the baseline); returns the timed
-    steps of the erasure."""
+def _erase(url: str, user: str, mode: str, pause: float) -> list[str]:
+    """Erase ``user`` (``mode``: "swap", PMM's, ``pause`` seconds between the copy's
+    chunks; "vacuum", the baseline); returns the timed steps of the erasure."""
     phases = _Phases()
     logger = logging.getLogger("pmm.storage.postgres.erasure")
     logger.setLevel(logging.DEBUG)
@@ -166,7 +183,7 @@ def _erase(url: str, user: str, mode: str) -> list[str]:
     try:
         with PostgresEventStore(url, pool_size=1) as store:
             sessions = sorted({e.session_id or "" for e in store.events(user_id=user)})
-            store.forget(session_ids=sessions, reason="bench")
+            store.forget(session_ids=sessions, reason="bench", pause=pause)
     finally:
         pg_erasure.rewrite = real
         logger.removeHandler(phases)
@@ -216,13 +233,16 @@ def _users(url: str, users: int, writers: int, victim: str) -> list[str]:
     return same + other
 
 
-def _victims(url: str, users: int) -> tuple[str, str]:
-    """Two users in two partitions holding about as many rows (baseline, then PMM's)."""
+def _victims(url: str, users: int, n: int) -> list[str]:
+    """``n`` users in ``n`` partitions holding about as many rows (the middle sizes)."""
     with psycopg.connect(url) as conn:
         rows = conn.execute(
             "SELECT shard, count(*) FROM events GROUP BY shard HAVING shard > 0 ORDER BY 2"
         ).fetchall()
-        middle = rows[len(rows) // 2 - 1 : len(rows) // 2 + 1]
+        if n > len(rows):
+            raise SystemExit(f"{n} erasures need {n} partitions holding users; {len(rows)} do")
+        low = max(0, min(len(rows) - n, len(rows) // 2 - n // 2 - 1))
+        middle = rows[low : low + n]
         found = []
         for shard, _ in middle:
             found.append(
@@ -232,11 +252,11 @@ def _victims(url: str, users: int) -> tuple[str, str]:
                     (users - 1, shard),
                 ).fetchone()[0]  # type: ignore[index]
             )
-    return found[0], found[1]
+    return found
 
 
 def _measure(
-    url: str, victim: str, chosen: list[str], mode: str, before: float, after: float
+    url: str, victim: str, chosen: list[str], mode: str, pause: float, before: float, after: float
 ) -> dict[str, Any]:
     with psycopg.connect(url) as conn:
         shard_of = {
@@ -246,6 +266,13 @@ def _measure(
         rows = conn.execute(
             "SELECT count(*) FROM events WHERE shard = %s", (shard_of[victim],)
         ).fetchone()
+        parents_analyzed = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT DISTINCT tablename FROM pg_stats WHERE inherited AND tablename = ANY(%s)",
+                (list(pg_erasure.PARTITIONED),),
+            )
+        ]
     ctx = mp.get_context("spawn")
     stop, out = ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_writer, args=(url, u, stop, out)) for u in chosen]
@@ -258,7 +285,7 @@ def _measure(
     sampler = _Sampler(url)
     sampler.start()
     erase_start = time.time()
-    phases = _erase(url, victim, mode)
+    phases = _erase(url, victim, mode, pause)
     erase_end = time.time()
     sampler.done.set()
     sampler.join()
@@ -273,6 +300,9 @@ def _measure(
         "other partitions": [u for u in chosen if shard_of[u] != shard_of[victim]],
     }
     report: dict[str, Any] = {
+        "mode": mode,
+        "pause_s": pause,
+        "parents_with_statistics": parents_analyzed,
         "victim": victim,
         "partition_rows": int(rows[0]) if rows else 0,
         "erase_s": erase_end - erase_start,
@@ -323,48 +353,65 @@ def erase_stall(
     writers: int = 4,
     before: float = 4.0,
     after: float = 1.0,
+    erasures: tuple[str, ...] = ("vacuum", "swap"),
+    stats: str = "partitions",
 ) -> dict[str, Any]:
-    """Build ``events`` events of ``users`` users in the empty database ``url``, then erase
-    one user with the baseline rewrite and another with PMM's while ``writers`` processes
-    append for others; returns the figures (see the module docstring)::
+    """Build ``events`` events of ``users`` users in the empty database ``url`` (analyzed
+    as ``stats`` says), then run ``erasures`` in order ("vacuum", "swap", "swap:SECONDS"),
+    each erasing a user of another partition while ``writers`` processes append for others;
+    returns the figures (see the module docstring)::
 
         figures = erase_stall("postgresql://pmm@127.0.0.1:5432/bench", events=100_000)
-        figures["swap"]["groups"]["other partitions"]["max_wait_ms"]
+        figures["erasures"][1]["groups"]["other partitions"]["max_wait_ms"]
     """
+    plan = [_parse_erasure(e) for e in erasures]
     PostgresEventStore(url).close()  # PMM's schema, every migration
-    result: dict[str, Any] = {"events": events, "users": users}
-    result["build_s"] = _load(url, events, users)
-    first, second = _victims(url, users)
-    for mode, victim in (("vacuum", first), ("swap", second)):
+    result: dict[str, Any] = {"events": events, "users": users, "stats": stats}
+    result["build_s"] = _load(url, events, users, stats)
+    result["erasures"] = []
+    for (mode, pause), victim in zip(plan, _victims(url, users, len(plan)), strict=True):
         chosen = _users(url, users, writers, victim)
-        result[mode] = _measure(url, victim, chosen, mode, before, after)
+        result["erasures"].append(_measure(url, victim, chosen, mode, pause, before, after))
     return result
 
 
-LABELS = {"vacuum": "VACUUM FULL (baseline)", "swap": "copy + swap (PMM)"}
+def _parse_erasure(text: str) -> tuple[str, float]:
+    """``"vacuum"``, ``"swap"`` or ``"swap:0.02"`` -> ``(mode, pause)``."""
+    mode, _, pause = text.partition(":")
+    if mode not in ("vacuum", "swap") or (pause and mode != "swap"):
+        raise SystemExit(f"unknown erasure {text!r}: vacuum, swap or swap:SECONDS")
+    try:
+        return mode, pg_erasure.checked_pause(float(pause or 0))
+    except ValueError as exc:
+        raise SystemExit(f"erasure {text!r}: {exc}") from None
+
+
+def _label(r: dict[str, Any]) -> str:
+    if r["mode"] == "vacuum":
+        return "VACUUM FULL (baseline)"
+    return "copy + swap (PMM)" + (f", pause {r['pause_s']:g} s" if r["pause_s"] else "")
 
 
 def _print(result: dict[str, Any]) -> None:
     print(f"{result['events']:,} events, {result['users']:,} users, built in "
-          f"{result['build_s']:.0f} s")  # fmt: skip
+          f"{result['build_s']:.0f} s, setup analyzed: {result['stats']}")  # fmt: skip
     print(
-        f"{'rewrite':<23} {'writers':<17} {'n':>2} {'max wait':>9} {'p50 before':>11}"
+        f"{'rewrite':<34} {'writers':<17} {'n':>2} {'max wait':>9} {'p50 before':>11}"
         f" {'p99 before':>11} {'p50 during':>11} {'p99 during':>11} {'erase':>8}"
     )
-    for mode in ("vacuum", "swap"):
-        r = result[mode]
+    for r in result["erasures"]:
         for name, g in r["groups"].items():
             print(
-                f"{LABELS[mode]:<23} {name:<17} {g['writers']:>2} {g['max_wait_ms']:>7.0f}ms"
+                f"{_label(r):<34} {name:<17} {g['writers']:>2} {g['max_wait_ms']:>7.0f}ms"
                 f" {g['before_p50_ms']:>9.1f}ms {g['before_p99_ms']:>9.1f}ms"
                 f" {g['during_p50_ms']:>9.1f}ms {g['during_p99_ms']:>9.1f}ms"
                 f" {r['erase_s']:>7.2f}s  (longest starts at {g['longest_starts_at_s']:.2f} s)"
             )
-    for mode in ("vacuum", "swap"):
-        r = result[mode]
+    for r in result["erasures"]:
         print(
-            f"{LABELS[mode]}: erased {r['victim']} (partition of {r['partition_rows']:,} rows);"
-            f" load average {r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after"
+            f"{_label(r)}: erased {r['victim']} (partition of {r['partition_rows']:,} rows);"
+            f" load average {r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after;"
+            f" parents with statistics: {', '.join(r['parents_with_statistics']) or 'none'}"
         )
         print("  steps:")
         for line in r["phases"]:
@@ -384,6 +431,17 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=1000)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--before", type=float, default=4.0, help="seconds before erasing")
+    parser.add_argument(
+        "--erasures",
+        default="vacuum,swap",
+        help="comma-separated, in order: vacuum, swap, swap:SECONDS (PMM's, paused)",
+    )
+    parser.add_argument(
+        "--stats",
+        choices=("partitions", "database"),
+        default="partitions",
+        help="what the setup analyzes (default: all but the partitioned parents)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args()
     cluster = None
@@ -395,7 +453,15 @@ def main() -> None:
         url = cluster.url
         print(f"throwaway PostgreSQL cluster at {url} (fsync on, synchronous_commit on)")
     try:
-        result = erase_stall(url, args.events, args.users, writers=args.writers, before=args.before)
+        result = erase_stall(
+            url,
+            args.events,
+            args.users,
+            writers=args.writers,
+            before=args.before,
+            erasures=tuple(e.strip() for e in args.erasures.split(",") if e.strip()),
+            stats=args.stats,
+        )
         _print(result)
         if args.json:
             print(json.dumps(result, indent=2))

@@ -71,6 +71,8 @@ UNPARTITIONED = ("edges", "chains", "session_owners")
 """The small tables that an erasure also rewrites (``VACUUM FULL``): the erased rows'
 edges, her chain's secret and her sessions' owners."""
 ALL_SHARDS = tuple(range(33))
+MAX_PAUSE = 10.0
+"""The longest pause between two chunks of a partition's copy that ``forget`` accepts."""
 
 
 def table_bytes(db: Database) -> int:
@@ -81,15 +83,34 @@ def table_bytes(db: Database) -> int:
 def rewrite(db: Database, shards: Iterable[int] = ALL_SHARDS, *, pause: float = 0.0) -> None:
     """Rewrite the partitions ``shards`` of the tables partitioned by user (each copied
     and swapped, :func:`pmm.storage.postgres.swap.rewrite_partition`, ``pause`` seconds
-    between its chunks), ``VACUUM FULL`` the small tables of :data:`UNPARTITIONED`,
-    ``ANALYZE`` them (and the partitioned tables that have statistics of their own), then
-    ``VACUUM FULL`` of ``pg_statistic``, whose replaced rows held samples of the erased
-    text (allowed to the database's owner; anyone else gets one warning). See the module
-    docstring for what this does and does not remove."""
+    between its chunks), then the rest (:func:`rewrite_rest`). See the module docstring
+    for what this does and does not remove."""
+    pause = checked_pause(pause)
     for shard in sorted(set(shards)):
         for table in PARTITIONED:
             report = rewrite_partition(db, table, shard, pause=pause)
             log.debug("rewrote %s: %s", report.partition, report)
+    rewrite_rest(db)
+
+
+def checked_pause(pause: float) -> float:
+    """``pause`` (seconds between the copy's chunks) if it is a number from 0 to
+    :data:`MAX_PAUSE`; raises :class:`ValueError` otherwise."""
+    if isinstance(pause, bool) or not isinstance(pause, (int, float)):
+        raise ValueError(f"pause must be a number of seconds, not {pause!r}")
+    if not 0.0 <= float(pause) <= MAX_PAUSE:  # NaN fails too
+        raise ValueError(f"pause must be from 0 to {MAX_PAUSE} seconds, not {pause!r}")
+    return float(pause)
+
+
+def rewrite_rest(db: Database) -> None:
+    """After the partitions: ``VACUUM FULL`` of the small tables of :data:`UNPARTITIONED`,
+    ``ANALYZE`` of them (and of the partitioned tables that have statistics of their own),
+    then ``VACUUM FULL`` of ``pg_statistic``, whose replaced rows held samples of the
+    erased text (allowed to the database's owner; anyone else gets one warning)::
+
+        rewrite_rest(store._db)
+    """
     # A partitioned table's own statistics sample every partition, so its ANALYZE reads
     # them all (tens of seconds at a million events); autovacuum never makes them, and
     # without them there is nothing of the erased rows to replace (the copies were
@@ -139,6 +160,7 @@ def forget(
     require_text: bool = False,
     dry_run: bool = False,
     identifiers_of: str | None = None,
+    pause: float = 0.0,
 ) -> ErasureReport:
     """Erase the events picked by ``event_ids``, ``session_id``, ``session_ids`` and/or
     ``match`` (a case-insensitive substring of their text, summary or keywords), with one
@@ -147,8 +169,11 @@ def forget(
     does); nothing is written when it raises. ``dry_run`` picks the same events in a
     transaction that writes nothing and is rolled back. ``identifiers_of``: the user whose
     every event this is; her user and session ids leave her rows of hash version 3 and her
-    chain's secret is deleted, before the rewrite (as on SQLite)."""
+    chain's secret is deleted, before the rewrite (as on SQLite). ``pause``: seconds
+    between the chunks of each partition's copy (:func:`checked_pause`; 0, the default,
+    copies at full speed), which spreads the copy's WAL and CPU over a longer erasure."""
     ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
+    pause = checked_pause(pause)
     db = store._db
     before = table_bytes(db)
     if dry_run:
@@ -177,7 +202,7 @@ def forget(
             markers = _erase(store, conn, targets | derived, reason, identifiers_of)
         how = "the exclusive append lock"
     log.debug("%.3f s: erasure under %s", time.perf_counter() - started, how)
-    rewrite(db, shards)
+    rewrite(db, shards, pause=pause)
     report = ErasureReport(
         erased=sorted(targets | derived),
         derived=sorted(derived),

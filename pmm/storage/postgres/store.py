@@ -229,13 +229,19 @@ class PostgresEventStore(
         reason: str,
         dry_run: bool = False,
         identifiers_of: str | None = None,
+        pause: float = 0.0,
     ) -> ErasureReport:
         """Erase events (by id, session(s) and/or a case-insensitive ``match``) so that
         their text leaves the tables' data files, recorded as chained ``redaction`` events;
         one table rewrite per request however many sessions; see
         :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps); ``dry_run``:
         only say what would be erased, writing nothing; ``identifiers_of``: the user all
-        of whose events these are, whose ids and chain key go too)."""
+        of whose events these are, whose ids and chain key go too; ``pause`` (PostgreSQL
+        only, 0 to 10 s): seconds between the chunks of each partition's copy, a throttle
+        that stretches the erasure to leave other users' appends more WAL and CPU::
+
+            store.forget(session_ids=["alice/t1"], reason="account deleted", pause=0.02)
+        """
         from pmm.storage.postgres.erasure import forget
 
         return forget(
@@ -247,6 +253,7 @@ class PostgresEventStore(
             reason=reason,
             dry_run=dry_run,
             identifiers_of=identifiers_of,
+            pause=pause,
         )
 
     def compact(

@@ -15,10 +15,11 @@ only locks that writers do not wait for, and only the swap at the end holds them
    in ``pmm_swap_log`` (migrations/0009). ``CREATE TRIGGER`` takes ``SHARE ROW EXCLUSIVE``
    on that partition: it waits for its writers in flight and holds new ones back, so it
    runs under a short ``lock_timeout`` and is retried.
-3. The live rows are copied in chunks of :data:`CHUNK` keys, one transaction each (each
-   commit flushes a little WAL, not a partition's worth that other commits would queue
-   behind), with ``pause`` seconds between chunks. Only live row versions are read: the
-   erased text is not copied.
+3. The live rows, up to the last key there when the trigger was in place, are copied in
+   chunks of :data:`CHUNK` keys, one transaction each (each commit flushes a little WAL,
+   not a partition's worth that other commits would queue behind), with ``pause`` seconds
+   between chunks; rows written since are the trigger's to log. Only live row versions
+   are read: the erased text is not copied.
 4. The logged rows are replayed (deleted from the copy, copied again from the live
    partition) until few are left; ``ANALYZE`` of the copy.
 5. The swap, one transaction under ``SET LOCAL lock_timeout`` (retried, so that it never
@@ -145,12 +146,16 @@ def _rewrite(
         report,
     )
     step("create the change trigger", f"SHARE ROW EXCLUSIVE on {old} (lock_timeout)")
+    # Rows written from here on are logged by the trigger and replayed below: the copy
+    # stops at today's last key, or it would chase the writers for as long as they write.
+    row = conn.execute(f"SELECT max({key}) FROM {old}").fetchone()
+    bound = None if row is None or row[0] is None else int(row[0])
     last: int | None = None
-    while True:
+    while bound is not None and (last is None or last < bound):
         with conn.transaction():
-            after = "" if last is None else f" WHERE {key} > {int(last)}"
+            after = "" if last is None else f" AND {key} > {int(last)}"
             row = conn.execute(
-                f"SELECT max({key}) FROM (SELECT {key} FROM {old}{after}"
+                f"SELECT max({key}) FROM (SELECT {key} FROM {old} WHERE {key} <= {bound}{after}"
                 f" ORDER BY {key} LIMIT {int(chunk)}) AS c"
             ).fetchone()
             high = None if row is None else row[0]

@@ -125,9 +125,9 @@ def test_several_sessions_go_in_one_request_with_one_rewrite(
     rewrites: list[str] = []
     real_rewrite, real_scrub = pg_erasure.rewrite, sqlite_erasure.scrub
 
-    def counted_rewrite(db: Any, shards: Any = pg_erasure.ALL_SHARDS) -> None:
+    def counted_rewrite(db: Any, shards: Any = pg_erasure.ALL_SHARDS, *, pause: float = 0) -> None:
         rewrites.append("tables")
-        real_rewrite(db, shards)
+        real_rewrite(db, shards, pause=pause)
 
     def counted_scrub(store: Any) -> bool:
         rewrites.append("file")
