@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT / "tests" / "storage"))
 import psycopg  # noqa: E402
 
 import pmm.storage.postgres.erasure as pg_erasure  # noqa: E402
+import pmm.storage.postgres.swap as pg_swap  # noqa: E402
 from pmm.records import NewEvent  # noqa: E402
 from pmm.storage.postgres import PostgresEventStore  # noqa: E402
 
@@ -381,7 +382,7 @@ def _parse_erasure(text: str) -> tuple[str, float]:
     if mode not in ("vacuum", "swap") or (pause and mode != "swap"):
         raise SystemExit(f"unknown erasure {text!r}: vacuum, swap or swap:SECONDS")
     try:
-        return mode, pg_erasure.checked_pause(float(pause or 0))
+        return mode, pg_swap.checked_pause(float(pause or 0))
     except ValueError as exc:
         raise SystemExit(f"erasure {text!r}: {exc}") from None
 

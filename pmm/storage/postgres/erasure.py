@@ -57,7 +57,7 @@ from pmm.retention.erasure import (
 from pmm.storage.postgres.chains import lock_chains, lock_sessions
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.rows import BUMP, TABLE_BYTES
-from pmm.storage.postgres.swap import PARTITIONED, rewrite_partition
+from pmm.storage.postgres.swap import PARTITIONED, checked_pause, rewrite_partition
 from pmm.storage.postgres.windows import sync_windows
 
 if TYPE_CHECKING:
@@ -71,8 +71,6 @@ UNPARTITIONED = ("edges", "chains", "session_owners")
 """The small tables that an erasure also rewrites (``VACUUM FULL``): the erased rows'
 edges, her chain's secret and her sessions' owners."""
 ALL_SHARDS = tuple(range(33))
-MAX_PAUSE = 10.0
-"""The longest pause between two chunks of a partition's copy that ``forget`` accepts."""
 
 
 def table_bytes(db: Database) -> int:
@@ -91,16 +89,6 @@ def rewrite(db: Database, shards: Iterable[int] = ALL_SHARDS, *, pause: float = 
             report = rewrite_partition(db, table, shard, pause=pause)
             log.debug("rewrote %s: %s", report.partition, report)
     rewrite_rest(db)
-
-
-def checked_pause(pause: float) -> float:
-    """``pause`` (seconds between the copy's chunks) if it is a number from 0 to
-    :data:`MAX_PAUSE`; raises :class:`ValueError` otherwise."""
-    if isinstance(pause, bool) or not isinstance(pause, (int, float)):
-        raise ValueError(f"pause must be a number of seconds, not {pause!r}")
-    if not 0.0 <= float(pause) <= MAX_PAUSE:  # NaN fails too
-        raise ValueError(f"pause must be from 0 to {MAX_PAUSE} seconds, not {pause!r}")
-    return float(pause)
 
 
 def rewrite_rest(db: Database) -> None:
@@ -170,8 +158,9 @@ def forget(
     transaction that writes nothing and is rolled back. ``identifiers_of``: the user whose
     every event this is; her user and session ids leave her rows of hash version 3 and her
     chain's secret is deleted, before the rewrite (as on SQLite). ``pause``: seconds
-    between the chunks of each partition's copy (:func:`checked_pause`; 0, the default,
-    copies at full speed), which spreads the copy's WAL and CPU over a longer erasure."""
+    between the chunks of each partition's copy
+    (:func:`~pmm.storage.postgres.swap.checked_pause`; 0, the default, copies at full
+    speed), which spreads the copy's WAL and CPU over a longer erasure."""
     ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
     pause = checked_pause(pause)
     db = store._db

@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pmm.errors import DatabaseError
+from pmm.errors import DatabaseError, InvalidInputError
 
 if TYPE_CHECKING:
     import psycopg
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 PARTITIONED = {"events": "id", "embeddings": "event_id", "event_windows": "event_id"}
 """The tables partitioned by user (migrations/0009) and the key their rows are logged by."""
+MAX_PAUSE = 10.0
+"""The longest pause between two chunks of a partition's copy that ``forget`` accepts."""
 REWRITE_LOCK = 0x504D_4D04
 """Session advisory lock class of a partition being rewritten (second key: its name)."""
 CHUNK = 5000
@@ -238,3 +240,14 @@ def _retried(conn: psycopg.Connection[Any], work: Any, report: SwapReport) -> in
         f"{LOCK_TIMEOUT_MS} ms (a long transaction holds the table); the partition is as it "
         "was: run the rewrite again (PostgresEventStore.rewrite_tables)"
     )
+
+
+def checked_pause(pause: float) -> float:
+    """``pause`` (seconds between the copy's chunks) if it is a number from 0 to
+    :data:`MAX_PAUSE`; raises :class:`~pmm.errors.InvalidInputError` (a ``ValueError``)
+    otherwise."""
+    if isinstance(pause, bool) or not isinstance(pause, (int, float)):
+        raise InvalidInputError(f"pause must be a number of seconds, not {pause!r}")
+    if not 0.0 <= float(pause) <= MAX_PAUSE:  # NaN fails too
+        raise InvalidInputError(f"pause must be from 0 to {MAX_PAUSE} seconds, not {pause!r}")
+    return float(pause)
