@@ -57,7 +57,12 @@ from pmm.retention.erasure import (
 from pmm.storage.postgres.chains import lock_chains, lock_sessions
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
 from pmm.storage.postgres.rows import BUMP, TABLE_BYTES
-from pmm.storage.postgres.swap import PARTITIONED, checked_pause, rewrite_partition
+from pmm.storage.postgres.swap import (
+    PARTITIONED,
+    checked_pause,
+    older_snapshots_gone,
+    rewrite_partition,
+)
 from pmm.storage.postgres.windows import sync_windows
 
 if TYPE_CHECKING:
@@ -112,6 +117,7 @@ def rewrite_rest(db: Database) -> None:
         )
     }
     analyzed = [t for t in PARTITIONED if t in sampled] + list(UNPARTITIONED)
+    older_snapshots_gone(db, warn=True)
     for sql in (
         *(f"VACUUM FULL {table}" for table in UNPARTITIONED),
         f"ANALYZE {', '.join(analyzed)}",

@@ -36,6 +36,7 @@ rewrite. Two rewrites of one partition never run at once (:data:`REWRITE_LOCK`).
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     import psycopg
 
     from pmm.storage.postgres.connection import Database
+
+log = logging.getLogger(__name__)
 
 PARTITIONED = {"events": "id", "embeddings": "event_id", "event_windows": "event_id"}
 """The tables partitioned by user (migrations/0009) and the key their rows are logged by."""
@@ -251,3 +254,41 @@ def checked_pause(pause: float) -> float:
     if not 0.0 <= float(pause) <= MAX_PAUSE:  # NaN fails too
         raise InvalidInputError(f"pause must be from 0 to {MAX_PAUSE} seconds, not {pause!r}")
     return float(pause)
+
+
+SNAPSHOT_WAIT = 30.0
+"""Seconds :func:`rewrite_rest` waits for older snapshots of other sessions to end."""
+
+
+def older_snapshots_gone(
+    db: Database, timeout: float = SNAPSHOT_WAIT, *, warn: bool = False
+) -> bool:
+    """Wait until no other session of this database holds a transaction or snapshot that
+    began before now (a long query, an autovacuum ``ANALYZE``): ``VACUUM FULL`` must keep
+    every row version such a session could still see, the dropped partitions' statistics
+    and the erased rows' old versions included. False after ``timeout`` seconds (logged
+    once as a warning with ``warn``)."""
+    [(current,)] = db.read("SELECT pg_current_xact_id()::text")
+    now = str(int(current) % (1 << 32))  # xid8 -> the 32-bit xid the views show
+    deadline = time.monotonic() + timeout
+    while True:
+        [(older,)] = db.read(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
+            " AND (datname = current_database() OR datname IS NULL)"
+            " AND (age(backend_xmin) >= age(%s::xid) OR age(backend_xid) >= age(%s::xid))",
+            (now, now),
+        )
+        if not older:
+            return True
+        if time.monotonic() >= deadline:
+            if warn:
+                log.warning(
+                    "%s: another session kept a snapshot older than this erasure for %.0f s:"
+                    " VACUUM FULL keeps the row versions it could still see, so samples of the"
+                    " erased text may remain in the data files until `pmm forget --scrub`"
+                    " runs again",
+                    db.where,
+                    timeout,
+                )
+            return False
+        time.sleep(0.05)

@@ -105,3 +105,18 @@ def test_a_pause_that_is_not_seconds_from_0_to_10_is_refused_before_anything_is_
             store.forget(session_ids=[f"{victim}/t1"], reason="asked", pause=pause)
         assert store.get(kept).content == f"{SECRET} kept"
         assert [e.kind for e in store.events()] == ["prompt"]
+
+
+def test_the_rewrite_waits_for_snapshots_older_than_the_erasure(pg_url: str) -> None:
+    """VACUUM FULL keeps what an older snapshot could still see (the erased rows' old
+    versions, the dropped partitions' statistics): the erasure's last step waits until no
+    session of the database holds one, and says False when one outlives the wait."""
+    with PostgresEventStore(pg_url) as store:
+        append(store, "ann", "hello", "ann/t1")
+        assert pg_swap.older_snapshots_gone(store._db, timeout=1.0)
+        with psycopg.connect(pg_url) as old:
+            old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            old.execute("SELECT count(*) FROM events").fetchone()  # the snapshot is taken
+            assert not pg_swap.older_snapshots_gone(store._db, timeout=0.3)
+            old.execute("COMMIT")
+            assert pg_swap.older_snapshots_gone(store._db, timeout=1.0)
