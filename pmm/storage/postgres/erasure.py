@@ -132,6 +132,7 @@ def rewrite_rest(db: Database) -> None:
     )[0][0]
     if may:
         started = time.perf_counter()
+        older_snapshots_gone(db, warn=True)  # again: ANALYZE has just replaced statistics
         db.run("VACUUM FULL pg_statistic")
         log.debug("%.3f s: VACUUM FULL pg_statistic", time.perf_counter() - started)
     else:
