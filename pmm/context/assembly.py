@@ -322,7 +322,8 @@ def assemble(
     head_before = bool(kept_facts or kept_memories or kept_summary)
     shown_ids = {t.event_id for t in shown}
     # a memory that says a shown turn's words again (another copy of it) is that turn too
-    said = {repeat_key(t.text) for t in shown} - {frozenset()}
+    # (the shown turns' words are only read when there are memories to check against them)
+    said = {repeat_key(t.text) for t in shown} - {frozenset()} if kept_memories else set()
 
     def is_shown(memory: Turn) -> bool:
         return memory.event_id in shown_ids or repeat_key(memory.text) in said

@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 from pg_cluster import PostgresCluster
+from pg_partitions import holding
 
 from pmm import Mind
 from pmm.errors import EventNotFoundError, InvalidInputError
@@ -225,15 +226,6 @@ def _pg_files(cluster: PostgresCluster, url: str) -> tuple[Path, Path]:
         return cluster.datadir / "base" / str(oid.fetchone()[0]), cluster.datadir / "pg_wal"  # type: ignore[index]
 
 
-def _holding(folder: Path, tokens: tuple[str, ...]) -> set[str]:
-    found = set()
-    for path in folder.rglob("*"):
-        if path.is_file():
-            data = path.read_bytes()
-            found.update(t for t in tokens if t.encode() in data)
-    return found
-
-
 def test_erased_words_leave_the_data_files_but_not_the_wal(
     pg_cluster: PostgresCluster, pg_url: str
 ) -> None:
@@ -254,22 +246,22 @@ def test_erased_words_leave_the_data_files_but_not_the_wal(
             assert "'quokkaberri'" in lexemes.fetchone()[0]  # type: ignore[index]
         tokens = (*TOKENS, "quokkaberri")
         base, wal = _pg_files(pg_cluster, pg_url)
-        assert _holding(base, tokens) == set(tokens)  # text, tsvectors, window keys
+        assert holding(base, tokens) == set(tokens)  # text, tsvectors, window keys
 
         report = mind.forget(event_ids=[secret], reason="user asked")
 
         assert secret in report.erased and not report.wal_truncated  # + its session summary
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute("CHECKPOINT")
-        assert _holding(base, tokens) == set()  # VACUUM FULL rewrote every table
+        assert holding(base, tokens) == set()  # VACUUM FULL rewrote every table
         assert mind.verify().ok
         # PostgreSQL's WAL still holds the inserts (and a CHECKPOINT does not change that:
         # segments are recycled by renaming, and overwritten only as new WAL is written).
-        assert _holding(wal, tokens) >= {"ZX9912345Q", "quokkaberry"}
+        assert holding(wal, tokens) >= {"ZX9912345Q", "quokkaberry"}
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute("SELECT pg_switch_wal()")
             conn.execute("CHECKPOINT")
-        assert _holding(wal, tokens) >= {"ZX9912345Q", "quokkaberry"}
+        assert holding(wal, tokens) >= {"ZX9912345Q", "quokkaberry"}
 
 
 def test_a_user_who_does_not_own_the_database_is_warned_about_pg_statistic(
