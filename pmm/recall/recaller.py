@@ -27,6 +27,9 @@ rank)`` summed over the rankers), whose default weights adapt to the query
 (:class:`~pmm.recall.fusion.FusionPolicy`: temporal questions, weak lexical evidence).
 ``semantic`` is ``dense`` alone.
 
+A question that asks for a fact slot ("what do I do for a living?") is searched with the
+slot's words, and the asker's turns whose facts fill the slot lead (:mod:`pmm.recall.slots`).
+
 Query embeddings are cached (an LRU keyed by text) and, in hybrid mode, computed on a
 worker thread while the keyword rankers search (:mod:`pmm.recall.query_vectors`);
 :attr:`Recaller.encoder_seconds` is the time spent encoding. Where each ranker's list
@@ -64,6 +67,7 @@ from pmm.recall.fusion import (
 from pmm.recall.query_vectors import QueryVectors
 from pmm.recall.rerank import LEARNED_COEFFICIENTS
 from pmm.recall.rerank import RANKED as RERANKED
+from pmm.recall.slots import keyword_query, slot_first
 from pmm.recall.sources import (
     checked_kinds,
     dense_ids,
@@ -262,10 +266,11 @@ class Recaller:
         policy = {"semantic": _SEMANTIC, "keyword": self.keyword_policy}.get(mode, self.policy)
         temporal = is_temporal(words(query.lower()))
         date_weight = TEMPORAL_DATE_WEIGHT if temporal else 1.0
+        searched = keyword_query(query)  # a slot question searches its slot's words
 
         def keyword(ranker: str) -> list[int]:
             return keyword_ids(
-                self.store, self.session_ranker, self.user_ranker, query, ranker,
+                self.store, self.session_ranker, self.user_ranker, searched, ranker,
                 session_id=session_id, kinds=kind_list, depth=depth, date_weight=date_weight,
                 sync=sync_index, excluded=excluded, user_id=user_id,
             )  # fmt: skip
@@ -283,7 +288,7 @@ class Recaller:
         if policy.needs_coverage:
             rankings["turn"] = keyword("turn")
         weights, coverage = policy_weights(
-            self.store, policy, query, temporal, rankings.get("turn", [])
+            self.store, policy, searched, temporal, rankings.get("turn", [])
         )
         rankings = {r: ids for r, ids in rankings.items() if weights.get(r, 0) > 0}
         for ranker in KEYWORD_RANKERS:
@@ -309,6 +314,7 @@ class Recaller:
             )
         else:
             fused, read = rrf_fuse(rankings, weights=weights), {}
+        fused = fused if mode == "semantic" else slot_first(self.store, query, fused, read)
         hits = fused_hits(self.store, fused, k, user_id, read)
         from pmm.dream.consolidation import consolidated_hits  # the one consolidation hook
 
@@ -343,7 +349,7 @@ class Recaller:
         out: dict[str, list[int]] = {}
         for r in KEYWORD_RANKERS:
             out[r] = keyword_ids(
-                self.store, self.session_ranker, self.user_ranker, query, r,
+                self.store, self.session_ranker, self.user_ranker, keyword_query(query), r,
                 session_id=session_id, kinds=kinds, depth=depth, date_weight=date_weight,
                 user_id=user_id,
             )  # fmt: skip
