@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
-from pmm.facts import extract_facts
+from pmm.facts import extract_facts, slot_group
 from pmm.recall.rerank import query_names
 from pmm.records import Event
 
@@ -82,12 +82,16 @@ def keyword_query(query: str) -> str:
         slot = SLOTS[name]
         if slot.idiom is not None:
             query = slot.idiom.sub("", query)
-    return " ".join([query.rstrip(" ?!."), *(SLOTS[name].words for name in slots)])
+    extra = [SLOTS[name].words for name in slots if SLOTS[name].words]
+    return " ".join([query.rstrip(" ?!."), *extra]) if extra else query
 
 
 @lru_cache(maxsize=4096)
 def _attributes(text: str) -> frozenset[str]:
-    return frozenset(f.attribute for f in extract_facts(text[:_FACT_TEXT_CHARS]))
+    """The attributes of the facts ``text`` states, and their slot groups ("pet" for
+    "dog's name")."""
+    facts = extract_facts(text[:_FACT_TEXT_CHARS])
+    return frozenset(a for f in facts for a in (f.attribute, slot_group(f.attribute)))
 
 
 def slot_first(

@@ -33,7 +33,7 @@ from pmm.recall.fusion import (
 from pmm.recall.rerank import rerank
 from pmm.records import Event, Hit
 from pmm.text.window_keys import is_temporal
-from pmm.text.words import repeat_key, search_terms, words
+from pmm.text.words import WORD, repeat_key, search_terms, words
 
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder
@@ -55,6 +55,7 @@ __all__ = [
     "searchable",
     "symbol_hits",
     "utterance",
+    "wordless",
 ]
 
 
@@ -210,9 +211,16 @@ def one_copy(
     A copy takes no rank of its own, so a question asked twice does not push down the turn
     that answers it. ``events``: the candidates' rows (one missing is kept as it is).
 
+    The dense list leaves out the turns with no word (:func:`wordless`, "🐶🐶"): the
+    encoder reads them all as one unknown token, so their similarity to a query says
+    nothing about them (a symbol-only query finds them by :func:`symbol_hits`).
+
     >>> one_copy({"turn": [7, 3, 9]}, events)  # doctest: +SKIP
     {'turn': [9, 3]}    # 7 and 9: "What's my dog's name?"
     """
+    dense = rankings.get("dense")
+    if dense and any(wordless(events.get(i)) for i in dense):
+        rankings = {**rankings, "dense": [i for i in dense if not wordless(events.get(i))]}
     newest: dict[Utterance, int] = {}
     keys: dict[int, Utterance] = {}
     repeated = False
@@ -231,6 +239,12 @@ def one_copy(
         return {r: list(found) for r, found in rankings.items()}
     one = {i: newest[key] for i, key in keys.items()}
     return {r: list(dict.fromkeys(one.get(i, i) for i in found)) for r, found in rankings.items()}
+
+
+def wordless(event: Event | None) -> bool:
+    """Whether ``event`` is a turn whose text holds no word, only symbols (emoji); an
+    erased or missing one is not."""
+    return event is not None and bool(event.text) and not WORD.search(event.text or "")
 
 
 def searchable(event: Event) -> str:

@@ -1,7 +1,8 @@
 """Slot questions (pmm/recall/slots.py): issue 22's "what do I do for a living?" on a new
 user's small log finds the job turn first, not "I live in Zürich." ("living" stems to
-"live") nor the emoji-only turn; keyword recall (no embeddings) and hybrid recall (the
-packaged MiniLM), one session and every session, and never another user's turn."""
+"live"), and no emoji-only turn (a dense candidate no more); keyword recall (no
+embeddings) and hybrid recall (the packaged MiniLM), one session and every session, and
+never another user's turn."""
 
 from __future__ import annotations
 
@@ -79,10 +80,13 @@ def test_job_question_finds_the_job_turn_in_hybrid(tmp_path: Path, session: str 
     with Mind(str(tmp_path / "m.db"), enable_embeddings=True) as mind:
         fill(mind, NEW_USER)
         hits = mind.recall(QUESTION, k=10, session_id=session, mode="hybrid")
+        hits_for_symbol = mind.recall("🐶", k=3, session_id=session, mode="hybrid")
     found = [h.event.content for h in hits]
     assert found[0] == JOB
     assert found.index(CITY) > 0
-    assert EMOJI not in found or found.index(EMOJI) > found.index(CITY)
+    # the encoder reads every emoji-only turn as one unknown token: no dense candidate
+    assert EMOJI not in found
+    assert [h.event.content for h in hits_for_symbol] == [EMOJI]
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
