@@ -211,16 +211,19 @@ def one_copy(
     A copy takes no rank of its own, so a question asked twice does not push down the turn
     that answers it. ``events``: the candidates' rows (one missing is kept as it is).
 
-    The dense list leaves out the turns with no word (:func:`wordless`, "🐶🐶"): the
-    encoder reads them all as one unknown token, so their similarity to a query says
-    nothing about them (a symbol-only query finds them by :func:`symbol_hits`).
+    The lists leave out the turns with no word (:func:`wordless`, "🐶🐶"), which only the
+    dense and window rankers can hold: the encoder reads them all as one unknown token, so
+    their similarity to a query says nothing about them, and their window key holds only
+    their neighbours' words, which their neighbours are found by (a symbol-only query
+    finds them by :func:`symbol_hits`).
 
     >>> one_copy({"turn": [7, 3, 9]}, events)  # doctest: +SKIP
     {'turn': [9, 3]}    # 7 and 9: "What's my dog's name?"
     """
-    dense = rankings.get("dense")
-    if dense and any(wordless(events.get(i)) for i in dense):
-        rankings = {**rankings, "dense": [i for i in dense if not wordless(events.get(i))]}
+    if any(wordless(event) for event in events.values()):
+        rankings = {
+            r: [i for i in found if not wordless(events.get(i))] for r, found in rankings.items()
+        }
     newest: dict[Utterance, int] = {}
     keys: dict[int, Utterance] = {}
     repeated = False

