@@ -209,3 +209,24 @@ def test_repeats_ab_times_recall_with_and_without_the_collapse(
     assert "2 questions x 2 rounds, 5 turns" in printed
     assert "with    the repeat collapse: p50" in printed and "p50 ratio" in printed
     assert (sources.one_copy, sources.utterance) == collapse
+
+
+def test_slot_variants_are_what_they_say_and_leave_the_shipped_slots(
+    bench: tuple[ModuleType, ModuleType], tmp_path: Path
+) -> None:
+    """bench/locomo_slots.py: each variant's slots; a run (here skipped: no data) puts
+    PMM's own slots back."""
+    from pmm.recall import slots
+
+    variants = importlib.import_module("locomo_slots")
+    shipped = dict(slots.SLOTS)
+    broad = variants.variant("broad")
+    assert set(broad) == {"job", "home", "pet"}
+    assert all(not s.attributes for s in variants.variant("broad-words").values())
+    assert all(not s.words and s.idiom is None for s in variants.variant("broad-facts").values())
+    assert broad["job"].asks.search("What career path has Caroline decided to pursue?")
+    assert not slots.asked_slots("What career path has Caroline decided to pursue?")
+    assert variants.main(["--variant", "broad", "--data", str(tmp_path / "none")]) == 0
+    assert shipped == slots.SLOTS
+    with pytest.raises(SystemExit):
+        variants.variant("nope")
