@@ -91,10 +91,11 @@ def test_job_question_finds_the_job_turn_in_hybrid(tmp_path: Path, session: str 
 
 
 def test_job_question_fills_from_named_people_and_never_another_user(tmp_path: Path) -> None:
-    """A third-person question moves the named person's fact turn up, not another's; a
-    user's recall never shows another user's job turn, whatever its facts."""
+    """A third-person question moves up the fact turns the named person speaks, not
+    another speaker's that names them; a user's recall never shows another user's job
+    turn, whatever its facts."""
     with Mind(str(tmp_path / "m.db"), enable_embeddings=False) as mind:
-        fill(mind, ["Ann: I'm a pilot.", "Bo: I'm a chef.", "Ann: we talked about work"], "s")
+        fill(mind, ["Bo: I'm a chef.", "Ann: I'm a pilot, ask Bo.", "Ann: Bo's job?"], "s")
         found = [h.event.content for h in mind.recall("What is Bo's job?", k=3)]
         assert found[0] == "Bo: I'm a chef."
         fill(mind, ["I work as a chef at the harbour."], "bob-1", user="bob")
