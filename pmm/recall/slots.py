@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pmm.facts import extract_facts, slot_group
 from pmm.recall.rerank import query_names
 from pmm.records import Event
+from pmm.text.stemmer import fts_tokens
 
 if TYPE_CHECKING:
     from pmm.storage.base import EventLog
@@ -79,15 +80,23 @@ def asked_slots(query: str) -> tuple[str, ...]:
 
 def keyword_query(query: str) -> str:
     """``query`` as the keyword rankers search it: for each slot it asks for, without the
-    slot's idiom and with the slot's words; any other query as it is."""
+    slot's idiom, and with the slot's words when it names none of them ("what's my job?"
+    is searched as it is: the generated chat dataset's "What was Yuki's job before?" lost
+    answers with "work" and the rest added); any other query as it is.
+
+    >>> keyword_query("What's my job?"), keyword_query("What do you do?")
+    ("What's my job?", 'What do you do work job occupation profession')
+    """
     slots = asked_slots(query)
     if not slots:
         return query
+    extra = []
     for name in slots:
         slot = SLOTS[name]
         if slot.idiom is not None:
             query = slot.idiom.sub("", query)
-    extra = [SLOTS[name].words for name in slots if SLOTS[name].words]
+        if slot.words and not set(fts_tokens(slot.words)) & set(fts_tokens(query)):
+            extra.append(slot.words)
     return " ".join([query.rstrip(" ?!."), *extra]) if extra else query
 
 
