@@ -15,6 +15,16 @@ holds every query word it holds" (issue 22). ``--neighbours``: the shipped fusio
 with its best hits' neighbouring turns moved up (after position P, the turns next to each
 of the top M hits; M and P chosen per fold on the training conversations by R@25). Hybrid
 and keyword mode both.
+
+Levers beyond the shipped features (``bench/locomo_stages.py``), each against the shipped
+fusion in the same run: ``--lever session_bm25`` / ``session_dense`` / ``session_mass300``
+(two-stage recall: the rank of the candidate's session, sessions ranked by BM25 over their
+turns, by their mean vector, or by their turns' mass in the 300-deep lists),
+``--lever digest --digest-lists D.json`` (the digest ranker's ranks, from ``locomo.py
+--digests --lists``), ``--lever rank_shape``; ``--depth N [--deeper RANKER]`` (candidates
+from deeper lists; record them with ``locomo.py --depth``), ``--widen S,N`` (items ranked
+51..N of the S best sessions by BM25 added), ``--fit-c C`` / ``--unbalanced`` (the fit).
+A column that reads the dense ranker is left out of keyword mode.
 """
 
 from __future__ import annotations
@@ -265,7 +275,7 @@ def extra_report(
     ``lever`` (:data:`EXTRA_LEVERS`) and / or deeper candidate lists (:func:`deeper`)."""
     extra = [c for name in lever for c in EXTRA_LEVERS[name]]
     # keyword mode has no dense ranker: no column that reads its list
-    keyword_extra = [c for c in extra if "dense" not in c and c != "n_lists"]
+    keyword_extra = [c for c in extra if not any(x in c for x in ("dense", "mass", "n_lists"))]
     labels = [f"lever {'+'.join(lever)}"] if lever else []
     other: dict[int, Question] | None = None
     if args.depth or args.widen:
