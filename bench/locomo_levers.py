@@ -211,6 +211,7 @@ def neighboured(fit: Fit) -> Fit:
 EXTRA_LEVERS: dict[str, tuple[str, ...]] = {
     "session_bm25": ("session_bm25_rr5", "session_bm25_top"),
     "session_dense": ("session_dense_rr5", "session_dense_top"),
+    "session_stemmed": ("session_stemmed_rr5", "session_stemmed_top"),
     "session_mass300": ("session_mass300_rr5", "session_mass300_top"),
     "session_mass100": ("session_mass100_rr5", "session_mass100_top"),
     "digest": ("digest_rr60", "digest_rr5"),
@@ -219,9 +220,7 @@ EXTRA_LEVERS: dict[str, tuple[str, ...]] = {
         "n_lists",
     ),
 }
-"""``--lever NAME`` beyond the shipped features (``locomo_stages``): two-stage recall
-(sessions ranked first by BM25 over their turns, or by their mean vector), the digest
-ranker's ranks."""
+"""``--lever NAME`` beyond the shipped features (``locomo_stages``, see the docstring)."""
 
 
 def add_extras(qs: Sequence[Question], lever: Sequence[str], args: Any) -> None:

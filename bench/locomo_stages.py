@@ -39,6 +39,32 @@ def session_order_bm25(conv: Conversation, question: str) -> list[int]:
     return [int(s) for s in found]
 
 
+def session_order_stemmed(conv: Conversation, question: str) -> list[int]:
+    """The sessions, best first, by BM25 (k1 1.2, b 0.75) over each session's turns under
+    PMM's own words (:func:`pmm.text.stemmer.fts_tokens` of the search terms, stopwords
+    out): the first stage as ``pmm.recall`` would tokenise it."""
+    from pmm.recall.rerank import query_terms
+    from pmm.text.stemmer import fts_tokens
+    from pmm.text.words import search_terms
+
+    sessions = sorted({t.session for t in conv.turns})
+    docs = []
+    for s in sessions:
+        text = " ".join(t.text for t in conv.turns if t.session == s)
+        docs.append([x for w in search_terms(text, limit=100_000) for x in fts_tokens(w)])
+    lengths = np.array([len(d) for d in docs], dtype=float)
+    avg = float(lengths.mean()) or 1.0
+    score = np.zeros(len(docs))
+    for term in query_terms(question):
+        tf = np.array([d.count(term) for d in docs], dtype=float)
+        df = int((tf > 0).sum())
+        if not df:
+            continue
+        idf = np.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+        score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * lengths / avg))
+    return [sessions[j] for j in np.argsort(-score, kind="stable") if score[j] > 0]
+
+
 class Centroids:
     """Each session's mean turn vector, and question vectors, from the bench's vector cache
     (``bench/locomo.py`` writes it; the question as the fp16 query encoder embedded it)."""
@@ -94,6 +120,8 @@ def add_session_ranks(
         conv = convs[q.conv]
         if how.startswith("mass"):
             order = session_order_mass(q, conv, int(how.removeprefix("mass") or 300))
+        elif how == "stemmed":
+            order = session_order_stemmed(conv, q.rec["question"])
         elif centroids is not None:
             order = centroids.order(conv, q.rec["question"])
         else:

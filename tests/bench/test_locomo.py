@@ -255,4 +255,7 @@ def test_sessions_ranked_by_their_turns(bench: tuple[ModuleType, ModuleType]) ->
     ], [])  # fmt: skip
     assert stages.session_order_bm25(conv, "Is Zephyr a greyhound?") == [2]
     assert stages.session_order_bm25(conv, "the kiln") == [1]
+    # the same under PMM's own words (stemmed: "greyhounds" finds "greyhound")
+    assert stages.session_order_stemmed(conv, "Are there greyhounds?") == [2]
+    assert stages.session_order_stemmed(conv, "kilns and bowls") == [1]
     assert stages.session_of(conv) == {1: 1, 2: 2, 3: 2}
