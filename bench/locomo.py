@@ -192,12 +192,13 @@ def collect(
     tmp: Path,
     prf: int = 0,
     digests: bool = False,
+    depth: int = DEPTH,
 ) -> list[dict[str, Any]]:
     """One record per question: its lists (dia_ids, best first) from every mode, every
     ranker and the baseline, the fusion weights the engine chose, and mode latencies.
     Levers measured offline: ``digests`` digests every turn first; ``prf`` > 0 adds
     ``window_prf``, the window key searched again with the question and ``prf`` words of
-    its top :data:`PRF_FEEDBACK` hits."""
+    its top :data:`PRF_FEEDBACK` hits. ``depth``: how deep each ranker's list is recorded."""
     records: list[dict[str, Any]] = []
     modes = [m for m in RECALL_MODES if embedder is not None or m == "keyword"]
     for conv in convs:
@@ -235,7 +236,7 @@ def collect(
                     hits = mind.recall(q.question, k=K, mode=mode)
                     rec["ms"][mode] = (time.perf_counter() - t0) * 1000
                     rec["modes"][mode] = [to_dia[h.event.id] for h in hits]
-                lists = recaller.ranker_lists(q.question, depth=DEPTH)
+                lists = recaller.ranker_lists(q.question, depth=depth)
                 rec["rankers"] = {r: [to_dia[i] for i in ids] for r, ids in lists.items()}
                 if prf:
                     top = mind.store.get_many(lists["window"][:PRF_FEEDBACK])
@@ -245,11 +246,11 @@ def collect(
                     found = keyword_ids(
                         recaller.store, recaller.session_ranker, recaller.user_ranker,
                         expanded, "window", session_id=None, kinds=recaller.default_kinds,
-                        depth=DEPTH, date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
+                        depth=depth, date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
                     )  # fmt: skip
                     rec["rankers"]["window_prf"] = [to_dia[i] for i in found]
                     rec["prf_query"] = expanded
-                rec["modes"][BASELINE] = bm25.search(q.question, DEPTH)
+                rec["modes"][BASELINE] = bm25.search(q.question, depth)
                 rec["weights"] = recaller.fusion_weights(q.question)
                 rec["temporal"] = is_temporal(words(q.question.lower()))
                 top = mind.store.get_many(lists["turn"][:EVIDENCE_HITS]).values()
@@ -321,6 +322,8 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
                         help="also the window key re-searched with N feedback words")  # fmt: skip
     parser.add_argument("--digests", action="store_true",
                         help="heuristic digests of every turn as extra keys (a lever)")  # fmt: skip
+    parser.add_argument("--depth", type=int, default=DEPTH,
+                        help="how deep each ranker's list is recorded (the ceiling)")  # fmt: skip
     parser.add_argument("--query-encoder", default=Settings().query_encoder,
                         choices=("fp32", "fp16", "int8"),
                         help="PMM_QUERY_ENCODER: the model that embeds questions")  # fmt: skip
@@ -349,7 +352,9 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pmm-locomo-") as tmp:
         try:
-            records = collect(convs, embedder, args.limit, Path(tmp), args.prf, args.digests)
+            records = collect(
+                convs, embedder, args.limit, Path(tmp), args.prf, args.digests, args.depth
+            )
         finally:
             if cached is not None:
                 cached.save()

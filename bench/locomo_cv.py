@@ -70,12 +70,14 @@ twice (docs/benchmarks/locomo.md)."""
 class Question:
     """One question's candidates (turn positions), features and labels."""
 
-    def __init__(self, rec: dict[str, Any], conv: Any, position: dict[str, int]) -> None:
+    def __init__(
+        self, rec: dict[str, Any], conv: Any, position: dict[str, int], depth: int = DEPTH
+    ) -> None:
         self.conv = rec["conversation"]
         self.category = int(rec["category"])
         self.evidence = [position[d] for d in rec["evidence"]]
         self.rec = rec
-        self.lists = {r: [position[d] for d in ids[:DEPTH]] for r, ids in rec["rankers"].items()}
+        self.lists = {r: [position[d] for d in ids[:depth]] for r, ids in rec["rankers"].items()}
         texts = {position[t.dia_id]: t.text for t in conv.turns}
         sessions = {position[t.dia_id]: str(t.session) for t in conv.turns}
         dates = {position[t.dia_id]: t.date.isoformat() for t in conv.turns}
@@ -116,7 +118,9 @@ def feedback_window(rankers: dict[str, list[str]], how: str) -> list[str]:
     return sorted(fused, key=lambda d: -fused[d])
 
 
-def load(lists: Path, data: Path, window: str = "window") -> list[Question]:
+def load(lists: Path, data: Path, window: str = "window", depth: int = DEPTH) -> list[Question]:
+    """Every question of ``lists`` (``bench/locomo.py --lists``), each ranker's list cut at
+    ``depth`` (recall's own depth, 50, unless a lever reads deeper)."""
     convs = {c.sample_id: c for c in load_locomo(data)}
     records = json.loads(lists.read_text(encoding="utf-8"))
     out = []
@@ -124,7 +128,7 @@ def load(lists: Path, data: Path, window: str = "window") -> list[Question]:
         rec["rankers"]["window"] = feedback_window(rec["rankers"], window)
         conv = convs[rec["conversation"]]
         position = {t.dia_id: n for n, t in enumerate(conv.turns, start=1)}
-        out.append(Question(rec, conv, position))
+        out.append(Question(rec, conv, position, depth))
     return out
 
 

@@ -15,6 +15,16 @@ holds every query word it holds" (issue 22). ``--neighbours``: the shipped fusio
 with its best hits' neighbouring turns moved up (after position P, the turns next to each
 of the top M hits; M and P chosen per fold on the training conversations by R@25). Hybrid
 and keyword mode both.
+
+Levers beyond the shipped features (``bench/locomo_stages.py``), each against the shipped
+fusion in the same run: ``--lever session_bm25`` / ``session_dense`` / ``session_mass300``
+(two-stage recall: the rank of the candidate's session, sessions ranked by BM25 over their
+turns, by their mean vector, or by their turns' mass in the 300-deep lists),
+``--lever digest --digest-lists D.json`` (the digest ranker's ranks, from ``locomo.py
+--digests --lists``), ``--lever rank_shape``; ``--depth N [--deeper RANKER]`` (candidates
+from deeper lists; record them with ``locomo.py --depth``), ``--widen S,N`` (items ranked
+51..N of the S best sessions by BM25 added), ``--fit-c C`` / ``--unbalanced`` (the fit).
+A column that reads the dense ranker is left out of keyword mode.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +55,15 @@ from locomo_cv import (  # noqa: E402
     metric_rows,
 )
 from locomo_data import CATEGORIES, load_locomo  # noqa: E402
+from locomo_stages import (  # noqa: E402
+    add_digest_ranks,
+    add_rank_shape,
+    add_session_ranks,
+    learned_extra,
+    load_records,
+    via,
+    widened,
+)
 
 from pmm.recall.rerank import is_question_turn, query_terms  # noqa: E402
 from pmm.text.stemmer import fts_tokens  # noqa: E402
@@ -188,6 +208,91 @@ def neighboured(fit: Fit) -> Fit:
     return fitted
 
 
+EXTRA_LEVERS: dict[str, tuple[str, ...]] = {
+    "session_bm25": ("session_bm25_rr5", "session_bm25_top"),
+    "session_dense": ("session_dense_rr5", "session_dense_top"),
+    "session_stemmed": ("session_stemmed_rr5", "session_stemmed_top"),
+    "session_mass300": ("session_mass300_rr5", "session_mass300_top"),
+    "session_mass100": ("session_mass100_rr5", "session_mass100_top"),
+    "digest": ("digest_rr60", "digest_rr5"),
+    "rank_shape": (
+        *(f"{r}_{x}" for r in ("turn", "window", "dense") for x in ("in", "rr20")),
+        "n_lists",
+    ),
+}
+"""``--lever NAME`` beyond the shipped features (``locomo_stages``, see the docstring)."""
+
+
+def add_extras(qs: Sequence[Question], lever: Sequence[str], args: Any) -> None:
+    """The columns of each ``--lever`` of :data:`EXTRA_LEVERS` on every question."""
+    convs = {c.sample_id: c for c in load_locomo(args.data)}
+    for q in qs:
+        q.rec["_dia"] = [t.dia_id for t in convs[q.conv].turns]
+    for name in lever:
+        if name.startswith("session_"):
+            add_session_ranks(qs, convs, name.removeprefix("session_"), args.cache)
+        elif name == "rank_shape":
+            add_rank_shape(qs)
+        elif name == "digest":
+            if args.digest_lists is None:
+                raise SystemExit(
+                    "--lever digest needs --digest-lists (locomo.py --digests --lists)"
+                )
+            add_digest_ranks(qs, load_records(args.digest_lists))
+
+
+def deeper(qs: Sequence[Question], args: Any) -> dict[int, Question]:
+    """Each question with deeper candidate lists: ``--depth N`` (every ranker's list, or
+    those ``--deeper`` names, N deep) or ``--widen S,N`` (items ranked 51..N kept only where
+    their session is among the question's S best sessions by BM25 over sessions)."""
+    convs = {c.sample_id: c for c in load_locomo(args.data)}
+    other: dict[int, Question] = {}
+    for q in qs:
+        conv = convs[q.conv]
+        position = {t.dia_id: n for n, t in enumerate(conv.turns, start=1)}
+        if args.widen:
+            top, depth = (int(x) for x in args.widen.split(","))
+            add_session_ranks([q], convs, "bm25")
+            best = {s for s, r in q.session_rank.items() if r <= top}  # type: ignore[attr-defined]
+            session = {t.dia_id: t.session for t in conv.turns}
+            rec = widened(q.rec, lambda d, s=session, b=best: s[d] in b, depth)
+        else:
+            depth = args.depth
+            rec = dict(q.rec)
+            rec["rankers"] = {
+                r: ids[:depth] if not args.deeper or r in args.deeper else ids[:50]
+                for r, ids in q.rec["rankers"].items()
+            }
+        other[id(q)] = Question(rec, conv, position, depth)
+    return other
+
+
+def extra_report(
+    qs: list[Question], lever: Sequence[str], shipped: Sequence[str], args: Any
+) -> dict[str, Any]:
+    """The shipped fusion on recall's lists, against the same with the extra columns of
+    ``lever`` (:data:`EXTRA_LEVERS`) and / or deeper candidate lists (:func:`deeper`)."""
+    extra = [c for name in lever for c in EXTRA_LEVERS[name]]
+    # keyword mode has no dense ranker: no column that reads its list
+    keyword_extra = [c for c in extra if not any(x in c for x in ("dense", "mass", "n_lists"))]
+    labels = [f"lever {'+'.join(lever)}"] if lever else []
+    other: dict[int, Question] | None = None
+    if args.depth or args.widen:
+        other = deeper(qs, args)
+        which = "+".join(args.deeper) if args.deeper else "every"
+        labels.append(f"widened by sessions {args.widen}" if args.widen
+                      else f"{which} list {args.depth} deep")  # fmt: skip
+    add_extras(list(other.values()) if other else qs, lever, args)
+    pairs = {}
+    c, balanced = float(args.fit_c), not args.unbalanced
+    if c != 1.0 or not balanced:
+        labels.append(f"fitted with C={c:g}" + (", classes unweighted" if not balanced else ""))
+    for mode, cols in modes(shipped):
+        fit = learned_extra(cols, extra if mode == "hybrid" else keyword_extra, c, balanced)
+        pairs[mode] = (learned(cols), via(other, fit) if other else fit)
+    return compare_report(qs, ", ".join(labels), pairs)
+
+
 def shipped_report(qs: list[Question], shipped: Sequence[str]) -> dict[str, Any]:
     """The shipped fusion (hybrid and keyword) held out: pooled per category and per fold
     (R@10 / R@25 / H@10), one fit per fold (``--shipped-only``, e.g. with ``--window``)."""
@@ -245,6 +350,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the best hits' neighbouring turns moved up (M, P chosen per fold)",
     )
+    parser.add_argument("--digest-lists", type=Path,
+                        help="lists of bench/locomo.py --digests (for --lever digest)")  # fmt: skip
+    parser.add_argument("--cache", type=Path,
+                        default=Path(tempfile.gettempdir()) / "pmm-locomo-vectors"
+                        / "sentence-transformers_all-MiniLM-L6-v2.npz",
+                        help="bench/locomo.py's vectors (--lever session_dense)")  # fmt: skip
+    parser.add_argument("--depth", type=int, default=0,
+                        help="compare with each ranker's list this deep")  # fmt: skip
+    parser.add_argument("--deeper", action="append", default=[], metavar="RANKER",
+                        help="with --depth: only this ranker deeper (others 50)")  # fmt: skip
+    parser.add_argument("--widen", metavar="S,N",
+                        help="compare with the S best sessions' items 51..N added")  # fmt: skip
+    parser.add_argument("--fit-c", type=float, default=1.0,
+                        help="compare with the logistic regression's C set so")  # fmt: skip
+    parser.add_argument("--unbalanced", action="store_true",
+                        help="compare with the classes unweighted in the fit")  # fmt: skip
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     qs = load(args.lists, args.data, args.window)
@@ -257,6 +378,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.neighbours:
         pairs = {mode: (learned(cols), neighboured(learned(cols))) for mode, cols in modes(shipped)}
         results = compare_report(qs, "neighbours of the best hits moved up", pairs)
+    elif (
+        args.depth
+        or args.widen
+        or args.fit_c != 1.0
+        or args.unbalanced
+        or (args.lever and set(args.lever) <= set(EXTRA_LEVERS))
+    ):
+        results = extra_report(qs, args.lever, shipped, args)
     elif args.lever:
         results = lever_report(qs, args.lever, shipped)
     else:

@@ -230,3 +230,53 @@ def test_slot_variants_are_what_they_say_and_leave_the_shipped_slots(
     assert shipped == slots.SLOTS
     with pytest.raises(SystemExit):
         variants.variant("nope")
+
+
+def test_ceiling_splits_the_evidence_three_ways(
+    bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/locomo_ceiling.py on ten tiny conversations: the dense ranker lists all five
+    turns, so the union of the lists holds every evidence turn at depth 10, the hybrid
+    fusion loses none to the candidate cut, and each mode's three shares add up to 1."""
+    locomo, _ = bench
+    ceiling = importlib.import_module("locomo_ceiling")
+    convs = [{**tiny_locomo()[0], "sample_id": f"conv-{n}"} for n in range(10)]
+    data = tmp_path / "locomo10.json"
+    data.write_text(json.dumps(convs), encoding="utf-8")
+    lists = tmp_path / "lists.json"
+    argv = ["--data", str(data), "--lists", str(lists), "--depth", "300"]
+    assert locomo.main(argv, embedder=WordHashEmbedder()) == 0
+    capsys.readouterr()
+    assert ceiling.main(["--lists", str(lists), "--data", str(data)]) == 0
+    printed = capsys.readouterr().out
+    cells = {
+        line.split()[0]: [float(x) for x in line.split()[1:]]
+        for line in printed.splitlines()
+        if line.startswith("  union@") or line.startswith("  dense@")
+    }
+    assert cells["union@10"][0] == 1.0 and cells["dense@10"][0] == 1.0
+    for mode in ("hybrid", "keyword"):
+        block = printed.split(f"fusion, {mode}")[1].split("\n\n")[0].splitlines()
+        shares = [float(line[24:].split()[0]) for line in block[2:5]]  # the 'all' column
+        assert sum(shares) == pytest.approx(1.0), block
+        if mode == "hybrid":
+            assert shares[2] == 0.0, block  # in no list
+    assert "0 of 30 evidence turns" in printed  # 3 per conversation
+
+
+def test_sessions_ranked_by_their_turns(bench: tuple[ModuleType, ModuleType]) -> None:
+    """Two-stage recall's first stage (bench/locomo_stages.py): BM25 over each session's
+    concatenated turns puts the session holding the question's rare words first."""
+    _, data = bench
+    stages = importlib.import_module("locomo_stages")
+    conv = data.Conversation("c", ("Ann", "Bob"), [
+        data.Turn("D1:1", "Ann", 1, data.parse_date("1:56 pm on 8 May, 2023"), "Ann: kiln bowl"),
+        data.Turn("D2:1", "Bob", 2, data.parse_date("1:56 pm on 9 May, 2023"), "Bob: greyhound"),
+        data.Turn("D2:2", "Ann", 2, data.parse_date("1:56 pm on 9 May, 2023"), "Ann: Zephyr"),
+    ], [])  # fmt: skip
+    assert stages.session_order_bm25(conv, "Is Zephyr a greyhound?") == [2]
+    assert stages.session_order_bm25(conv, "the kiln") == [1]
+    # the same under PMM's own words (stemmed: "greyhounds" finds "greyhound")
+    assert stages.session_order_stemmed(conv, "Are there greyhounds?") == [2]
+    assert stages.session_order_stemmed(conv, "kilns and bowls") == [1]
+    assert stages.session_of(conv) == {1: 1, 2: 2, 3: 2}
