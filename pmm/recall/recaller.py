@@ -25,18 +25,14 @@ query names, its session's share of the evidence), chosen by cross-validation on
 keep the weighted reciprocal rank fusion of :mod:`pmm.recall.fusion` (``weight / (60 +
 rank)`` summed over the rankers), whose default weights adapt to the query
 (:class:`~pmm.recall.fusion.FusionPolicy`: temporal questions, weak lexical evidence).
-``semantic`` is ``dense`` alone.
-
-A question that asks for a fact slot ("what do I do for a living?") is searched with the
-slot's words, and the asker's turns whose facts fill the slot lead (:mod:`pmm.recall.slots`).
+``semantic`` is ``dense`` alone. A slot question ("what do I do for a living?") is
+searched as :mod:`pmm.recall.slots` says.
 
 Query embeddings are cached (an LRU keyed by text) and, in hybrid mode, computed on a
 worker thread while the keyword rankers search (:mod:`pmm.recall.query_vectors`);
 :attr:`Recaller.encoder_seconds` is the time spent encoding. Where each ranker's list
-comes from: :mod:`pmm.recall.sources`.
-
-Importing this module does not import torch or sentence-transformers; only an embedder
-that loads a model does.
+comes from: :mod:`pmm.recall.sources`. Importing this module does not import torch or
+sentence-transformers; only an embedder that loads a model does.
 """
 
 from __future__ import annotations
@@ -346,13 +342,10 @@ class Recaller:
         """
         date_weight = TEMPORAL_DATE_WEIGHT if is_temporal(words(query.lower())) else 1.0
         kinds = self.default_kinds
-        out: dict[str, list[int]] = {}
-        for r in KEYWORD_RANKERS:
-            out[r] = keyword_ids(
-                self.store, self.session_ranker, self.user_ranker, keyword_query(query), r,
-                session_id=session_id, kinds=kinds, depth=depth, date_weight=date_weight,
-                user_id=user_id,
-            )  # fmt: skip
+        out = {r: keyword_ids(
+            self.store, self.session_ranker, self.user_ranker, keyword_query(query), r,
+            session_id=session_id, kinds=kinds, depth=depth, date_weight=date_weight,
+            user_id=user_id) for r in KEYWORD_RANKERS}  # fmt: skip
         if self.embedder is not None and query.strip():
             out["dense"] = self._semantic(
                 self._query_vector(query), depth, session_id, kinds, set(), user_id
