@@ -1,0 +1,110 @@
+-- The append's functions without planning every statement on every call (issue 21; the
+-- breakdown is in docs/benchmarks/chains.md). Migration 0009 made each plpgsql statement
+-- plan for its values (plan_cache_mode = force_custom_plan) so that a read of events would
+-- prune to one partition instead of locking all of them; but only the reads of events and
+-- event_windows need that, and the other dozen statements (locks, session_owners, chains,
+-- the INSERTs, whose partitions PostgreSQL locks when it routes a row, not when it plans)
+-- spent about as much server time planning as running. Now the functions keep PostgreSQL's
+-- default (a cached generic plan after five calls), and the statements that read a
+-- partitioned table are dynamic SQL (EXECUTE: planned for each call, with its values):
+-- the user's partition by its name, `events_sNN` (the name stays the partition's through
+-- an erasure's swap, pmm/storage/postgres/swap.py), or the parent where the rows may be any
+-- user's (no session: rare).
+--
+-- The newest turns of a session are read by walking the (session_id, id) index backwards:
+-- on a partition whose statistics are older than its rows (a new one, or a session that
+-- grew fast), the planner took a bitmap of all the session's rows and sorted them, a cost
+-- that grew with the session. enable_bitmapscan = off (for these functions only) leaves it
+-- the index walk, which stops after `tail` rows.
+
+CREATE OR REPLACE FUNCTION pmm_append_open(p JSONB) RETURNS JSONB
+LANGUAGE plpgsql SET plan_cache_mode = auto SET enable_bitmapscan = off AS $$
+DECLARE
+    kinds TEXT[] := ARRAY(SELECT jsonb_array_elements_text(p -> 'kinds'));
+    tail INTEGER := (p ->> 'tail')::INTEGER;
+    chars INTEGER := (p ->> 'chars')::INTEGER;
+    tails JSONB := '[]';
+    got JSONB;
+    sid TEXT;
+    sh SMALLINT;
+    result JSONB;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(1347243265);  -- APPEND_LOCK, 0x504D4D01
+    PERFORM pg_advisory_xact_lock(1347243266, h)  -- SESSION_LOCK, 0x504D4D02
+       FROM (SELECT DISTINCT hashtext(k) AS h
+               FROM jsonb_array_elements_text(p -> 'sessions') AS k ORDER BY 1) AS sorted;
+    FOR sid IN SELECT v #>> '{}'
+                 FROM jsonb_array_elements(jsonb_build_array() || (p -> 'windowed')) AS v LOOP
+        IF sid IS NULL THEN
+            -- Rows without a session: any user's (rare; reads every partition).
+            EXECUTE 'SELECT jsonb_agg(jsonb_build_array(NULL, r.id, r.kind, r.ts, r.body))'
+                    ' FROM (SELECT e.id, e.kind, e.ts,'
+                    '              left(coalesce(e.content, e.summary), $3) AS body'
+                    '         FROM events AS e WHERE e.session_id IS NULL AND e.kind = ANY($1)'
+                    '        ORDER BY e.id DESC LIMIT $2) AS r'
+               INTO got USING kinds, tail, chars;
+        ELSE
+            SELECT pmm_shard(o.user_id) INTO sh FROM session_owners AS o WHERE o.session_id = sid;
+            CONTINUE WHEN NOT FOUND;  -- a new session: no turns before
+            EXECUTE format(
+                'SELECT jsonb_agg(jsonb_build_array($1, r.id, r.kind, r.ts, r.body))'
+                ' FROM (SELECT e.id, e.kind, e.ts, left(coalesce(e.content, e.summary), $4) AS body'
+                '         FROM %I AS e WHERE e.session_id = $1 AND e.kind = ANY($2)'
+                '        ORDER BY e.session_id DESC, e.id DESC LIMIT $3) AS r',
+                'events_s' || lpad(sh::TEXT, 2, '0'))
+               INTO got USING sid, kinds, tail, chars;
+        END IF;
+        tails := tails || coalesce(got, '[]');
+    END LOOP;
+    SELECT jsonb_build_object(
+               'owners', (SELECT jsonb_agg(jsonb_build_array(o.session_id, o.user_id))
+                            FROM session_owners AS o
+                           WHERE o.session_id IN (SELECT jsonb_array_elements_text(p -> 'owned'))),
+               'tails', CASE WHEN jsonb_array_length(tails) > 0 THEN tails END)
+      INTO result;
+    IF jsonb_typeof(p -> 'keys') = 'array' THEN
+        result := result || pmm_open_chains(p);
+    END IF;
+    RETURN result;
+END $$;
+
+-- As in 0009; the one statement that reads events (window rows without a session take
+-- their event's partition) is dynamic SQL, the INSERTs into the partitioned tables keep
+-- cached plans (a row's partition is locked when the row is routed to it).
+CREATE OR REPLACE FUNCTION pmm_append_rows(p JSONB) RETURNS VOID
+LANGUAGE plpgsql SET plan_cache_mode = auto AS $$
+BEGIN
+    INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,
+                       prev_hash, hash, hash_version, user_id, user_digest, session_digest,
+                       shard)
+    SELECT (r ->> 0)::BIGINT, r ->> 1, r ->> 2, r ->> 3, r ->> 4, r ->> 5, r ->> 6, r ->> 7,
+           r ->> 8, r ->> 9, (r ->> 10)::SMALLINT, r ->> 11, r ->> 12, r ->> 13,
+           pmm_shard(r ->> 11)
+      FROM jsonb_array_elements(p -> 'rows') WITH ORDINALITY AS t(r, n) ORDER BY n;
+    INSERT INTO session_owners(session_id, user_id)
+    SELECT DISTINCT ON (r ->> 3) r ->> 3, r ->> 11
+      FROM jsonb_array_elements(p -> 'rows') AS r
+     WHERE r ->> 3 IS NOT NULL
+        ON CONFLICT (session_id) DO NOTHING;
+    UPDATE chains SET head_id = (v ->> 1)::BIGINT, head_hash = v ->> 2
+      FROM jsonb_array_elements(p -> 'heads') AS v
+     WHERE chains.chain = v ->> 0;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(p -> 'windows') AS w WHERE w ->> 1 IS NULL) THEN
+        EXECUTE 'INSERT INTO event_windows(event_id, session_id, kind, search, shard)'
+                ' SELECT (w ->> 0)::BIGINT, w ->> 1, w ->> 2,'
+                '        setweight(to_tsvector(''english'', w ->> 3), ''A'')'
+                '        || setweight(to_tsvector(''english'', w ->> 4), ''B''), e.shard'
+                '   FROM jsonb_array_elements($1) AS w'
+                '   JOIN events AS e ON e.id = (w ->> 0)::BIGINT'
+                '  WHERE w ->> 1 IS NULL'
+                '     ON CONFLICT (event_id, shard) DO UPDATE SET search = excluded.search'
+           USING p -> 'windows';
+    END IF;
+    INSERT INTO event_windows(event_id, session_id, kind, search, shard)
+    SELECT (w ->> 0)::BIGINT, w ->> 1, w ->> 2,
+           setweight(to_tsvector('english', w ->> 3), 'A')
+           || setweight(to_tsvector('english', w ->> 4), 'B'), pmm_shard(o.user_id)
+      FROM jsonb_array_elements(p -> 'windows') AS w
+      JOIN session_owners AS o ON o.session_id = w ->> 1
+        ON CONFLICT (event_id, shard) DO UPDATE SET search = excluded.search;
+END $$;
