@@ -1,24 +1,43 @@
 -- The append's functions without planning every statement on every call (issue 21; the
 -- breakdown is in docs/benchmarks/chains.md). Migration 0009 made each plpgsql statement
 -- plan for its values (plan_cache_mode = force_custom_plan) so that a read of events would
--- prune to one partition instead of locking all of them; but only the reads of events and
--- event_windows need that, and the other dozen statements (locks, session_owners, chains,
--- the INSERTs, whose partitions PostgreSQL locks when it routes a row, not when it plans)
--- spent about as much server time planning as running. Now the functions keep PostgreSQL's
--- default (a cached generic plan after five calls), and the statements that read a
--- partitioned table are dynamic SQL (EXECUTE: planned for each call, with its values):
--- the user's partition by its name, `events_sNN` (the name stays the partition's through
--- an erasure's swap, pmm/storage/postgres/swap.py), or the parent where the rows may be any
--- user's (no session: rare).
---
--- The newest turns of a session are read by walking the (session_id, id) index backwards:
--- on a partition whose statistics are older than its rows (a new one, or a session that
--- grew fast), the planner took a bitmap of all the session's rows and sorted them, a cost
--- that grew with the session. enable_bitmapscan = off (for these functions only) leaves it
--- the index walk, which stops after `tail` rows.
+-- prune to one partition instead of locking all of them; but only the reads of events
+-- need that, and the other dozen statements (locks, session_owners, chains, the INSERTs,
+-- whose partitions PostgreSQL locks when it routes a row, not when it plans) spent about
+-- as much server time planning as running. Now the functions keep PostgreSQL's default
+-- (a cached generic plan after five calls), and a session's newest turns are read from its
+-- user's partition by name (`events_sNN`, a name that stays the live partition's through
+-- an erasure's swap, pmm/storage/postgres/swap.py: a cached plan is checked against the
+-- catalog before each use and replanned, the name looked up again, after a swap).
+
+-- The newest `tail` rows of `kinds` of session `sid` in partition `sh` (the first `chars`
+-- characters of each), as [[sid, id, kind, ts, body], ...] or null: one static statement
+-- per partition, each planned once per connection and cached (generated below). The rows
+-- are read by walking the (session_id, id) index backwards: with bitmap scans allowed, a
+-- partition whose statistics were older than its rows (a new one, or a session that grew
+-- fast) got a bitmap of all the session's rows, sorted, a cost that grew with the session.
+DO $$
+DECLARE
+    body TEXT := '';
+BEGIN
+    FOR i IN 0..32 LOOP
+        body := body || format(
+            ' WHEN %s THEN RETURN (SELECT jsonb_agg(jsonb_build_array(sid, r.id, r.kind, r.ts, r.body))'
+            ' FROM (SELECT e.id, e.kind, e.ts, left(coalesce(e.content, e.summary), chars) AS body'
+            ' FROM %I AS e WHERE e.session_id = sid AND e.kind = ANY(kinds)'
+            ' ORDER BY e.session_id DESC, e.id DESC LIMIT tail) AS r);',
+            i, 'events_s' || lpad(i::TEXT, 2, '0'));
+    END LOOP;
+    EXECUTE format(
+        'CREATE FUNCTION pmm_session_tail(sh SMALLINT, sid TEXT, kinds TEXT[], tail INTEGER,'
+        ' chars INTEGER) RETURNS JSONB LANGUAGE plpgsql'
+        ' SET plan_cache_mode = force_generic_plan SET enable_bitmapscan = off'
+        ' AS $f$ BEGIN CASE sh %s END CASE; END $f$', body);
+END
+$$;
 
 CREATE OR REPLACE FUNCTION pmm_append_open(p JSONB) RETURNS JSONB
-LANGUAGE plpgsql SET plan_cache_mode = auto SET enable_bitmapscan = off AS $$
+LANGUAGE plpgsql SET plan_cache_mode = auto AS $$
 DECLARE
     kinds TEXT[] := ARRAY(SELECT jsonb_array_elements_text(p -> 'kinds'));
     tail INTEGER := (p ->> 'tail')::INTEGER;
@@ -46,13 +65,7 @@ BEGIN
         ELSE
             SELECT pmm_shard(o.user_id) INTO sh FROM session_owners AS o WHERE o.session_id = sid;
             CONTINUE WHEN NOT FOUND;  -- a new session: no turns before
-            EXECUTE format(
-                'SELECT jsonb_agg(jsonb_build_array($1, r.id, r.kind, r.ts, r.body))'
-                ' FROM (SELECT e.id, e.kind, e.ts, left(coalesce(e.content, e.summary), $4) AS body'
-                '         FROM %I AS e WHERE e.session_id = $1 AND e.kind = ANY($2)'
-                '        ORDER BY e.session_id DESC, e.id DESC LIMIT $3) AS r',
-                'events_s' || lpad(sh::TEXT, 2, '0'))
-               INTO got USING sid, kinds, tail, chars;
+            got := pmm_session_tail(sh, sid, kinds, tail, chars);
         END IF;
         tails := tails || coalesce(got, '[]');
     END LOOP;
@@ -108,3 +121,8 @@ BEGIN
       JOIN session_owners AS o ON o.session_id = w ->> 1
         ON CONFLICT (event_id, shard) DO UPDATE SET search = excluded.search;
 END $$;
+
+-- Its statements read and write chains and the id sequence only: one generic plan each
+-- (a custom plan knows how many ids are asked for, which kept PostgreSQL's default
+-- choosing to plan every call).
+ALTER FUNCTION pmm_open_chains(JSONB) SET plan_cache_mode = force_generic_plan;
