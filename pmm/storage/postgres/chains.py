@@ -137,7 +137,12 @@ def append_locked(
         (NO_USER_KEY if s.user_id is None else s.user_id, s.head_id, s.head_hash) for s in used
     ]
     windows = appended_windows(opened["tails"] or [], appended, radius) if windowed else []
-    conn.execute(_ROWS, (_dumps({"rows": rows, "heads": heads, "windows": windows}),))
+    begun: dict[str, str | None] = {}  # the sessions this append begins, and their users
+    for e in events:
+        if e.session_id is not None and e.session_id not in owners:
+            begun.setdefault(e.session_id, e.user_id)
+    request = {"rows": rows, "heads": heads, "windows": windows, "owners": list(begun.items())}
+    conn.execute(_ROWS, (_dumps(request),))
     return events
 
 

@@ -49,9 +49,13 @@ DECLARE
     result JSONB;
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(1347243265);  -- APPEND_LOCK, 0x504D4D01
-    PERFORM pg_advisory_xact_lock(1347243266, h)  -- SESSION_LOCK, 0x504D4D02
-       FROM (SELECT DISTINCT hashtext(k) AS h
-               FROM jsonb_array_elements_text(p -> 'sessions') AS k ORDER BY 1) AS sorted;
+    IF jsonb_array_length(p -> 'sessions') = 1 THEN  -- the usual case, without a query
+        PERFORM pg_advisory_xact_lock(1347243266, hashtext(p -> 'sessions' ->> 0));
+    ELSE
+        PERFORM pg_advisory_xact_lock(1347243266, h)  -- SESSION_LOCK, 0x504D4D02
+           FROM (SELECT DISTINCT hashtext(k) AS h
+                   FROM jsonb_array_elements_text(p -> 'sessions') AS k ORDER BY 1) AS sorted;
+    END IF;
     FOR sid IN SELECT v #>> '{}'
                  FROM jsonb_array_elements(jsonb_build_array() || (p -> 'windowed')) AS v LOOP
         IF sid IS NULL THEN
@@ -81,9 +85,12 @@ BEGIN
     RETURN result;
 END $$;
 
--- As in 0009; the one statement that reads events (window rows without a session take
--- their event's partition) is dynamic SQL, the INSERTs into the partitioned tables keep
--- cached plans (a row's partition is locked when the row is routed to it).
+-- As in 0009, with "owners": [[session, user], ...] of the sessions this append begins
+-- (the caller knows them: the others are in call 1's "owners"), so that an append to a
+-- known session runs no statement for them. The one statement that reads events (window
+-- rows without a session take their event's partition) is dynamic SQL; the INSERTs into
+-- the partitioned tables keep cached plans (a row's partition is locked when the row is
+-- routed to it, not when the statement is planned).
 CREATE OR REPLACE FUNCTION pmm_append_rows(p JSONB) RETURNS VOID
 LANGUAGE plpgsql SET plan_cache_mode = auto AS $$
 BEGIN
@@ -94,15 +101,15 @@ BEGIN
            r ->> 8, r ->> 9, (r ->> 10)::SMALLINT, r ->> 11, r ->> 12, r ->> 13,
            pmm_shard(r ->> 11)
       FROM jsonb_array_elements(p -> 'rows') WITH ORDINALITY AS t(r, n) ORDER BY n;
-    INSERT INTO session_owners(session_id, user_id)
-    SELECT DISTINCT ON (r ->> 3) r ->> 3, r ->> 11
-      FROM jsonb_array_elements(p -> 'rows') AS r
-     WHERE r ->> 3 IS NOT NULL
-        ON CONFLICT (session_id) DO NOTHING;
+    IF jsonb_array_length(p -> 'owners') > 0 THEN
+        INSERT INTO session_owners(session_id, user_id)
+        SELECT o ->> 0, o ->> 1 FROM jsonb_array_elements(p -> 'owners') AS o
+            ON CONFLICT (session_id) DO NOTHING;
+    END IF;
     UPDATE chains SET head_id = (v ->> 1)::BIGINT, head_hash = v ->> 2
       FROM jsonb_array_elements(p -> 'heads') AS v
      WHERE chains.chain = v ->> 0;
-    IF EXISTS (SELECT 1 FROM jsonb_array_elements(p -> 'windows') AS w WHERE w ->> 1 IS NULL) THEN
+    IF jsonb_path_exists(p, '$.windows[*] ? (@[1] == null)') THEN
         EXECUTE 'INSERT INTO event_windows(event_id, session_id, kind, search, shard)'
                 ' SELECT (w ->> 0)::BIGINT, w ->> 1, w ->> 2,'
                 '        setweight(to_tsvector(''english'', w ->> 3), ''A'')'
@@ -122,7 +129,35 @@ BEGIN
         ON CONFLICT (event_id, shard) DO UPDATE SET search = excluded.search;
 END $$;
 
--- Its statements read and write chains and the id sequence only: one generic plan each
--- (a custom plan knows how many ids are asked for, which kept PostgreSQL's default
--- choosing to plan every call).
-ALTER FUNCTION pmm_open_chains(JSONB) SET plan_cache_mode = force_generic_plan;
+-- As in 0008, with one generic plan per statement (they read and write chains and the id
+-- sequence only; a custom plan knows how many ids are asked for, which kept PostgreSQL's
+-- default planning every call), one chain's lock without a query, and the INSERT of new
+-- chains only when a chain is missing.
+CREATE OR REPLACE FUNCTION pmm_open_chains(p JSONB) RETURNS JSONB
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    keys TEXT[] := ARRAY(SELECT jsonb_array_elements_text(p -> 'keys'));
+    found JSONB;
+BEGIN
+    IF cardinality(keys) = 1 THEN
+        PERFORM pg_advisory_xact_lock(1347243267, hashtext(keys[1]));  -- CHAIN_LOCK
+    ELSE
+        PERFORM pg_advisory_xact_lock(1347243267, h)  -- CHAIN_LOCK, 0x504D4D03
+           FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(keys) AS k ORDER BY 1) AS sorted;
+    END IF;
+    SELECT jsonb_agg(jsonb_build_array(c.chain, encode(c.secret, 'hex'), c.head_id, c.head_hash))
+      INTO found FROM chains AS c WHERE c.chain = ANY(keys);
+    IF coalesce(jsonb_array_length(found), 0) < cardinality(keys) THEN
+        INSERT INTO chains(chain, secret)
+        SELECT k, decode(s, 'hex')
+          FROM unnest(keys, ARRAY(SELECT jsonb_array_elements_text(p -> 'secrets'))) AS t(k, s)
+            ON CONFLICT (chain) DO NOTHING;
+        SELECT jsonb_agg(jsonb_build_array(c.chain, encode(c.secret, 'hex'), c.head_id,
+                                           c.head_hash))
+          INTO found FROM chains AS c WHERE c.chain = ANY(keys);
+    END IF;
+    RETURN jsonb_build_object(
+        'chains', found,
+        'ids', (SELECT jsonb_agg(nextval('events_id_seq'))
+                  FROM generate_series(1, (p ->> 'count')::INTEGER)));
+END $$;
