@@ -16,6 +16,10 @@
 -- are read by walking the (session_id, id) index backwards: with bitmap scans allowed, a
 -- partition whose statistics were older than its rows (a new one, or a session that grew
 -- fast) got a bitmap of all the session's rows, sorted, a cost that grew with the session.
+-- It locks the parent first, as a read through the parent would: an erasure's swap locks
+-- the parent and then the partition, so a reader that held the partition alone and then
+-- waited for the parent (the append's INSERT) would block the swap until lock_timeout, and
+-- the swap could not begin while one user kept appending.
 DO $$
 DECLARE
     body TEXT := '';
@@ -32,7 +36,8 @@ BEGIN
         'CREATE FUNCTION pmm_session_tail(sh SMALLINT, sid TEXT, kinds TEXT[], tail INTEGER,'
         ' chars INTEGER) RETURNS JSONB LANGUAGE plpgsql'
         ' SET plan_cache_mode = force_generic_plan SET enable_bitmapscan = off'
-        ' AS $f$ BEGIN CASE sh %s END CASE; END $f$', body);
+        ' AS $f$ BEGIN LOCK TABLE ONLY events IN ACCESS SHARE MODE; CASE sh %s END CASE; END $f$',
+        body);
 END
 $$;
 
