@@ -114,7 +114,7 @@ BEGIN
     UPDATE chains SET head_id = (v ->> 1)::BIGINT, head_hash = v ->> 2
       FROM jsonb_array_elements(p -> 'heads') AS v
      WHERE chains.chain = v ->> 0;
-    IF jsonb_path_exists(p, '$.windows[*] ? (@[1] == null)') THEN
+    IF jsonb_path_exists(p, 'strict $.windows[*] ? (@[1] == null)') THEN
         EXECUTE 'INSERT INTO event_windows(event_id, session_id, kind, search, shard)'
                 ' SELECT (w ->> 0)::BIGINT, w ->> 1, w ->> 2,'
                 '        setweight(to_tsvector(''english'', w ->> 3), ''A'')'
