@@ -1,18 +1,22 @@
 """The append's cached plans (migrations/0010): a session's newest turns are read from her
 partition by an index walk whose plan is made once and kept, whatever the partition's
 statistics say, and a kept plan follows the partition through an erasure's swap (the copy
-that replaces it takes its name)."""
+that replaces it takes its name); a client from before 0010 still records its sessions'
+owners."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import psycopg
+import pytest
 from pg_partitions import append, files, shard
 
 from pmm.records import NewEvent
 from pmm.storage.postgres import PostgresEventStore
+from pmm.storage.postgres import chains as pg_chains
 from pmm.storage.postgres.swap import rewrite_partition
 
 
@@ -76,3 +80,26 @@ def test_a_kept_plan_reads_the_partition_that_replaced_it_after_a_swap(pg_url: s
             "then bananas",
         ]
         assert store.verify().ok
+
+
+def test_a_client_from_before_0010_still_records_the_sessions_it_begins(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an app server not yet upgraded sends pmm_append_rows no "owners" (a rolling upgrade)
+    def old_request(value: Any) -> str:
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k != "owners"}
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    with PostgresEventStore(pg_url, pool_size=1) as store:
+        monkeypatch.setattr(pg_chains, "_dumps", old_request)
+        append(store, "ann", "first words", "ann/1")
+        append(store, None, "a turn without a user", "loose/1")
+        monkeypatch.undo()
+        assert store.session_owner("ann/1") == (True, "ann")
+        assert store.session_owner("loose/1") == (True, None)
+        append(store, "ann", "and more", "ann/1")
+        assert [e.content for e in store.events(session_id="ann/1")] == [
+            "first words",
+            "and more",
+        ]

@@ -106,7 +106,13 @@ BEGIN
            r ->> 8, r ->> 9, (r ->> 10)::SMALLINT, r ->> 11, r ->> 12, r ->> 13,
            pmm_shard(r ->> 11)
       FROM jsonb_array_elements(p -> 'rows') WITH ORDINALITY AS t(r, n) ORDER BY n;
-    IF jsonb_array_length(p -> 'owners') > 0 THEN
+    IF NOT p ? 'owners' THEN  -- a client from before 0010 (a rolling upgrade): as in 0009
+        INSERT INTO session_owners(session_id, user_id)
+        SELECT DISTINCT ON (r ->> 3) r ->> 3, r ->> 11
+          FROM jsonb_array_elements(p -> 'rows') AS r
+         WHERE r ->> 3 IS NOT NULL
+            ON CONFLICT (session_id) DO NOTHING;
+    ELSIF jsonb_array_length(p -> 'owners') > 0 THEN
         INSERT INTO session_owners(session_id, user_id)
         SELECT o ->> 0, o ->> 1 FROM jsonb_array_elements(p -> 'owners') AS o
             ON CONFLICT (session_id) DO NOTHING;
