@@ -1,6 +1,7 @@
 """Appending on PostgreSQL with one chain per user (issue 21, migrations/0006): the locks,
 each chain's secret and head, ids from a sequence, in two calls of the server-side
-functions of migrations/0008 (one statement each, a JSON document in and out).
+functions of migrations/0008 (one statement each, a JSON document in and out; their
+current versions and plans: migrations/0010).
 
     with db.write() as conn:
         events = append_locked(conn, checked, radius=3)
@@ -85,8 +86,9 @@ def append_locked(
     """Append checked entries in the caller's transaction (see the module docstring):
     ``pmm_append_open`` (migrations/0008) takes the locks and reads the owners, the
     sessions' newest turns, the heads and the ids; ``pmm_append_rows`` writes the rows,
-    heads and window keys. One more call when a user comes from a session's owner
-    (``pmm_open_chains``), one when ``unique_meta`` is given: entries whose
+    heads, window keys and the owners of the sessions the append begins. One more call
+    when a user comes from a session's owner (``pmm_open_chains``), one when
+    ``unique_meta`` is given: entries whose
     ``(session, meta[unique_meta])`` the log holds are left out (and not returned), see
     :func:`pmm.events.exactly_once.skip_stored`."""
     windowed = sorted(
@@ -137,7 +139,12 @@ def append_locked(
         (NO_USER_KEY if s.user_id is None else s.user_id, s.head_id, s.head_hash) for s in used
     ]
     windows = appended_windows(opened["tails"] or [], appended, radius) if windowed else []
-    conn.execute(_ROWS, (_dumps({"rows": rows, "heads": heads, "windows": windows}),))
+    begun: dict[str, str | None] = {}  # the sessions this append begins, and their users
+    for e in events:
+        if e.session_id is not None and e.session_id not in owners:
+            begun.setdefault(e.session_id, e.user_id)
+    request = {"rows": rows, "heads": heads, "windows": windows, "owners": list(begun.items())}
+    conn.execute(_ROWS, (_dumps(request),))
     return events
 
 
