@@ -48,7 +48,8 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     """Plan every statement for its parameters: a generic plan (which PostgreSQL may pick
     for a statement prepared by psycopg after a few runs) locks every partition of the
     tables partitioned by user (migrations/0009); a plan for the values reads and locks
-    the partitions it names only."""
+    the partitions it names only. The append's functions set their own mode
+    (migrations/0010: kept plans, the user's partition read by name)."""
     conn.execute("SET plan_cache_mode = force_custom_plan")
 
 
