@@ -143,6 +143,18 @@ class DerivedData:
         )
         return [(int(r[0]), bytes(r[1])) for r in rows]
 
+    def embeddings_of(self, model: str, ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        """``(event_id, vector bytes)`` of ``model`` for the events ``ids`` that have one,
+        by id (a few sessions' vectors, without loading every vector of the model)."""
+        if not ids:
+            return []
+        rows = self._db.read(
+            "SELECT event_id, vector FROM embeddings WHERE model = %s AND event_id = ANY(%s)"
+            " ORDER BY event_id",
+            (model, list(ids)),
+        )
+        return [(int(r[0]), bytes(r[1])) for r in rows]
+
     def embedding_models(self) -> dict[str, int]:
         """How many vectors each model has stored."""
         rows = self._db.read("SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY 1")

@@ -129,6 +129,24 @@ class DerivedData(SqliteBase):
             )
         ]
 
+    def embeddings_of(self, model: str, ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        """``(event_id, vector bytes)`` of ``model`` for the events ``ids`` that have one,
+        by id (a few sessions' vectors, without loading every vector of the model)."""
+        found: list[tuple[int, bytes]] = []
+        wanted = sorted(set(ids))
+        for start in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found += [
+                (r[0], r[1])
+                for r in self._read(
+                    f"SELECT event_id, vector FROM embeddings WHERE model = ?"
+                    f" AND event_id IN ({marks}) ORDER BY event_id",
+                    (model, *chunk),
+                )
+            ]
+        return found
+
     def embedding_models(self) -> dict[str, int]:
         """How many vectors each model has stored."""
         return {

@@ -92,6 +92,8 @@ def test_digests_vectors_and_edges(log: EventLog) -> None:
     assert log.put_embeddings("m", 3, [(1, blob)]) == 1  # replaced, not duplicated
     assert log.embeddings("m") == [(1, blob), (2, blob)]
     assert log.embeddings("m", after_id=1) == [(2, blob)]
+    assert log.embeddings_of("m", [2, 4, 1]) == [(1, blob), (2, blob)]  # 4 has none
+    assert log.embeddings_of("m", []) == [] and log.embeddings_of("other", [1]) == []
     assert log.embedding_models() == {"m": 2}
     log.add_edges([(1, 2, "SUMMARIZES"), (1, 3, "SUMMARIZES"), (1, 2, "SUMMARIZES")])
     assert log.edges_from(1, "SUMMARIZES") == [2, 3]
