@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
@@ -63,6 +64,7 @@ from pmm.recall.fusion import (
 from pmm.recall.query_vectors import QueryVectors
 from pmm.recall.rerank import LEARNED_COEFFICIENTS
 from pmm.recall.rerank import RANKED as RERANKED
+from pmm.recall.session_rank import SessionRanks, session_rankers
 from pmm.recall.slots import keyword_query, slot_first
 from pmm.recall.sources import (
     checked_kinds,
@@ -180,6 +182,8 @@ class Recaller:
             from pmm.recall.user_index import UserRanker
 
             self.user_ranker = UserRanker(store)
+        self.session_ranks = SessionRanks(store)
+        """Ranks the candidates' sessions for the learned fusion's session features."""
         self._lock = threading.Lock()
         self._warned = False
         # Consolidation (pmm/dream/consolidation.py): summary nodes compete with turns and expand.
@@ -306,8 +310,10 @@ class Recaller:
                         vector.result(), depth, session_id, kind_list, excluded, user_id
                     )
             fused, read = learned_order(
-                self.store, query, rankings, coefficients, temporal, coverage
-            )
+                self.store, query, rankings, coefficients, temporal, coverage,
+                partial(self.session_ranks.ranks, query, rankers=session_rankers(coefficients),
+                        vector=None if vector is None else vector.result(), index=self._index),
+            )  # fmt: skip
         else:
             fused, read = rrf_fuse(rankings, weights=weights), {}
         fused = fused if mode == "semantic" else slot_first(self.store, query, fused, read)

@@ -39,6 +39,8 @@ from pmm.text.words import STOPWORDS, search_terms
 
 RANKED = ("turn", "window", "dense")
 """The rankers whose ranks are features (digest is off by default)."""
+SESSION_RANKED = ("stemmed", "dense")
+"""The session rankers whose ranks are features (:mod:`pmm.recall.session_rank`)."""
 FEATURES: tuple[str, ...] = (
     *(f"{r}_rr60" for r in RANKED),
     *(f"{r}_rr5" for r in RANKED),
@@ -52,28 +54,35 @@ FEATURES: tuple[str, ...] = (
     "log_words",
     "date_match",
     "date_miss",
+    "term_share",
+    *(f"session_{r}_{x}" for r in SESSION_RANKED for x in ("rr5", "top")),
 )
 
 LEARNED_COEFFICIENTS: dict[str, dict[str, float]] = {
-    # logistic regression on all 10 LoCoMo conversations (bench/locomo_cv.py prints them),
-    # without the length feature (measured to win on LoCoMo, but it let a long turn outrank
-    # the one a query names in small logs: tests/test_cli.py); held out by conversation
-    # (5 folds) hybrid gave R@10 0.763, R@25 0.842, H@10 0.837 against 0.681 / 0.776 /
-    # 0.751 for weighted RRF (bench/results/locomo.md)
+    # logistic regression on all 10 LoCoMo conversations (python bench/locomo_cv.py --lists
+    # <lists 300 deep> prints them), with the length of the turn, the share of the query's
+    # terms it holds (which keeps a long turn from outranking the one a query names in
+    # small logs: tests/cli/test_cli.py) and its session's ranks by the session's whole
+    # text and mean vector (pmm.recall.session_rank); held out by conversation (5 folds)
+    # hybrid gave R@10 0.787, R@25 0.862, H@10 0.859 against 0.763 / 0.842 / 0.837 without
+    # the four (docs/benchmarks/locomo.md)
     "hybrid": {
-        "turn_rr60": 0.331, "window_rr60": 0.444, "dense_rr60": 0.392, "turn_rr5": 2.082,
-        "window_rr5": 4.248, "dense_rr5": 1.611, "temporal_turn": -0.207,
-        "temporal_window": -0.257, "temporal_dense": -1.028, "lowcov_dense": 1.749,
-        "question_turn": -0.782, "names_match": -0.196, "names_miss": -2.747,
-        "session_share": 0.985, "date_match": 0.167, "date_miss": -1.583,
+        "turn_rr60": -0.253, "window_rr60": 0.372, "dense_rr60": 0.11, "turn_rr5": 0.949,
+        "window_rr5": 3.852, "dense_rr5": 1.708, "temporal_turn": -0.005,
+        "temporal_window": -0.338, "temporal_dense": -0.851, "lowcov_dense": 2.078,
+        "question_turn": -0.579, "names_match": -0.908, "names_miss": -2.649,
+        "session_share": 0.427, "log_words": 1.585, "date_match": 0.621, "date_miss": -1.624,
+        "term_share": 3.18, "session_stemmed_rr5": 0.159, "session_stemmed_top": 0.455,
+        "session_dense_rr5": 1.087, "session_dense_top": 0.145,
     },
-    # the same without the dense ranker: held out R@10 0.746, R@25 0.828, H@10 0.814
-    # against 0.686 / 0.781 / 0.758 for keyword mode's weighted RRF
+    # the same without the dense ranker and the session vectors: held out R@10 0.770,
+    # R@25 0.844, H@10 0.837 against 0.746 / 0.828 / 0.814 before
     "keyword": {
-        "turn_rr60": 0.011, "window_rr60": -0.176, "turn_rr5": 3.237, "window_rr5": 4.824,
-        "temporal_turn": -0.558, "temporal_window": -0.473, "question_turn": -0.85,
-        "names_match": -0.188, "names_miss": -3.062, "session_share": 1.026,
-        "date_match": 0.224, "date_miss": -1.865,
+        "turn_rr60": -0.673, "window_rr60": -0.425, "turn_rr5": 2.226, "window_rr5": 4.57,
+        "temporal_turn": -0.295, "temporal_window": -0.529, "question_turn": -0.687,
+        "names_match": -0.935, "names_miss": -2.967, "session_share": 0.821,
+        "log_words": 1.414, "date_match": 0.64, "date_miss": -1.68, "term_share": 3.15,
+        "session_stemmed_rr5": 0.269, "session_stemmed_top": 0.497,
     },
 }  # fmt: skip
 """Recall mode -> the coefficients :class:`pmm.recall.recaller.Recaller` fuses with in that mode
@@ -196,12 +205,15 @@ def candidate_features(
     dates: Mapping[int, str] | None = None,
     query_date_set: frozenset[str] = frozenset(),
     query_term_set: frozenset[str] = frozenset(),
+    session_ranks: Mapping[str, Mapping[str, int]] | None = None,
 ) -> tuple[list[int], list[list[float]]]:
     """The candidates (every id any ranker lists, in first-seen order) and each one's
     feature row, in the order of :data:`FEATURES`. ``texts`` / ``sessions`` / ``dates``:
     each candidate's text, session and conversation time (``ts``, ISO-8601; missing:
     empty); ``query_date_set`` / ``query_term_set``: :func:`query_dates` /
-    :func:`query_terms` of the query."""
+    :func:`query_terms` of the query; ``session_ranks``: session ranker -> session ->
+    rank (:meth:`pmm.recall.session_rank.SessionRanks.ranks`; a session absent is
+    unranked)."""
     ranks: dict[int, dict[str, int]] = {}
     for ranker, ids in rankings.items():
         if ranker not in RANKED:
@@ -243,6 +255,8 @@ def candidate_features(
                 mass.get(session, 0.0) / top_mass,
                 math.log1p(min(len(words), LENGTH_CAP)),
                 *_date_features(query_date_set, (dates or {}).get(event_id, "")),
+                _term_share(query_term_set, text),
+                *_session_rank_features(session_ranks, session),
             ]
         )
     return ids, rows
@@ -271,6 +285,23 @@ def _answered_questions(
     return {i for i, held in questions.items() if any(held <= t for t in told)}
 
 
+def _term_share(terms: frozenset[str], text: str) -> float:
+    """The share of the query's ``terms`` the turn's own words hold (0: the query has none)."""
+    return len(terms.intersection(fts_tokens(text))) / len(terms) if terms else 0.0
+
+
+def _session_rank_features(
+    ranks: Mapping[str, Mapping[str, int]] | None, session: str
+) -> list[float]:
+    """Per session ranker: ``5 / (5 + rank)`` of the turn's session, and 1 when it is first
+    (0, 0 when the ranker leaves it unranked)."""
+    out: list[float] = []
+    for ranker in SESSION_RANKED:
+        rank = (ranks or {}).get(ranker, {}).get(session)
+        out += [0.0, 0.0] if rank is None else [5.0 / (5 + rank), 1.0 if rank == 1 else 0.0]
+    return out
+
+
 def _date_features(wanted: frozenset[str], ts: str) -> tuple[float, float]:
     """(share of the query's date parts the turn's date holds, 1 when it holds none)."""
     if not wanted:
@@ -289,6 +320,7 @@ def rerank(
     coverage: float,
     coefficients: Mapping[str, float],
     dates: Mapping[int, str] | None = None,
+    session_ranks: Mapping[str, Mapping[str, int]] | None = None,
 ) -> list[tuple[int, float]]:
     """The candidates of ``rankings`` best first by the linear score of their features
     (``coefficients``: feature name -> weight; missing features weigh 0). Ties: the best
@@ -306,7 +338,8 @@ def rerank(
     weight = {f: float(coefficients.get(f, 0.0)) for f in FEATURES}
     names = query_names(query)
     wanted_dates = query_dates(query)
-    terms = query_terms(query) if weight["question_answered"] else frozenset()
+    shared = weight["term_share"]
+    terms = query_terms(query) if weight["question_answered"] or shared else frozenset()
     ranks: dict[int, dict[str, int]] = {}
     for ranker, ids in rankings.items():
         if ranker in RANKED:
@@ -314,7 +347,11 @@ def rerank(
                 ranks.setdefault(event_id, {}).setdefault(ranker, rank)
     ids = list(ranks)
     share = _session_shares(ids, ranks, sessions) if weight["session_share"] else {}
-    answered = _answered_questions(ids, texts, terms) if terms else set()
+    answered = (
+        _answered_questions(ids, texts, terms) if terms and weight["question_answered"] else set()
+    )
+    session_w = [weight[f"session_{r}_{x}"] for r in SESSION_RANKED for x in ("rr5", "top")]
+    by_session = session_ranks if session_ranks and any(session_w) else None
     t = 1.0 if temporal else 0.0
     rr_weights = [
         (weight[f"{r}_rr60"], weight[f"{r}_rr5"], weight[f"temporal_{r}"]) for r in RANKED
@@ -355,6 +392,11 @@ def rerank(
         if wanted_dates:
             found, none = _date_features(wanted_dates, (dates or {}).get(event_id, ""))
             terms_out += [date_match * found, date_miss * none]
+        if shared:
+            terms_out.append(shared * _term_share(terms, text))
+        if by_session is not None:
+            features = _session_rank_features(by_session, sessions.get(event_id, ""))
+            terms_out += [w * x for w, x in zip(session_w, features, strict=True) if w]
         scored.append((sum(terms_out), -max(rr60), -event_id, event_id))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     return [(i, s) for s, _, _, i in scored]
