@@ -135,12 +135,17 @@ class Question:
         position: dict[str, int],
         depth: int = DEPTH,
         session_inputs: SessionInputs | None = None,
+        drop: tuple[str, ...] = (),
     ) -> None:
         self.conv = rec["conversation"]
         self.category = int(rec["category"])
         self.evidence = [position[d] for d in rec["evidence"]]
         self.rec = rec
-        self.lists = {r: [position[d] for d in ids[:depth]] for r, ids in rec["rankers"].items()}
+        self.lists = {
+            r: [position[d] for d in ids[:depth]]
+            for r, ids in rec["rankers"].items()
+            if r not in drop
+        }
         texts = {position[t.dia_id]: t.text for t in conv.turns}
         sessions = {position[t.dia_id]: str(t.session) for t in conv.turns}
         dates = {position[t.dia_id]: t.date.isoformat() for t in conv.turns}
@@ -192,10 +197,13 @@ def load(
     window: str = "window",
     depth: int = DEPTH,
     vectors: Path | None = DEFAULT_VECTORS,
+    drop: tuple[str, ...] = (),
 ) -> list[Question]:
     """Every question of ``lists`` (``bench/locomo.py --lists``), each ranker's list cut at
     ``depth`` (recall's own depth, 50, unless a lever reads deeper); the session_dense
-    features from the ``vectors`` cache (None, or a file that is not there: left at 0)."""
+    features from the ``vectors`` cache (None, or a file that is not there: left at 0).
+    ``drop``: rankers whose lists are left out (``dense`` for keyword mode, whose
+    candidates and candidates' sessions hold no dense-only turn, as in recall)."""
     convs = {c.sample_id: c for c in load_locomo(data)}
     if vectors is not None and not vectors.exists():
         print(f"no vector cache at {vectors}: the session_dense features are left at 0")
@@ -207,7 +215,7 @@ def load(
         rec["rankers"]["window"] = feedback_window(rec["rankers"], window)
         conv = convs[rec["conversation"]]
         position = {t.dia_id: n for n, t in enumerate(conv.turns, start=1)}
-        out.append(Question(rec, conv, position, depth, inputs))
+        out.append(Question(rec, conv, position, depth, inputs, drop))
     return out
 
 
@@ -406,8 +414,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the window ranker's list (pseudo-relevance feedback)")  # fmt: skip
     args = parser.parse_args(argv)
     qs = load(args.lists, args.data, args.window, vectors=args.vectors)
+    # keyword mode's candidates, as recall has them: no dense list
+    keyword_qs = load(args.lists, args.data, args.window, vectors=None, drop=("dense",))
     convs = {c.sample_id: c for c in load_locomo(args.data)}
-    for q in qs:
+    for q in [*qs, *keyword_qs]:
         q.rec["_order"] = {t.dia_id: None for t in convs[q.conv].turns}
     print(f"{len(qs)} questions, {len({q.conv for q in qs})} conversations, "
           f"{FOLDS} folds of 2 (held-out figures pooled)")  # fmt: skip
@@ -436,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     systems["learned keyword: all"] = learned([f for f in full if "dense" not in f])
     systems["learned keyword: ranks"] = learned([f for f in GROUPS["ranks"] if "dense" not in f])
     for name, fit in systems.items():
-        table, _ = cross_validate(qs, fit)
+        table, _ = cross_validate(keyword_qs if name.startswith("learned keyword") else qs, fit)
         results[name] = {"table": table}
         print(row(name, table), flush=True)
     for name in ("learned: shipped", "learned keyword: shipped"):
@@ -452,8 +462,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f" / {f['H@10']:.3f}   {f['choice']}")  # fmt: skip
     check_rules(results, "learned: shipped", "learned keyword: shipped")
     print("\ncoefficients fitted on all conversations (what pmm.recall.rerank ships):")
-    for name, cols in (("hybrid", shipped), ("keyword", no_dense)):
-        coef = fit_logistic(qs, [FEATURES.index(f) for f in cols])
+    for name, cols, on in (("hybrid", shipped, qs), ("keyword", no_dense, keyword_qs)):
+        coef = fit_logistic(on, [FEATURES.index(f) for f in cols])
         shipped = {f: round(float(w), 3) for f, w in zip(cols, coef, strict=True)}
         results[f"coefficients {name}"] = shipped
         print(f"  {name!r}: {shipped},")

@@ -22,10 +22,12 @@ query's temporal flag and lexical coverage (see :func:`pmm.recall.fusion.lexical
 crossed with them, whether the candidate is a question (and whether a turn that is none
 holds the query's words it holds: measured, weight 0), whether it names a person the
 query names, how much of the fused mass its session holds (two-stage recall: sessions,
-then turns), whether its date holds the year / month / day the query names, and its
-length (measured, weight 0 in :data:`LEARNED_COEFFICIENTS`). The coefficients were fitted
-by logistic regression on LoCoMo and checked held out by conversation
-(``bench/locomo_cv.py``; figures in ``bench/results/locomo.md``).
+then turns), whether its date holds the year / month / day the query names, its length,
+the share of the query's terms it holds, and its session's rank among the candidates'
+sessions by the session's whole text and by its mean turn vector
+(:mod:`pmm.recall.session_rank`; passed in as ``session_ranks``). The coefficients were
+fitted by logistic regression on LoCoMo and checked held out by conversation
+(``bench/locomo_cv.py``; figures in ``docs/benchmarks/locomo.md``).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ LEARNED_COEFFICIENTS: dict[str, dict[str, float]] = {
     # terms it holds (which keeps a long turn from outranking the one a query names in
     # small logs: tests/cli/test_cli.py) and its session's ranks by the session's whole
     # text and mean vector (pmm.recall.session_rank); held out by conversation (5 folds)
-    # hybrid gave R@10 0.787, R@25 0.862, H@10 0.859 against 0.763 / 0.842 / 0.837 without
+    # hybrid gave R@10 0.786, R@25 0.862, H@10 0.858 against 0.763 / 0.842 / 0.837 without
     # the four (docs/benchmarks/locomo.md)
     "hybrid": {
         "turn_rr60": -0.253, "window_rr60": 0.372, "dense_rr60": 0.11, "turn_rr5": 0.949,
@@ -75,14 +77,15 @@ LEARNED_COEFFICIENTS: dict[str, dict[str, float]] = {
         "term_share": 3.18, "session_stemmed_rr5": 0.159, "session_stemmed_top": 0.455,
         "session_dense_rr5": 1.087, "session_dense_top": 0.145,
     },
-    # the same without the dense ranker and the session vectors: held out R@10 0.770,
-    # R@25 0.844, H@10 0.837 against 0.746 / 0.828 / 0.814 before
+    # the same without the dense ranker and the session vectors, fitted on keyword mode's
+    # own candidates (no dense list): held out R@10 0.768, R@25 0.838, H@10 0.835 against
+    # 0.746 / 0.828 / 0.814 before
     "keyword": {
-        "turn_rr60": -0.673, "window_rr60": -0.425, "turn_rr5": 2.226, "window_rr5": 4.57,
-        "temporal_turn": -0.295, "temporal_window": -0.529, "question_turn": -0.687,
-        "names_match": -0.935, "names_miss": -2.967, "session_share": 0.821,
-        "log_words": 1.414, "date_match": 0.64, "date_miss": -1.68, "term_share": 3.15,
-        "session_stemmed_rr5": 0.269, "session_stemmed_top": 0.497,
+        "turn_rr60": -0.051, "window_rr60": 0.258, "turn_rr5": 1.255, "window_rr5": 4.029,
+        "temporal_turn": -0.238, "temporal_window": -0.587, "question_turn": -0.672,
+        "names_match": -1.018, "names_miss": -3.009, "session_share": 0.897,
+        "log_words": 1.176, "date_match": 0.893, "date_miss": -1.26, "term_share": 3.599,
+        "session_stemmed_rr5": 0.408, "session_stemmed_top": 0.529,
     },
 }  # fmt: skip
 """Recall mode -> the coefficients :class:`pmm.recall.recaller.Recaller` fuses with in that mode
@@ -330,6 +333,8 @@ def rerank(
     the order of :data:`FEATURES`, to the bit), but only the features with a weight are
     computed: a turn's words are read only when the query names someone (and the text
     holds the name) or the length weighs, its question mark only when that weighs.
+    ``session_ranks``: session ranker -> session -> rank
+    (:meth:`pmm.recall.session_rank.SessionRanks.ranks`; None: those features are 0).
 
     >>> rerank("dog", {"turn": [7, 3]}, {7: "My dog?", 3: "A dog."}, {}, temporal=False,
     ...        coverage=1.0, coefficients={"turn_rr60": 1.0, "question_turn": -0.5})
