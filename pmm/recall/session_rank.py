@@ -50,11 +50,11 @@ from pmm.recall.rerank import query_terms
 from pmm.storage.watch import LogWatch
 from pmm.text.stemmer import fts_tokens
 from pmm.text.window_keys import WINDOW_KINDS
-from pmm.text.words import STOPWORDS, search_terms
+from pmm.text.words import STOPWORDS, search_terms, words
 
 if TYPE_CHECKING:
     from pmm.embed.index import VectorIndex
-    from pmm.records import Event
+    from pmm.records import TurnRow
     from pmm.storage.base import EventLog
 
 SESSION_RANKERS = ("stemmed", "dense")
@@ -74,8 +74,15 @@ def session_words(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=65536)
-def _stems(word: str) -> tuple[str, ...]:
-    return tuple(fts_tokens(word))
+def _entry(raw: str) -> tuple[str, tuple[str, ...]] | None:
+    """A lower-cased word as :func:`session_words` reads it, and its stems (None: a
+    stopword): ``search_terms``' steps, once per distinct word."""
+    word = raw.replace("’", "'")
+    if word.endswith("'s") and len(word) > 2:
+        word = word[:-2]
+    if word in STOPWORDS:
+        return None
+    return sys.intern(word), tuple(fts_tokens(word))
 
 
 class SessionTerms:
@@ -104,13 +111,15 @@ class SessionTerms:
 
     def add(self, text: str) -> None:
         """Add one turn's words (those the session already holds count no more)."""
-        for word in session_words(text):
-            if word in self.words:
+        held, counts = self.words, self.counts
+        for raw in set(words(text.lower())):
+            entry = _entry(raw)
+            if entry is None or entry[0] in held:
                 continue
-            self.words.add(sys.intern(word))
-            for stem in _stems(word):
-                self.counts[stem] = self.counts.get(stem, 0) + 1
-                self.length += 1
+            held.add(entry[0])
+            for stem in entry[1]:
+                counts[stem] = counts.get(stem, 0) + 1
+            self.length += len(entry[1])
 
 
 def stemmed_order(sessions: Mapping[str, SessionTerms], terms: Iterable[str]) -> list[str]:
@@ -191,11 +200,11 @@ class _Held:
         self.ids: list[int] = []
         self.max_id = 0
 
-    def add(self, event: Event) -> None:
-        text = event.content if event.content is not None else event.summary
+    def add(self, row: TurnRow) -> None:
+        text = row.content if row.content is not None else row.summary
         self.terms.add(text or "")
-        self.ids.append(event.id)
-        self.max_id = max(self.max_id, event.id)
+        self.ids.append(row.id)
+        self.max_id = max(self.max_id, row.id)
 
 
 class SessionRanks:
@@ -203,7 +212,7 @@ class SessionRanks:
     log (see the module docstring). At most ``max_turns`` turns are held (least recently
     ranked sessions out first; a session being ranked is always held). Thread-safe."""
 
-    def __init__(self, store: EventLog, *, max_turns: int = 50_000) -> None:
+    def __init__(self, store: EventLog, *, max_turns: int = 100_000) -> None:
         self.store = store
         self.max_turns = max_turns
         self.reads = 0
@@ -254,18 +263,18 @@ class SessionRanks:
             self._turns = 0
         elif token != previous and self._held:
             # the turns appended since the last look, to the sessions held
-            for event in self.store.events(kinds=WINDOW_KINDS, after_id=before):
-                entry = self._held.get(event.session_id or "")
-                if entry is not None and event.id > entry.max_id:
-                    entry.add(event)
+            for row in self.store.turn_rows(kinds=WINDOW_KINDS, after_id=before):
+                entry = self._held.get(row.session_id or "")
+                if entry is not None and row.id > entry.max_id:
+                    entry.add(row)
                     self._turns += 1
         found: dict[str, _Held] = {}
         for session_id in wanted:
             entry = self._held.get(session_id)
             if entry is None:
                 entry = _Held()
-                for event in self.store.events(session_id=session_id, kinds=WINDOW_KINDS):
-                    entry.add(event)
+                for row in self.store.turn_rows(session_id=session_id, kinds=WINDOW_KINDS):
+                    entry.add(row)
                 self.reads += 1
                 self._turns += len(entry.ids)
                 self._held[session_id] = entry
