@@ -193,12 +193,16 @@ def session_rankers(coefficients: Iterable[str]) -> tuple[str, ...]:
 
 
 class _Held:
-    __slots__ = ("ids", "max_id", "terms")
+    __slots__ = ("ids", "max_id", "terms", "vector", "vector_of")
 
     def __init__(self) -> None:
         self.terms = SessionTerms()
         self.ids: list[int] = []
         self.max_id = 0
+        self.vector: npt.NDArray[np.float32] | None = None
+        """The sum of its turns' vectors, as of the index version and turn count in
+        ``vector_of``."""
+        self.vector_of: tuple[tuple[int, int, int], int] | None = None
 
     def add(self, row: TurnRow) -> None:
         text = row.content if row.content is not None else row.summary
@@ -250,9 +254,24 @@ class SessionRanks:
                 terms = {s: held[s].terms for s in wanted}
                 out["stemmed"] = ranks_of(stemmed_order(terms, query_terms(query)))
             if "dense" in rankers and vector is not None and index is not None:
-                sums = index.vector_sums([held[s].ids for s in wanted])
-                out["dense"] = ranks_of(vector_order(dict(zip(wanted, sums, strict=True)), vector))
+                out["dense"] = ranks_of(vector_order(self._sums(held, wanted, index), vector))
         return out
+
+    @staticmethod
+    def _sums(
+        held: Mapping[str, _Held], wanted: Sequence[str], index: VectorIndex
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """Each wanted session's vector sum, computed again only where the index's vectors
+        or the session's turns changed since."""
+        version = index.version
+        stale = [s for s in wanted if held[s].vector_of != (version, len(held[s].ids))]
+        if stale:
+            for session_id, total in zip(
+                stale, index.vector_sums([held[s].ids for s in stale]), strict=True
+            ):
+                held[session_id].vector = total
+                held[session_id].vector_of = (version, len(held[session_id].ids))
+        return {s: v for s in wanted if (v := held[s].vector) is not None}
 
     def _sessions(self, wanted: Sequence[str]) -> dict[str, _Held]:
         before = self._watch.seen_id
