@@ -282,7 +282,8 @@ class SessionRanks:
             self._turns = 0
         elif token != previous and self._held:
             # the turns appended since the last look, to the sessions held
-            for row in self.store.turn_rows(kinds=WINDOW_KINDS, after_id=before):
+            rows = self.store.turn_rows(kinds=WINDOW_KINDS, after_id=before)
+            for row in sorted(rows, key=lambda r: r.id):  # they come newest first
                 entry = self._held.get(row.session_id or "")
                 if entry is not None and row.id > entry.max_id:
                     entry.add(row)

@@ -80,10 +80,12 @@ def test_the_cache_follows_appends(tmp_path: Path) -> None:
         with EventStore(str(tmp_path / "log.db")) as other:
             other.append("prompt", "Norway had a puppy café!", session_id="s2", role="user")
             other.append("prompt", "A zebra crossing.", session_id="s3", role="user")
+            other.append("response", "Fjords and ferries.", session_id="s2", role="assistant")
         found = ranks.ranks("puppy in Norway", ["s1", "s2"])
         assert found["stemmed"] == {"s2": 1, "s1": 2}
         assert ranks.reads == 2 and "s3" not in ranks.held
         assert ranks.held["s2"].counts["puppi"] == 1
+        assert ranks.held["s2"].counts["fjord"] == ranks.held["s2"].counts["ferri"] == 1
         assert ranks.ranks("zebra", ["s3", "s1"]) == {"stemmed": {"s3": 1}}
         assert ranks.reads == 3
 
@@ -162,3 +164,42 @@ def test_one_users_sessions_never_rank_for_another(tmp_path: Path) -> None:
         recaller = mind._get_recaller()
         assert set(recaller.session_ranks.held) <= {"a1", "a2"}
         assert "session_stemmed_rr5" in FEATURES
+
+
+def test_dense_session_ranks_follow_the_vectors(tmp_path: Path) -> None:
+    """The cosine of the query to each session's mean turn vector, from the vector index's
+    rows (checked by hand from the embedder), cached until the vectors change."""
+    from mind_helpers import HashEmbedder
+
+    embedder = HashEmbedder()
+    with Mind(str(tmp_path / "m.db"), enable_embeddings=True, embedder=embedder) as mind:
+        mind.remember("puppy biscuit walks", role="user", session_id="a")
+        mind.remember("boat river sail", role="user", session_id="b")
+        mind.remember("boat puppy", role="user", session_id="b")
+        mind.dream()
+        recaller = mind._get_recaller()
+        assert recaller.recall("puppy", k=5)  # the dense ranker loads the index
+
+        def by_hand(query: str) -> list[str]:
+            q = embedder.embed([query])[0]
+            cos = {}
+            for session in ("a", "b"):
+                texts = [e.text for e in mind.store.events(session_id=session)]
+                mean = embedder.embed(texts).sum(axis=0)
+                cos[session] = float(mean @ q / np.linalg.norm(mean))
+            return sorted(cos, key=lambda s: -cos[s])
+
+        def ranked(query: str) -> list[str]:
+            found = recaller.session_ranks.ranks(
+                query, ["a", "b"], vector=embedder.embed([query])[0], index=recaller.index
+            )
+            return sorted(found["dense"], key=found["dense"].__getitem__)
+
+        assert ranked("puppy biscuit") == by_hand("puppy biscuit") == ["a", "b"]
+        assert ranked("boat river") == by_hand("boat river") == ["b", "a"]
+        # b says "puppy biscuit" three more times: once embedded, its mean moves
+        for _ in range(3):
+            mind.remember("puppy biscuit", role="user", session_id="b")
+        mind.dream()
+        assert recaller.recall("puppy", k=5)
+        assert ranked("puppy biscuit") == by_hand("puppy biscuit") == ["b", "a"]
