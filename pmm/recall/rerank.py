@@ -33,11 +33,31 @@ fitted by logistic regression on LoCoMo and checked held out by conversation
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 
+from pmm.recall.query_features import (
+    WORD,
+    date_parts,
+    is_question_turn,
+    query_dates,
+    query_names,
+    query_terms,
+)
 from pmm.text.stemmer import fts_tokens
-from pmm.text.words import STOPWORDS, search_terms
+
+__all__ = [
+    "FEATURES",
+    "LEARNED_COEFFICIENTS",
+    "LENGTH_CAP",
+    "RANKED",
+    "SESSION_RANKED",
+    "candidate_features",
+    "is_question_turn",
+    "query_dates",
+    "query_names",
+    "query_terms",
+    "rerank",
+]
 
 RANKED = ("turn", "window", "dense")
 """The rankers whose ranks are features (digest is off by default)."""
@@ -96,106 +116,6 @@ LENGTH_CAP = 40
 """Distinct words past which a turn counts as no longer (the length feature): LoCoMo's
 turns are short, and a long pasted text must not outrank the turn a query names."""
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
-_NOT_NAMES = frozenset(
-    """i i'm i've i'd i'll what when where who whom whose why how which would could should
-    did does do is are was were has have had can will may might the a an in on at of for
-    and or but if to from by with about as into after before during since than that this
-    these those there their they he she his her hers him it its we our you your my me
-    mr mrs ms dr yes no ok okay""".split()
-)
-
-
-def query_names(query: str) -> frozenset[str]:
-    """The capitalised words of ``query`` that are likely names (lower-cased, without a
-    possessive ``'s``): not its first word, not a function word.
-
-    >>> sorted(query_names("When did Caroline go to Jon's LGBTQ support group?"))
-    ['caroline', 'jon', 'lgbtq']
-    >>> query_names("What did I say?")
-    frozenset()
-    """
-    found = set()
-    for n, m in enumerate(_WORD.finditer(query)):
-        word = m.group(0)
-        if n == 0 or not word[0].isupper():
-            continue
-        low = word.lower().removesuffix("'s").removesuffix("’s").strip("'-")
-        if low and low not in _NOT_NAMES:
-            found.add(low)
-    return frozenset(found)
-
-
-_MONTHS = {
-    m: n
-    for n, m in enumerate(
-        "january february march april may june july august september october november "
-        "december".split(),
-        start=1,
-    )
-}
-_DATE_PART = re.compile(
-    r"\b(?:(\d{1,2})\s+)?(" + "|".join(_MONTHS) + r")\b(?:\s+(\d{1,2})(?!\d))?|\b((?:19|20)\d\d)\b",
-    re.IGNORECASE,
-)
-
-
-def query_dates(query: str) -> frozenset[str]:
-    """The calendar parts a query names, as ``ts`` prefixes and parts: ``Y2023``,
-    ``M06``, ``D13`` (a day only beside a month).
-
-    >>> sorted(query_dates("What did Gina find on 1 February, 2023?"))
-    ['D01', 'M02', 'Y2023']
-    >>> sorted(query_dates("When did Melanie go camping in June?"))
-    ['M06']
-    >>> query_dates("May I ask when we met?")
-    frozenset()
-    """
-    found: set[str] = set()
-    for m in _DATE_PART.finditer(query):
-        before, month, after, year = m.groups()
-        if year:
-            found.add(f"Y{year}")
-            continue
-        if month[0].isupper() or month.lower() != "may":  # "may" the verb is no month
-            if month == "May" and m.start() == 0:
-                continue
-            found.add(f"M{_MONTHS[month.lower()]:02d}")
-            day = before or after
-            if day and 1 <= int(day) <= 31:
-                found.add(f"D{int(day):02d}")
-    return frozenset(found)
-
-
-def query_terms(query: str) -> frozenset[str]:
-    """The stems of the query's content words (stopwords left out, unlike a search whose
-    query holds nothing else).
-
-    >>> sorted(query_terms("What's my dog's name?"))
-    ['dog', 'name']
-    """
-    return frozenset(t for w in search_terms(query) if w not in STOPWORDS for t in fts_tokens(w))
-
-
-def _date_parts(ts: str) -> frozenset[str]:
-    """``2023-06-13T...`` as ``{'Y2023', 'M06', 'D13'}`` (empty when not a date)."""
-    if len(ts) < 10 or ts[4] != "-" or ts[7] != "-":
-        return frozenset()
-    return frozenset((f"Y{ts[:4]}", f"M{ts[5:7]}", f"D{ts[8:10]}"))
-
-
-def is_question_turn(text: str) -> bool:
-    """A turn that asks rather than tells: its last sentence ends with ``?`` (an image
-    caption in brackets after it is ignored).
-
-    >>> is_question_turn("Ann: What's my dog's name?"), is_question_turn("I have a dog.")
-    (True, False)
-    >>> is_question_turn("Nice! Where was it? [shares a photo of a beach]")
-    True
-    """
-    body = re.sub(r"\s*\[[^\]]*\]\s*$", "", text).rstrip()
-    return body.endswith("?")
-
 
 def candidate_features(
     query_name_set: frozenset[str],
@@ -242,7 +162,7 @@ def candidate_features(
         rr60 = [60.0 / (60 + r[k]) if k in r else 0.0 for k in RANKED]
         rr5 = [5.0 / (5 + r[k]) if k in r else 0.0 for k in RANKED]
         text = texts.get(event_id, "")
-        words = {w.lower().removesuffix("'s") for w in _WORD.findall(text)}
+        words = {w.lower().removesuffix("'s") for w in WORD.findall(text)}
         named = bool(query_name_set & words) if query_name_set else False
         session = sessions.get(event_id, "")
         rows.append(
@@ -309,7 +229,7 @@ def _date_features(wanted: frozenset[str], ts: str) -> tuple[float, float]:
     """(share of the query's date parts the turn's date holds, 1 when it holds none)."""
     if not wanted:
         return 0.0, 0.0
-    share = len(wanted & _date_parts(ts)) / len(wanted)
+    share = len(wanted & date_parts(ts)) / len(wanted)
     return share, 1.0 if share == 0 else 0.0
 
 
@@ -409,7 +329,7 @@ def rerank(
 
 def _words(text: str) -> set[str]:
     """The turn's words as the name and length features read them."""
-    return {w.lower().removesuffix("'s") for w in _WORD.findall(text)}
+    return {w.lower().removesuffix("'s") for w in WORD.findall(text)}
 
 
 def _session_shares(

@@ -39,20 +39,22 @@ import math
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from pmm.recall.rerank import query_terms
+from pmm.recall.query_features import query_terms
 from pmm.storage.watch import LogWatch
 from pmm.text.stemmer import fts_tokens
 from pmm.text.window_keys import WINDOW_KINDS
 from pmm.text.words import STOPWORDS, search_terms, words
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from pmm.embed.index import VectorIndex
     from pmm.records import TurnRow
     from pmm.storage.base import EventLog
@@ -231,6 +233,24 @@ class SessionRanks:
         """The sessions held now and their terms (a copy of the mapping; for tests)."""
         with self._lock:
             return {s: entry.terms for s, entry in self._held.items()}
+
+    def bind(
+        self,
+        query: str,
+        coefficients: Iterable[str],
+        vector: Future[npt.NDArray[np.float32]] | None,
+        index: VectorIndex | None,
+    ) -> Callable[[list[str]], dict[str, dict[str, int]]]:
+        """:meth:`ranks` of ``query`` by the session rankers ``coefficients`` weigh, for
+        :func:`pmm.recall.sources.learned_order` to call with the candidates' sessions
+        (``vector``: the query's embedding, awaited only then)."""
+        rankers = session_rankers(coefficients)
+
+        def ranked(sessions: list[str]) -> dict[str, dict[str, int]]:
+            found = None if vector is None or "dense" not in rankers else vector.result()
+            return self.ranks(query, sessions, rankers=rankers, vector=found, index=index)
+
+        return ranked
 
     def ranks(
         self,
