@@ -196,12 +196,13 @@ def load(
     data: Path,
     window: str = "window",
     depth: int = DEPTH,
-    vectors: Path | None = DEFAULT_VECTORS,
+    vectors: Path | None = None,
     drop: tuple[str, ...] = (),
 ) -> list[Question]:
     """Every question of ``lists`` (``bench/locomo.py --lists``), each ranker's list cut at
     ``depth`` (recall's own depth, 50, unless a lever reads deeper); the session_dense
-    features from the ``vectors`` cache (None, or a file that is not there: left at 0).
+    features from the ``vectors`` cache (``bench/locomo.py``'s, holding every turn and
+    question of ``data``; None, or a file that is not there: left at 0).
     ``drop``: rankers whose lists are left out (``dense`` for keyword mode, whose
     candidates and candidates' sessions hold no dense-only turn, as in recall)."""
     convs = {c.sample_id: c for c in load_locomo(data)}
