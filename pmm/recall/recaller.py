@@ -305,7 +305,7 @@ class Recaller:
                     rankings[ranker] = self._semantic(
                         vector.result(), depth, session_id, kind_list, excluded, user_id
                     )
-            ranks = self.session_ranks.bind(query, coefficients, vector, self._index)
+            ranks = self.session_ranks.bind(query, coefficients, vector, self.index)
             fused, read = learned_order(
                 self.store, query, rankings, coefficients, temporal, coverage, ranks
             )

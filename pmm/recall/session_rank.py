@@ -17,7 +17,9 @@ and a session's whole text names it more often than any one turn does
   :func:`pmm.recall.rerank.query_terms` reads it, document frequencies and lengths over the
   sessions ranked; a session holding none of its terms is unranked;
 - ``dense``: the cosine of the query vector to each session's mean turn vector (the
-  in-memory vector index's rows; sessions with no vector unranked).
+  in-memory vector index's rows, loaded for it even where the store serves vector search
+  itself, PostgreSQL with pgvector, so that every backend ranks alike; sessions with no
+  vector unranked).
 
 The sessions ranked are those of the recall's candidate turns, which every ranker has
 already kept to the recall's user or session: no other user's session is ever read.
@@ -282,7 +284,9 @@ class SessionRanks:
         held: Mapping[str, _Held], wanted: Sequence[str], index: VectorIndex
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Each wanted session's vector sum, computed again only where the index's vectors
-        or the session's turns changed since."""
+        or the session's turns changed since (the index brought in step first: a store that
+        serves vector search itself has not loaded it for the dense ranker)."""
+        index.refresh()
         version = index.version
         stale = [s for s in wanted if held[s].vector_of != (version, len(held[s].ids))]
         if stale:
