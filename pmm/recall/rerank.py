@@ -33,6 +33,7 @@ fitted by logistic regression on LoCoMo and checked held out by conversation
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 
 from pmm.recall.query_features import (
@@ -51,12 +52,14 @@ __all__ = [
     "LENGTH_CAP",
     "RANKED",
     "SESSION_RANKED",
+    "TurnTerms",
     "candidate_features",
     "is_question_turn",
     "query_dates",
     "query_names",
     "query_terms",
     "rerank",
+    "turn_terms",
 ]
 
 RANKED = ("turn", "window", "dense")
@@ -208,6 +211,18 @@ def _answered_questions(
     return {i for i, held in questions.items() if any(held <= t for t in told)}
 
 
+TurnTerms = tuple[int, tuple[str, ...], int]
+"""What the term share and length features read of a turn, kept per turn by
+:class:`pmm.recall.session_rank.SessionRanks`: ``(hash of its text, its distinct stems,
+its distinct words up to LENGTH_CAP)``."""
+
+
+def turn_terms(text: str) -> TurnTerms:
+    """:data:`TurnTerms` of a turn's text (the hash tells a cached entry from another text)."""
+    stems = tuple(sys.intern(t) for t in dict.fromkeys(fts_tokens(text)))
+    return hash(text), stems, min(len(_words(text)), LENGTH_CAP)
+
+
 def _term_share(terms: frozenset[str], text: str) -> float:
     """The share of the query's ``terms`` the turn's own words hold (0: the query has none)."""
     return len(terms.intersection(fts_tokens(text))) / len(terms) if terms else 0.0
@@ -244,6 +259,7 @@ def rerank(
     coefficients: Mapping[str, float],
     dates: Mapping[int, str] | None = None,
     session_ranks: Mapping[str, Mapping[str, int]] | None = None,
+    cached: Mapping[int, TurnTerms] | None = None,
 ) -> list[tuple[int, float]]:
     """The candidates of ``rankings`` best first by the linear score of their features
     (``coefficients``: feature name -> weight; missing features weigh 0). Ties: the best
@@ -254,7 +270,9 @@ def rerank(
     computed: a turn's words are read only when the query names someone (and the text
     holds the name) or the length weighs, its question mark only when that weighs.
     ``session_ranks``: session ranker -> session -> rank
-    (:meth:`pmm.recall.session_rank.SessionRanks.ranks`; None: those features are 0).
+    (:meth:`pmm.recall.session_rank.SessionRanks.ranks`; None: those features are 0);
+    ``cached``: candidates' :func:`turn_terms` kept from before (one whose hash is not its
+    text's is computed again).
 
     >>> rerank("dog", {"turn": [7, 3]}, {7: "My dog?", 3: "A dog."}, {}, temporal=False,
     ...        coverage=1.0, coefficients={"turn_rr60": 1.0, "question_turn": -0.5})
@@ -311,14 +329,24 @@ def rerank(
             terms_out.append(miss * (0.0 if named else 1.0))
         if share:
             terms_out.append(weight["session_share"] * share[sessions.get(event_id, "")])
+        held = (cached or {}).get(event_id)
+        if held is not None and held[0] != hash(text):
+            held = None
         if length:
-            words = _words(text) if words is None else words
-            terms_out.append(length * math.log1p(min(len(words), LENGTH_CAP)))
+            if held is not None:
+                terms_out.append(length * math.log1p(held[2]))
+            else:
+                words = _words(text) if words is None else words
+                terms_out.append(length * math.log1p(min(len(words), LENGTH_CAP)))
         if wanted_dates:
             found, none = _date_features(wanted_dates, (dates or {}).get(event_id, ""))
             terms_out += [date_match * found, date_miss * none]
         if shared:
-            terms_out.append(shared * _term_share(terms, text))
+            if held is not None and terms:
+                fraction = sum(1 for t in terms if t in held[1]) / len(terms)
+            else:
+                fraction = _term_share(terms, text)
+            terms_out.append(shared * fraction)
         if by_session is not None:
             features = _session_rank_features(by_session, sessions.get(event_id, ""))
             terms_out += [w * x for w, x in zip(session_w, features, strict=True) if w]

@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pmm.recall.query_features import query_terms
+from pmm.recall.rerank import TurnTerms, turn_terms
 from pmm.storage.watch import LogWatch
 from pmm.text.stemmer import fts_tokens
 from pmm.text.window_keys import WINDOW_KINDS
@@ -60,6 +61,12 @@ if TYPE_CHECKING:
     from pmm.embed.index import VectorIndex
     from pmm.records import TurnRow
     from pmm.storage.base import EventLog
+
+SessionView = Callable[
+    [list[str], Mapping[int, str]], tuple[dict[str, dict[str, int]], dict[int, TurnTerms]]
+]
+"""What :meth:`SessionRanks.bind` returns: the candidates' sessions (first seen first) and
+each candidate's session -> the sessions' ranks and the candidates' cached turn terms."""
 
 SESSION_RANKERS = ("stemmed", "dense")
 """How sessions are ranked (see the module docstring); ``stemmed`` needs no vectors."""
@@ -197,11 +204,13 @@ def session_rankers(coefficients: Iterable[str]) -> tuple[str, ...]:
 
 
 class _Held:
-    __slots__ = ("ids", "max_id", "terms", "vector", "vector_of")
+    __slots__ = ("max_id", "terms", "turns", "vector", "vector_of")
 
     def __init__(self) -> None:
         self.terms = SessionTerms()
-        self.ids: list[int] = []
+        self.turns: dict[int, TurnTerms] = {}
+        """Each turn's :func:`~pmm.recall.rerank.turn_terms` (what the term share and length
+        features read), by event id."""
         self.max_id = 0
         self.vector: npt.NDArray[np.float32] | None = None
         """The sum of its turns' vectors, as of the index version and turn count in
@@ -209,9 +218,9 @@ class _Held:
         self.vector_of: tuple[tuple[int, int, int], int] | None = None
 
     def add(self, row: TurnRow) -> None:
-        text = row.content if row.content is not None else row.summary
-        self.terms.add(text or "")
-        self.ids.append(row.id)
+        text = (row.content if row.content is not None else row.summary) or ""
+        self.terms.add(text)
+        self.turns[row.id] = turn_terms(text)
         self.max_id = max(self.max_id, row.id)
 
 
@@ -242,17 +251,33 @@ class SessionRanks:
         coefficients: Iterable[str],
         vector: Future[npt.NDArray[np.float32]] | None,
         index: VectorIndex | None,
-    ) -> Callable[[list[str]], dict[str, dict[str, int]]]:
-        """:meth:`ranks` of ``query`` by the session rankers ``coefficients`` weigh, for
-        :func:`pmm.recall.sources.learned_order` to call with the candidates' sessions
+    ) -> SessionView:
+        """:meth:`ranks` of ``query`` by the session rankers ``coefficients`` weigh, and the
+        candidates' cached :meth:`turns`, for :func:`pmm.recall.sources.learned_order` to
+        call with the candidates' sessions (first seen first) and each candidate's session
         (``vector``: the query's embedding, awaited only then)."""
         rankers = session_rankers(coefficients)
 
-        def ranked(sessions: list[str]) -> dict[str, dict[str, int]]:
+        def ranked(
+            sessions: list[str], where: Mapping[int, str]
+        ) -> tuple[dict[str, dict[str, int]], dict[int, TurnTerms]]:
             found = None if vector is None or "dense" not in rankers else vector.result()
-            return self.ranks(query, sessions, rankers=rankers, vector=found, index=index)
+            ranks = self.ranks(query, sessions, rankers=rankers, vector=found, index=index)
+            return ranks, self.turns(where)
 
         return ranked
+
+    def turns(self, where: Mapping[int, str]) -> dict[int, TurnTerms]:
+        """The cached :func:`~pmm.recall.rerank.turn_terms` of the turns ``where`` names
+        (event id -> its session) that a held session holds."""
+        out: dict[int, TurnTerms] = {}
+        with self._lock:
+            for event_id, session_id in where.items():
+                entry = self._held.get(session_id)
+                found = None if entry is None else entry.turns.get(event_id)
+                if found is not None:
+                    out[event_id] = found
+        return out
 
     def ranks(
         self,
@@ -288,13 +313,13 @@ class SessionRanks:
         serves vector search itself has not loaded it for the dense ranker)."""
         index.refresh()
         version = index.version
-        stale = [s for s in wanted if held[s].vector_of != (version, len(held[s].ids))]
+        stale = [s for s in wanted if held[s].vector_of != (version, len(held[s].turns))]
         if stale:
             for session_id, total in zip(
-                stale, index.vector_sums([held[s].ids for s in stale]), strict=True
+                stale, index.vector_sums([list(held[s].turns) for s in stale]), strict=True
             ):
                 held[session_id].vector = total
-                held[session_id].vector_of = (version, len(held[session_id].ids))
+                held[session_id].vector_of = (version, len(held[session_id].turns))
         return {s: v for s in wanted if (v := held[s].vector) is not None}
 
     def _sessions(self, wanted: Sequence[str]) -> dict[str, _Held]:
@@ -320,11 +345,11 @@ class SessionRanks:
                 for row in self.store.turn_rows(session_id=session_id, kinds=WINDOW_KINDS):
                     entry.add(row)
                 self.reads += 1
-                self._turns += len(entry.ids)
+                self._turns += len(entry.turns)
                 self._held[session_id] = entry
             self._held.move_to_end(session_id)
             found[session_id] = entry
         while self._turns > self.max_turns and len(self._held) > len(wanted):
             _, dropped = self._held.popitem(last=False)
-            self._turns -= len(dropped.ids)
+            self._turns -= len(dropped.turns)
         return found

@@ -22,6 +22,7 @@ from pmm.recall.rerank import (
     query_names,
     query_terms,
     rerank,
+    turn_terms,
 )
 
 
@@ -213,8 +214,13 @@ def test_rerank_scores_as_the_feature_rows_do_to_the_bit(
         r: {s: n for n, s in enumerate(o[:c], start=1)}
         for r, o, c in zip(("stemmed", "dense"), session_order, ranked, strict=True)
     }
+    # the term share and length read from a cache for some candidates (one of them stale:
+    # another text's entry, computed again), from the text for the others
+    cached = {i: turn_terms(texts[i]) for i in range(0, 60, 3)}
+    cached[3] = turn_terms("an older text of turn 3")
     fast = rerank(query, rankings, texts, sessions, temporal=temporal, coverage=coverage,
-                  coefficients=coefficients, dates=dates, session_ranks=session_ranks)  # fmt: skip
+                  coefficients=coefficients, dates=dates, session_ranks=session_ranks,
+                  cached=cached)  # fmt: skip
     rows = _rerank_by_rows(query, rankings, texts, sessions, dates, temporal, coverage,
                            dict(coefficients), session_ranks)  # fmt: skip
     assert [i for i, _ in fast] == [i for i, _ in rows]

@@ -12,7 +12,7 @@ import pytest
 
 from pmm import Mind
 from pmm.recall.recaller import Recaller
-from pmm.recall.rerank import FEATURES, LEARNED_COEFFICIENTS, query_terms
+from pmm.recall.rerank import FEATURES, LEARNED_COEFFICIENTS, query_terms, turn_terms
 from pmm.recall.session_rank import (
     SessionRanks,
     SessionTerms,
@@ -97,6 +97,9 @@ def test_erased_words_leave_the_cache(tmp_path: Path, erase: str) -> None:
                               role="user")  # fmt: skip
         ranks = SessionRanks(store)
         assert ranks.ranks("passport XQ77Z", ["s1", "s2"]) == {"stemmed": {"s2": 1}}
+        # the turn's terms for the term share and length features are held with it
+        assert ranks.turns({secret.id: "s2"}) == {secret.id: turn_terms(secret.text)}
+        assert "passport" in ranks.turns({secret.id: "s2"})[secret.id][1]
         if erase == "redact":
             store.redact(secret.id, reason="test")
         else:
@@ -104,6 +107,8 @@ def test_erased_words_leave_the_cache(tmp_path: Path, erase: str) -> None:
         assert ranks.ranks("passport XQ77Z", ["s1", "s2"]) == {"stemmed": {}}
         held = ranks.held
         assert all("passport" not in t.words and "xq77z" not in t.words for t in held.values())
+        # erased: its terms left with it (the row is read again with no text)
+        assert ranks.turns({secret.id: "s2"}) in ({}, {secret.id: turn_terms("")})
         assert ranks.ranks("Norway", ["s1", "s2"]) == {"stemmed": {"s2": 1}}
 
 
