@@ -40,52 +40,125 @@ from locomo_data import CATEGORIES, load_locomo, mean_table, scores  # noqa: E40
 from pmm.recall.fusion import FusionPolicy  # noqa: E402
 from pmm.recall.rerank import (  # noqa: E402
     FEATURES,
+    RANKED,
     candidate_features,
     query_dates,
     query_names,
     query_terms,
+)
+from pmm.recall.session_rank import (  # noqa: E402
+    SessionTerms,
+    ranks_of,
+    stemmed_order,
+    vector_order,
 )
 
 DEPTH = 50
 """Each ranker's list is cut here, as recall cuts it for k <= 50."""
 FOLDS = 5
 GROUPS: dict[str, tuple[str, ...]] = {
-    "ranks": tuple(f for f in FEATURES if f.endswith(("_rr60", "_rr5"))),
+    "ranks": tuple(
+        f for f in FEATURES if f.endswith(("_rr60", "_rr5")) and not f.startswith("session_")
+    ),
     "policy": tuple(f for f in FEATURES if f.startswith(("temporal_", "lowcov_"))),
     "question": ("question_turn", "question_answered"),
     "subject": ("names_match", "names_miss"),
     "session": ("session_share",),
     "length": ("log_words",),
     "dates": ("date_match", "date_miss"),
+    "terms": ("term_share",),
+    "session_rank": tuple(
+        f for f in FEATURES if f.startswith(("session_stemmed_", "session_dense_"))
+    ),
 }
 """Feature groups: each lever is one group; ``ranks`` is always in."""
-SHIPPED_WITHOUT = ("log_words", "question_answered")
-"""Measured but not shipped: length won on LoCoMo, yet let a long turn outrank the turn a
-query names in small logs (tests/test_cli.py); a question whose words a told turn holds
+SHIPPED_WITHOUT = ("question_answered",)
+"""Measured but not shipped: a question whose words a told turn holds
 (issue 22's "What's my dog's name?" asked twice) won +0.003 R@10 held out but lost on some
 folds and categories, and its fitted weight does not lift the fact above the question asked
 twice (docs/benchmarks/locomo.md)."""
+
+
+DEFAULT_VECTORS = Path("/tmp/pmm-locomo-vectors/sentence-transformers_all-MiniLM-L6-v2.npz")
+"""``bench/locomo.py``'s MiniLM vector cache (turns by text hash, questions as the fp16
+query encoder embedded them): the session_dense features read it."""
+
+
+class SessionInputs:
+    """What :class:`pmm.recall.session_rank.SessionRanks` holds of a conversation's
+    sessions, built with its own functions: each session's terms
+    (:class:`~pmm.recall.session_rank.SessionTerms`) and the sum of its turns' normalised
+    vectors; the candidates' sessions are ranked as recall ranks them."""
+
+    def __init__(self, vectors: Path | None) -> None:
+        self.vectors: dict[str, np.ndarray] = {}
+        if vectors is not None:
+            with np.load(vectors) as saved:
+                self.vectors = {k: saved[k] for k in saved.files}
+        self.convs: dict[str, tuple[dict[str, SessionTerms], dict[str, np.ndarray]]] = {}
+
+    def vector(self, text: str, prefix: str = "") -> np.ndarray:
+        import hashlib
+
+        key = prefix + hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if key not in self.vectors:
+            raise SystemExit(f"no cached vector for {text[:40]!r}: run bench/locomo.py first")
+        return self.vectors[key]
+
+    def ranks(self, conv: Any, question: str, sessions: list[str]) -> dict[str, dict[str, int]]:
+        if conv.sample_id not in self.convs:
+            names = sorted({str(t.session) for t in conv.turns}, key=int)
+            terms = {s: SessionTerms.of(t.text for t in conv.turns if str(t.session) == s)
+                     for s in names}  # fmt: skip
+            sums: dict[str, np.ndarray] = {}
+            if self.vectors:
+                for s in names:
+                    vs = [self.vector(t.text) for t in conv.turns if str(t.session) == s]
+                    sums[s] = np.sum([v / (np.linalg.norm(v) or 1.0) for v in vs], axis=0)
+            self.convs[conv.sample_id] = (terms, sums)
+        terms, sums = self.convs[conv.sample_id]
+        out = {"stemmed": ranks_of(stemmed_order({s: terms[s] for s in sessions},
+                                                 query_terms(question)))}  # fmt: skip
+        if sums:
+            q = self.vector(question, "fp16_")
+            out["dense"] = ranks_of(vector_order({s: sums[s] for s in sessions}, q))
+        return out
 
 
 class Question:
     """One question's candidates (turn positions), features and labels."""
 
     def __init__(
-        self, rec: dict[str, Any], conv: Any, position: dict[str, int], depth: int = DEPTH
+        self,
+        rec: dict[str, Any],
+        conv: Any,
+        position: dict[str, int],
+        depth: int = DEPTH,
+        session_inputs: SessionInputs | None = None,
+        drop: tuple[str, ...] = (),
     ) -> None:
         self.conv = rec["conversation"]
         self.category = int(rec["category"])
         self.evidence = [position[d] for d in rec["evidence"]]
         self.rec = rec
-        self.lists = {r: [position[d] for d in ids[:depth]] for r, ids in rec["rankers"].items()}
+        self.lists = {
+            r: [position[d] for d in ids[:depth]]
+            for r, ids in rec["rankers"].items()
+            if r not in drop
+        }
         texts = {position[t.dia_id]: t.text for t in conv.turns}
         sessions = {position[t.dia_id]: str(t.session) for t in conv.turns}
         dates = {position[t.dia_id]: t.date.isoformat() for t in conv.turns}
+        session_ranks = None
+        if session_inputs is not None:  # the candidates' sessions, first seen first
+            seen = (sessions[i] for r, ids in self.lists.items() if r in RANKED for i in ids)
+            candidates = list(dict.fromkeys(seen))
+            session_ranks = session_inputs.ranks(conv, rec["question"], candidates)
         self.ids, rows = candidate_features(
             query_names(rec["question"]), self.lists, texts, sessions,
             temporal=bool(rec["temporal"]), coverage=float(rec["coverage"]),
             dates=dates, query_date_set=query_dates(rec["question"]),
-            query_term_set=query_terms(rec["question"]),
+            query_term_set=query_terms(rec["question"]), session_ranks=session_ranks,
         )  # fmt: skip
         self.x = np.array(rows, dtype=float).reshape(len(self.ids), len(FEATURES))
         wanted = set(self.evidence)
@@ -118,17 +191,32 @@ def feedback_window(rankers: dict[str, list[str]], how: str) -> list[str]:
     return sorted(fused, key=lambda d: -fused[d])
 
 
-def load(lists: Path, data: Path, window: str = "window", depth: int = DEPTH) -> list[Question]:
+def load(
+    lists: Path,
+    data: Path,
+    window: str = "window",
+    depth: int = DEPTH,
+    vectors: Path | None = None,
+    drop: tuple[str, ...] = (),
+) -> list[Question]:
     """Every question of ``lists`` (``bench/locomo.py --lists``), each ranker's list cut at
-    ``depth`` (recall's own depth, 50, unless a lever reads deeper)."""
+    ``depth`` (recall's own depth, 50, unless a lever reads deeper); the session_dense
+    features from the ``vectors`` cache (``bench/locomo.py``'s, holding every turn and
+    question of ``data``; None, or a file that is not there: left at 0).
+    ``drop``: rankers whose lists are left out (``dense`` for keyword mode, whose
+    candidates and candidates' sessions hold no dense-only turn, as in recall)."""
     convs = {c.sample_id: c for c in load_locomo(data)}
+    if vectors is not None and not vectors.exists():
+        print(f"no vector cache at {vectors}: the session_dense features are left at 0")
+        vectors = None
+    inputs = SessionInputs(vectors)
     records = json.loads(lists.read_text(encoding="utf-8"))
     out = []
     for rec in records:
         rec["rankers"]["window"] = feedback_window(rec["rankers"], window)
         conv = convs[rec["conversation"]]
         position = {t.dia_id: n for n, t in enumerate(conv.turns, start=1)}
-        out.append(Question(rec, conv, position, depth))
+        out.append(Question(rec, conv, position, depth, inputs, drop))
     return out
 
 
@@ -308,6 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lists", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA / "locomo10.json")
+    parser.add_argument("--vectors", type=Path, default=DEFAULT_VECTORS,
+                        help="bench/locomo.py's MiniLM vector cache (session_dense)")  # fmt: skip
     parser.add_argument("--grid", action="store_true", help="also the RRF policy grid (slow)")
     parser.add_argument("--lambdamart", action="store_true", help="also LightGBM LambdaMART")
     parser.add_argument("--json", type=Path)
@@ -324,9 +414,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", choices=WINDOW_LISTS, default="window",
                         help="the window ranker's list (pseudo-relevance feedback)")  # fmt: skip
     args = parser.parse_args(argv)
-    qs = load(args.lists, args.data, args.window)
+    qs = load(args.lists, args.data, args.window, vectors=args.vectors)
+    # keyword mode's candidates, as recall has them: no dense list
+    keyword_qs = load(args.lists, args.data, args.window, vectors=None, drop=("dense",))
     convs = {c.sample_id: c for c in load_locomo(args.data)}
-    for q in qs:
+    for q in [*qs, *keyword_qs]:
         q.rec["_order"] = {t.dia_id: None for t in convs[q.conv].turns}
     print(f"{len(qs)} questions, {len({q.conv for q in qs})} conversations, "
           f"{FOLDS} folds of 2 (held-out figures pooled)")  # fmt: skip
@@ -355,9 +447,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     systems["learned keyword: all"] = learned([f for f in full if "dense" not in f])
     systems["learned keyword: ranks"] = learned([f for f in GROUPS["ranks"] if "dense" not in f])
     for name, fit in systems.items():
-        table, _ = cross_validate(qs, fit)
+        table, _ = cross_validate(keyword_qs if name.startswith("learned keyword") else qs, fit)
         results[name] = {"table": table}
         print(row(name, table), flush=True)
+    for name in ("learned: shipped", "learned keyword: shipped"):
+        a = results[name]["table"]["all"]
+        print(f"\n{name}, held out: R@10 {a['R@10']:.4f}  R@25 {a['R@25']:.4f}  "
+              f"H@10 {a['H@10']:.4f}")  # fmt: skip
     print("\nper fold (held-out R@10 / R@25 / H@10), the shipped fusion and the RRF default:")
     for name in ("learned: shipped", "engine hybrid"):
         folds = fold_table(qs, systems[name])
@@ -367,8 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f" / {f['H@10']:.3f}   {f['choice']}")  # fmt: skip
     check_rules(results, "learned: shipped", "learned keyword: shipped")
     print("\ncoefficients fitted on all conversations (what pmm.recall.rerank ships):")
-    for name, cols in (("hybrid", shipped), ("keyword", no_dense)):
-        coef = fit_logistic(qs, [FEATURES.index(f) for f in cols])
+    for name, cols, on in (("hybrid", shipped, qs), ("keyword", no_dense, keyword_qs)):
+        coef = fit_logistic(on, [FEATURES.index(f) for f in cols])
         shipped = {f: round(float(w), 3) for f, w in zip(cols, coef, strict=True)}
         results[f"coefficients {name}"] = shipped
         print(f"  {name!r}: {shipped},")

@@ -368,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="compare with the classes unweighted in the fit")  # fmt: skip
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    qs = load(args.lists, args.data, args.window)
+    qs = load(args.lists, args.data, args.window, vectors=args.cache)
     print(f"{len(qs)} questions, window list: {args.window}")
     shipped = [f for g in GROUPS.values() for f in g if f not in SHIPPED_WITHOUT]
     if args.demote_questions:

@@ -57,11 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, required=True)
     parser.add_argument("--after", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA / "locomo10.json")
+    parser.add_argument("--vectors", type=Path, default=None,
+                        help="bench/locomo.py's vector cache (session_dense)")  # fmt: skip
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"LoCoMo is not here ({args.data}): skipped.")
         return 0
-    before, after = load(args.before, args.data), load(args.after, args.data)
+    before = load(args.before, args.data, vectors=args.vectors)
+    after = load(args.after, args.data, vectors=args.vectors)
     if [q.rec["question"] for q in before] != [q.rec["question"] for q in after]:
         raise SystemExit("the two files hold different questions")
     full = [f for g in GROUPS.values() for f in g]

@@ -11,9 +11,11 @@ Columns (each a function of one candidate and the question, no label):
 
 - ``session_<how>_rr5`` / ``session_<how>_top``: the rank of the candidate's session among
   the conversation's sessions for the question (``5 / (5 + rank)``, and 1 for the first),
-  sessions ranked by BM25 over their turns' concatenated texts (``bm25``) or by the cosine of
-  the question's vector to the mean of their turns' vectors (``dense``, MiniLM vectors from
-  ``bench/locomo.py``'s cache);
+  sessions ranked by BM25 over their turns' concatenated texts (``bm25``), by BM25 over their
+  distinct words as PMM stems them (``stemmed``) or by the cosine of the question's vector
+  to the mean of their turns' vectors (``dense``, MiniLM vectors from ``bench/locomo.py``'s
+  cache); ``stemmed`` and ``dense`` through :mod:`pmm.recall.session_rank`, which recall
+  itself reads (recall ranks the candidates' sessions, here every session);
 - ``digest_rr60`` / ``digest_rr5``: the candidate's rank in the digest ranker's list (the
   heuristic digests' keys, from ``bench/locomo.py --digests --lists``).
 """
@@ -40,29 +42,15 @@ def session_order_bm25(conv: Conversation, question: str) -> list[int]:
 
 
 def session_order_stemmed(conv: Conversation, question: str) -> list[int]:
-    """The sessions, best first, by BM25 (k1 1.2, b 0.75) over each session's turns under
-    PMM's own words (:func:`pmm.text.stemmer.fts_tokens` of the search terms, stopwords
-    out): the first stage as ``pmm.recall`` would tokenise it."""
+    """The sessions, best first, by BM25 (k1 1.2, b 0.75) over each session's distinct words
+    as PMM stems them: :func:`pmm.recall.session_rank.stemmed_order`, the function recall
+    ranks the candidates' sessions with (here over every session of the conversation)."""
     from pmm.recall.rerank import query_terms
-    from pmm.text.stemmer import fts_tokens
-    from pmm.text.words import search_terms
+    from pmm.recall.session_rank import SessionTerms, stemmed_order
 
     sessions = sorted({t.session for t in conv.turns})
-    docs = []
-    for s in sessions:
-        text = " ".join(t.text for t in conv.turns if t.session == s)
-        docs.append([x for w in search_terms(text, limit=100_000) for x in fts_tokens(w)])
-    lengths = np.array([len(d) for d in docs], dtype=float)
-    avg = float(lengths.mean()) or 1.0
-    score = np.zeros(len(docs))
-    for term in query_terms(question):
-        tf = np.array([d.count(term) for d in docs], dtype=float)
-        df = int((tf > 0).sum())
-        if not df:
-            continue
-        idf = np.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
-        score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * lengths / avg))
-    return [sessions[j] for j in np.argsort(-score, kind="stable") if score[j] > 0]
+    terms = {s: SessionTerms.of(t.text for t in conv.turns if t.session == s) for s in sessions}
+    return stemmed_order(terms, query_terms(question))
 
 
 class Centroids:
@@ -81,17 +69,20 @@ class Centroids:
         return self.vectors[key]
 
     def order(self, conv: Conversation, question: str) -> list[int]:
+        from pmm.recall.session_rank import vector_order
+
         if conv.sample_id not in self.means:
             sessions = sorted({t.session for t in conv.turns})
-            means = []
+            sums = []
             for s in sessions:
-                m = np.mean([self.vector(t.text) for t in conv.turns if t.session == s], axis=0)
-                means.append(m / (np.linalg.norm(m) or 1.0))
-            self.means[conv.sample_id] = (sessions, np.array(means))
+                vs = [self.vector(t.text) for t in conv.turns if t.session == s]
+                sums.append(np.sum([v / (np.linalg.norm(v) or 1.0) for v in vs], axis=0))
+            self.means[conv.sample_id] = (sessions, np.array(sums))
         sessions, matrix = self.means[conv.sample_id]
-        q = self.vector(question, "fp16_")
-        cos = matrix @ (q / (np.linalg.norm(q) or 1.0))
-        return [sessions[j] for j in np.argsort(-cos, kind="stable")]
+        # as recall ranks them (pmm.recall.session_rank.vector_order)
+        order = vector_order({str(s): row for s, row in zip(sessions, matrix, strict=True)},
+                             self.vector(question, "fp16_"))  # fmt: skip
+        return [int(s) for s in order]
 
 
 def session_order_mass(q: Question, conv: Conversation, depth: int) -> list[int]:

@@ -236,6 +236,30 @@ class VectorIndex:
         # a mask may cover fewer rows than are held (rows appended since it was last used)
         self._masks = {key: mask[keep[: len(mask)]] for key, mask in self._masks.items()}
 
+    @property
+    def version(self) -> tuple[int, int, int]:
+        """Changes whenever the vectors held change (reloads, rows held, their ids' sum):
+        a reader caching sums of them (:meth:`vector_sums`) compares it."""
+        with self._lock:
+            return self.reloads, self._rows.n, self._rows.id_sum
+
+    def vector_sums(self, groups: Sequence[Sequence[int]]) -> FloatArray:
+        """Per group of event ids, the sum of the (normalised) vectors held of them, one
+        row each (zeros where none is held), as of the last refresh (a search refreshes):
+        the session ranks' mean turn vectors (:mod:`pmm.recall.session_rank`)."""
+        with self._lock:
+            out = np.zeros((len(groups), self.dim), dtype=np.float32)
+            held = self._rows.held
+            if not self._rows.n:
+                return out
+            for n, ids in enumerate(groups):
+                wanted = np.asarray(ids, dtype=np.int64)
+                pos = np.minimum(np.searchsorted(held, wanted), self._rows.n - 1)
+                rows = pos[held[pos] == wanted]
+                if rows.size:
+                    out[n] = self._rows.matrix[rows].sum(axis=0)
+            return out
+
     # -- search --------------------------------------------------------------------------
 
     def _kind_mask(self, key: tuple[str, ...]) -> BoolArray:

@@ -19,14 +19,12 @@ Rankers:
 Fusion: in the modes :data:`pmm.recall.rerank.LEARNED_COEFFICIENTS` names (``hybrid``,
 ``keyword``), the rankers' candidates are ordered by a small linear model over their ranks
 and cheap features of each turn (:mod:`pmm.recall.rerank`: a question turn, a person the
-query names, its session's share of the evidence), chosen by cross-validation on LoCoMo
-(``python bench/locomo_cv.py``). ``Recaller(..., learned=False)`` and weights set by
-``PMM_RECALL_WEIGHTS`` (e.g. ``turn=1,window=1,dense=0.3``, used as given for every query)
-keep the weighted reciprocal rank fusion of :mod:`pmm.recall.fusion` (``weight / (60 +
-rank)`` summed over the rankers), whose default weights adapt to the query
-(:class:`~pmm.recall.fusion.FusionPolicy`: temporal questions, weak lexical evidence).
-``semantic`` is ``dense`` alone. A slot question ("what do I do for a living?") is
-searched as :mod:`pmm.recall.slots` says.
+query names, its session's rank, :mod:`pmm.recall.session_rank`), chosen by cross-validation
+on LoCoMo (``python bench/locomo_cv.py``). ``Recaller(..., learned=False)`` and weights set
+by ``PMM_RECALL_WEIGHTS`` (``turn=1,window=1,dense=0.3``: used as given for every query)
+keep the weighted reciprocal rank fusion of :mod:`pmm.recall.fusion`, whose default weights
+adapt to the query (:class:`~pmm.recall.fusion.FusionPolicy`). ``semantic`` is ``dense``
+alone. Slot questions ("what do I do for a living?"): :mod:`pmm.recall.slots`.
 
 Query embeddings are cached (an LRU keyed by text) and, in hybrid mode, computed on a
 worker thread while the keyword rankers search (:mod:`pmm.recall.query_vectors`);
@@ -63,6 +61,7 @@ from pmm.recall.fusion import (
 from pmm.recall.query_vectors import QueryVectors
 from pmm.recall.rerank import LEARNED_COEFFICIENTS
 from pmm.recall.rerank import RANKED as RERANKED
+from pmm.recall.session_rank import SessionRanks
 from pmm.recall.slots import keyword_query, slot_first
 from pmm.recall.sources import (
     checked_kinds,
@@ -180,6 +179,7 @@ class Recaller:
             from pmm.recall.user_index import UserRanker
 
             self.user_ranker = UserRanker(store)
+        self.session_ranks = SessionRanks(store)  # the learned fusion's session features
         self._lock = threading.Lock()
         self._warned = False
         # Consolidation (pmm/dream/consolidation.py): summary nodes compete with turns and expand.
@@ -305,8 +305,9 @@ class Recaller:
                     rankings[ranker] = self._semantic(
                         vector.result(), depth, session_id, kind_list, excluded, user_id
                     )
+            ranks = self.session_ranks.bind(query, coefficients, vector, self.index)
             fused, read = learned_order(
-                self.store, query, rankings, coefficients, temporal, coverage
+                self.store, query, rankings, coefficients, temporal, coverage, ranks
             )
         else:
             fused, read = rrf_fuse(rankings, weights=weights), {}

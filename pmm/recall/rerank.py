@@ -22,23 +22,50 @@ query's temporal flag and lexical coverage (see :func:`pmm.recall.fusion.lexical
 crossed with them, whether the candidate is a question (and whether a turn that is none
 holds the query's words it holds: measured, weight 0), whether it names a person the
 query names, how much of the fused mass its session holds (two-stage recall: sessions,
-then turns), whether its date holds the year / month / day the query names, and its
-length (measured, weight 0 in :data:`LEARNED_COEFFICIENTS`). The coefficients were fitted
-by logistic regression on LoCoMo and checked held out by conversation
-(``bench/locomo_cv.py``; figures in ``bench/results/locomo.md``).
+then turns), whether its date holds the year / month / day the query names, its length,
+the share of the query's terms it holds, and its session's rank among the candidates'
+sessions by the session's whole text and by its mean turn vector
+(:mod:`pmm.recall.session_rank`; passed in as ``session_ranks``). The coefficients were
+fitted by logistic regression on LoCoMo and checked held out by conversation
+(``bench/locomo_cv.py``; figures in ``docs/benchmarks/locomo.md``).
 """
 
 from __future__ import annotations
 
 import math
-import re
+import sys
 from collections.abc import Mapping, Sequence
 
+from pmm.recall.query_features import (
+    WORD,
+    date_parts,
+    is_question_turn,
+    query_dates,
+    query_names,
+    query_terms,
+)
 from pmm.text.stemmer import fts_tokens
-from pmm.text.words import STOPWORDS, search_terms
+
+__all__ = [
+    "FEATURES",
+    "LEARNED_COEFFICIENTS",
+    "LENGTH_CAP",
+    "RANKED",
+    "SESSION_RANKED",
+    "TurnTerms",
+    "candidate_features",
+    "is_question_turn",
+    "query_dates",
+    "query_names",
+    "query_terms",
+    "rerank",
+    "turn_terms",
+]
 
 RANKED = ("turn", "window", "dense")
 """The rankers whose ranks are features (digest is off by default)."""
+SESSION_RANKED = ("stemmed", "dense")
+"""The session rankers whose ranks are features (:mod:`pmm.recall.session_rank`)."""
 FEATURES: tuple[str, ...] = (
     *(f"{r}_rr60" for r in RANKED),
     *(f"{r}_rr5" for r in RANKED),
@@ -52,28 +79,36 @@ FEATURES: tuple[str, ...] = (
     "log_words",
     "date_match",
     "date_miss",
+    "term_share",
+    *(f"session_{r}_{x}" for r in SESSION_RANKED for x in ("rr5", "top")),
 )
 
 LEARNED_COEFFICIENTS: dict[str, dict[str, float]] = {
-    # logistic regression on all 10 LoCoMo conversations (bench/locomo_cv.py prints them),
-    # without the length feature (measured to win on LoCoMo, but it let a long turn outrank
-    # the one a query names in small logs: tests/test_cli.py); held out by conversation
-    # (5 folds) hybrid gave R@10 0.763, R@25 0.842, H@10 0.837 against 0.681 / 0.776 /
-    # 0.751 for weighted RRF (bench/results/locomo.md)
+    # logistic regression on all 10 LoCoMo conversations (python bench/locomo_cv.py --lists
+    # <lists 300 deep> prints them), with the length of the turn, the share of the query's
+    # terms it holds (which keeps a long turn from outranking the one a query names in
+    # small logs: tests/cli/test_cli.py) and its session's ranks by the session's whole
+    # text and mean vector (pmm.recall.session_rank); held out by conversation (5 folds)
+    # hybrid gave R@10 0.786, R@25 0.862, H@10 0.858 against 0.763 / 0.842 / 0.837 without
+    # the four (docs/benchmarks/locomo.md)
     "hybrid": {
-        "turn_rr60": 0.331, "window_rr60": 0.444, "dense_rr60": 0.392, "turn_rr5": 2.082,
-        "window_rr5": 4.248, "dense_rr5": 1.611, "temporal_turn": -0.207,
-        "temporal_window": -0.257, "temporal_dense": -1.028, "lowcov_dense": 1.749,
-        "question_turn": -0.782, "names_match": -0.196, "names_miss": -2.747,
-        "session_share": 0.985, "date_match": 0.167, "date_miss": -1.583,
+        "turn_rr60": -0.253, "window_rr60": 0.372, "dense_rr60": 0.11, "turn_rr5": 0.949,
+        "window_rr5": 3.852, "dense_rr5": 1.708, "temporal_turn": -0.005,
+        "temporal_window": -0.338, "temporal_dense": -0.851, "lowcov_dense": 2.078,
+        "question_turn": -0.579, "names_match": -0.908, "names_miss": -2.649,
+        "session_share": 0.427, "log_words": 1.585, "date_match": 0.621, "date_miss": -1.624,
+        "term_share": 3.18, "session_stemmed_rr5": 0.159, "session_stemmed_top": 0.455,
+        "session_dense_rr5": 1.087, "session_dense_top": 0.145,
     },
-    # the same without the dense ranker: held out R@10 0.746, R@25 0.828, H@10 0.814
-    # against 0.686 / 0.781 / 0.758 for keyword mode's weighted RRF
+    # the same without the dense ranker and the session vectors, fitted on keyword mode's
+    # own candidates (no dense list): held out R@10 0.768, R@25 0.838, H@10 0.835 against
+    # 0.746 / 0.828 / 0.814 before
     "keyword": {
-        "turn_rr60": 0.011, "window_rr60": -0.176, "turn_rr5": 3.237, "window_rr5": 4.824,
-        "temporal_turn": -0.558, "temporal_window": -0.473, "question_turn": -0.85,
-        "names_match": -0.188, "names_miss": -3.062, "session_share": 1.026,
-        "date_match": 0.224, "date_miss": -1.865,
+        "turn_rr60": -0.051, "window_rr60": 0.258, "turn_rr5": 1.255, "window_rr5": 4.029,
+        "temporal_turn": -0.238, "temporal_window": -0.587, "question_turn": -0.672,
+        "names_match": -1.018, "names_miss": -3.009, "session_share": 0.897,
+        "log_words": 1.176, "date_match": 0.893, "date_miss": -1.26, "term_share": 3.599,
+        "session_stemmed_rr5": 0.408, "session_stemmed_top": 0.529,
     },
 }  # fmt: skip
 """Recall mode -> the coefficients :class:`pmm.recall.recaller.Recaller` fuses with in that mode
@@ -83,106 +118,6 @@ keeps its single ranker's order."""
 LENGTH_CAP = 40
 """Distinct words past which a turn counts as no longer (the length feature): LoCoMo's
 turns are short, and a long pasted text must not outrank the turn a query names."""
-
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
-_NOT_NAMES = frozenset(
-    """i i'm i've i'd i'll what when where who whom whose why how which would could should
-    did does do is are was were has have had can will may might the a an in on at of for
-    and or but if to from by with about as into after before during since than that this
-    these those there their they he she his her hers him it its we our you your my me
-    mr mrs ms dr yes no ok okay""".split()
-)
-
-
-def query_names(query: str) -> frozenset[str]:
-    """The capitalised words of ``query`` that are likely names (lower-cased, without a
-    possessive ``'s``): not its first word, not a function word.
-
-    >>> sorted(query_names("When did Caroline go to Jon's LGBTQ support group?"))
-    ['caroline', 'jon', 'lgbtq']
-    >>> query_names("What did I say?")
-    frozenset()
-    """
-    found = set()
-    for n, m in enumerate(_WORD.finditer(query)):
-        word = m.group(0)
-        if n == 0 or not word[0].isupper():
-            continue
-        low = word.lower().removesuffix("'s").removesuffix("’s").strip("'-")
-        if low and low not in _NOT_NAMES:
-            found.add(low)
-    return frozenset(found)
-
-
-_MONTHS = {
-    m: n
-    for n, m in enumerate(
-        "january february march april may june july august september october november "
-        "december".split(),
-        start=1,
-    )
-}
-_DATE_PART = re.compile(
-    r"\b(?:(\d{1,2})\s+)?(" + "|".join(_MONTHS) + r")\b(?:\s+(\d{1,2})(?!\d))?|\b((?:19|20)\d\d)\b",
-    re.IGNORECASE,
-)
-
-
-def query_dates(query: str) -> frozenset[str]:
-    """The calendar parts a query names, as ``ts`` prefixes and parts: ``Y2023``,
-    ``M06``, ``D13`` (a day only beside a month).
-
-    >>> sorted(query_dates("What did Gina find on 1 February, 2023?"))
-    ['D01', 'M02', 'Y2023']
-    >>> sorted(query_dates("When did Melanie go camping in June?"))
-    ['M06']
-    >>> query_dates("May I ask when we met?")
-    frozenset()
-    """
-    found: set[str] = set()
-    for m in _DATE_PART.finditer(query):
-        before, month, after, year = m.groups()
-        if year:
-            found.add(f"Y{year}")
-            continue
-        if month[0].isupper() or month.lower() != "may":  # "may" the verb is no month
-            if month == "May" and m.start() == 0:
-                continue
-            found.add(f"M{_MONTHS[month.lower()]:02d}")
-            day = before or after
-            if day and 1 <= int(day) <= 31:
-                found.add(f"D{int(day):02d}")
-    return frozenset(found)
-
-
-def query_terms(query: str) -> frozenset[str]:
-    """The stems of the query's content words (stopwords left out, unlike a search whose
-    query holds nothing else).
-
-    >>> sorted(query_terms("What's my dog's name?"))
-    ['dog', 'name']
-    """
-    return frozenset(t for w in search_terms(query) if w not in STOPWORDS for t in fts_tokens(w))
-
-
-def _date_parts(ts: str) -> frozenset[str]:
-    """``2023-06-13T...`` as ``{'Y2023', 'M06', 'D13'}`` (empty when not a date)."""
-    if len(ts) < 10 or ts[4] != "-" or ts[7] != "-":
-        return frozenset()
-    return frozenset((f"Y{ts[:4]}", f"M{ts[5:7]}", f"D{ts[8:10]}"))
-
-
-def is_question_turn(text: str) -> bool:
-    """A turn that asks rather than tells: its last sentence ends with ``?`` (an image
-    caption in brackets after it is ignored).
-
-    >>> is_question_turn("Ann: What's my dog's name?"), is_question_turn("I have a dog.")
-    (True, False)
-    >>> is_question_turn("Nice! Where was it? [shares a photo of a beach]")
-    True
-    """
-    body = re.sub(r"\s*\[[^\]]*\]\s*$", "", text).rstrip()
-    return body.endswith("?")
 
 
 def candidate_features(
@@ -196,12 +131,15 @@ def candidate_features(
     dates: Mapping[int, str] | None = None,
     query_date_set: frozenset[str] = frozenset(),
     query_term_set: frozenset[str] = frozenset(),
+    session_ranks: Mapping[str, Mapping[str, int]] | None = None,
 ) -> tuple[list[int], list[list[float]]]:
     """The candidates (every id any ranker lists, in first-seen order) and each one's
     feature row, in the order of :data:`FEATURES`. ``texts`` / ``sessions`` / ``dates``:
     each candidate's text, session and conversation time (``ts``, ISO-8601; missing:
     empty); ``query_date_set`` / ``query_term_set``: :func:`query_dates` /
-    :func:`query_terms` of the query."""
+    :func:`query_terms` of the query; ``session_ranks``: session ranker -> session ->
+    rank (:meth:`pmm.recall.session_rank.SessionRanks.ranks`; a session absent is
+    unranked)."""
     ranks: dict[int, dict[str, int]] = {}
     for ranker, ids in rankings.items():
         if ranker not in RANKED:
@@ -227,7 +165,7 @@ def candidate_features(
         rr60 = [60.0 / (60 + r[k]) if k in r else 0.0 for k in RANKED]
         rr5 = [5.0 / (5 + r[k]) if k in r else 0.0 for k in RANKED]
         text = texts.get(event_id, "")
-        words = {w.lower().removesuffix("'s") for w in _WORD.findall(text)}
+        words = {w.lower().removesuffix("'s") for w in WORD.findall(text)}
         named = bool(query_name_set & words) if query_name_set else False
         session = sessions.get(event_id, "")
         rows.append(
@@ -243,6 +181,8 @@ def candidate_features(
                 mass.get(session, 0.0) / top_mass,
                 math.log1p(min(len(words), LENGTH_CAP)),
                 *_date_features(query_date_set, (dates or {}).get(event_id, "")),
+                _term_share(query_term_set, text),
+                *_session_rank_features(session_ranks, session),
             ]
         )
     return ids, rows
@@ -271,11 +211,40 @@ def _answered_questions(
     return {i for i, held in questions.items() if any(held <= t for t in told)}
 
 
+TurnTerms = tuple[int, tuple[str, ...], int]
+"""What the term share and length features read of a turn, kept per turn by
+:class:`pmm.recall.session_rank.SessionRanks`: ``(hash of its text, its distinct stems,
+its distinct words up to LENGTH_CAP)``."""
+
+
+def turn_terms(text: str) -> TurnTerms:
+    """:data:`TurnTerms` of a turn's text (the hash tells a cached entry from another text)."""
+    stems = tuple(sys.intern(t) for t in dict.fromkeys(fts_tokens(text)))
+    return hash(text), stems, min(len(_words(text)), LENGTH_CAP)
+
+
+def _term_share(terms: frozenset[str], text: str) -> float:
+    """The share of the query's ``terms`` the turn's own words hold (0: the query has none)."""
+    return len(terms.intersection(fts_tokens(text))) / len(terms) if terms else 0.0
+
+
+def _session_rank_features(
+    ranks: Mapping[str, Mapping[str, int]] | None, session: str
+) -> list[float]:
+    """Per session ranker: ``5 / (5 + rank)`` of the turn's session, and 1 when it is first
+    (0, 0 when the ranker leaves it unranked)."""
+    out: list[float] = []
+    for ranker in SESSION_RANKED:
+        rank = (ranks or {}).get(ranker, {}).get(session)
+        out += [0.0, 0.0] if rank is None else [5.0 / (5 + rank), 1.0 if rank == 1 else 0.0]
+    return out
+
+
 def _date_features(wanted: frozenset[str], ts: str) -> tuple[float, float]:
     """(share of the query's date parts the turn's date holds, 1 when it holds none)."""
     if not wanted:
         return 0.0, 0.0
-    share = len(wanted & _date_parts(ts)) / len(wanted)
+    share = len(wanted & date_parts(ts)) / len(wanted)
     return share, 1.0 if share == 0 else 0.0
 
 
@@ -289,6 +258,8 @@ def rerank(
     coverage: float,
     coefficients: Mapping[str, float],
     dates: Mapping[int, str] | None = None,
+    session_ranks: Mapping[str, Mapping[str, int]] | None = None,
+    cached: Mapping[int, TurnTerms] | None = None,
 ) -> list[tuple[int, float]]:
     """The candidates of ``rankings`` best first by the linear score of their features
     (``coefficients``: feature name -> weight; missing features weigh 0). Ties: the best
@@ -298,6 +269,10 @@ def rerank(
     the order of :data:`FEATURES`, to the bit), but only the features with a weight are
     computed: a turn's words are read only when the query names someone (and the text
     holds the name) or the length weighs, its question mark only when that weighs.
+    ``session_ranks``: session ranker -> session -> rank
+    (:meth:`pmm.recall.session_rank.SessionRanks.ranks`; None: those features are 0);
+    ``cached``: candidates' :func:`turn_terms` kept from before (one whose hash is not its
+    text's is computed again).
 
     >>> rerank("dog", {"turn": [7, 3]}, {7: "My dog?", 3: "A dog."}, {}, temporal=False,
     ...        coverage=1.0, coefficients={"turn_rr60": 1.0, "question_turn": -0.5})
@@ -306,7 +281,8 @@ def rerank(
     weight = {f: float(coefficients.get(f, 0.0)) for f in FEATURES}
     names = query_names(query)
     wanted_dates = query_dates(query)
-    terms = query_terms(query) if weight["question_answered"] else frozenset()
+    shared = weight["term_share"]
+    terms = query_terms(query) if weight["question_answered"] or shared else frozenset()
     ranks: dict[int, dict[str, int]] = {}
     for ranker, ids in rankings.items():
         if ranker in RANKED:
@@ -314,7 +290,11 @@ def rerank(
                 ranks.setdefault(event_id, {}).setdefault(ranker, rank)
     ids = list(ranks)
     share = _session_shares(ids, ranks, sessions) if weight["session_share"] else {}
-    answered = _answered_questions(ids, texts, terms) if terms else set()
+    answered = (
+        _answered_questions(ids, texts, terms) if terms and weight["question_answered"] else set()
+    )
+    session_w = [weight[f"session_{r}_{x}"] for r in SESSION_RANKED for x in ("rr5", "top")]
+    by_session = session_ranks if session_ranks and any(session_w) else None
     t = 1.0 if temporal else 0.0
     rr_weights = [
         (weight[f"{r}_rr60"], weight[f"{r}_rr5"], weight[f"temporal_{r}"]) for r in RANKED
@@ -349,12 +329,27 @@ def rerank(
             terms_out.append(miss * (0.0 if named else 1.0))
         if share:
             terms_out.append(weight["session_share"] * share[sessions.get(event_id, "")])
+        held = (cached or {}).get(event_id)
+        if held is not None and held[0] != hash(text):
+            held = None
         if length:
-            words = _words(text) if words is None else words
-            terms_out.append(length * math.log1p(min(len(words), LENGTH_CAP)))
+            if held is not None:
+                terms_out.append(length * math.log1p(held[2]))
+            else:
+                words = _words(text) if words is None else words
+                terms_out.append(length * math.log1p(min(len(words), LENGTH_CAP)))
         if wanted_dates:
             found, none = _date_features(wanted_dates, (dates or {}).get(event_id, ""))
             terms_out += [date_match * found, date_miss * none]
+        if shared:
+            if held is not None and terms:
+                fraction = sum(1 for t in terms if t in held[1]) / len(terms)
+            else:
+                fraction = _term_share(terms, text)
+            terms_out.append(shared * fraction)
+        if by_session is not None:
+            features = _session_rank_features(by_session, sessions.get(event_id, ""))
+            terms_out += [w * x for w, x in zip(session_w, features, strict=True) if w]
         scored.append((sum(terms_out), -max(rr60), -event_id, event_id))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     return [(i, s) for s, _, _, i in scored]
@@ -362,7 +357,7 @@ def rerank(
 
 def _words(text: str) -> set[str]:
     """The turn's words as the name and length features read them."""
-    return {w.lower().removesuffix("'s") for w in _WORD.findall(text)}
+    return {w.lower().removesuffix("'s") for w in WORD.findall(text)}
 
 
 def _session_shares(

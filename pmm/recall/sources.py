@@ -30,7 +30,7 @@ from pmm.recall.fusion import (
     inverse_document_frequencies,
     lexical_coverage,
 )
-from pmm.recall.rerank import rerank
+from pmm.recall.rerank import RANKED, rerank
 from pmm.records import Event, Hit
 from pmm.text.window_keys import is_temporal
 from pmm.text.words import WORD, repeat_key, search_terms, words
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pmm.embed.base import Embedder
     from pmm.embed.index import VectorIndex
     from pmm.recall.session_index import SessionRanker
+    from pmm.recall.session_rank import SessionView
     from pmm.recall.user_index import UserRanker
     from pmm.storage.base import EventLog
 
@@ -168,20 +169,29 @@ def learned_order(
     coefficients: Mapping[str, float],
     temporal: bool,
     coverage: float | None,
+    session_ranks: SessionView | None = None,
 ) -> tuple[list[tuple[int, float, dict[str, int]]], dict[int, Event]]:
     """The learned fusion (:mod:`pmm.recall.rerank`) of the rankers' candidates, in
     :func:`~pmm.recall.fusion.rrf_fuse`'s shape: ``(event_id, score, {ranker: rank})``
     best first; and the candidates' rows it read from ``store`` (for their text, session
-    and time), which :func:`fused_hits` takes instead of reading them again."""
+    and time), which :func:`fused_hits` takes instead of reading them again.
+    ``session_ranks``: :meth:`pmm.recall.session_rank.SessionRanks.bind`'s view, the
+    candidates' session ranks and cached turn terms, for those features."""
     ids = list(dict.fromkeys(i for ids in rankings.values() for i in ids))
     events = store.get_many(ids)
     rankings = one_copy(rankings, events)
     texts = {i: e.text for i, e in events.items()}
     sessions = {i: e.session_id or "" for i, e in events.items()}
+    ranks_of_sessions, cached = None, None
+    if session_ranks is not None:
+        seen = (sessions.get(i, "") for r, ids in rankings.items() if r in RANKED for i in ids)
+        first = list(dict.fromkeys(s for s in seen if s))
+        ranks_of_sessions, cached = session_ranks(first, sessions)
     ranked = rerank(
         query, rankings, texts, sessions, temporal=temporal,
         coverage=1.0 if coverage is None else coverage, coefficients=coefficients,
-        dates={i: e.ts for i, e in events.items()},
+        dates={i: e.ts for i, e in events.items()}, session_ranks=ranks_of_sessions,
+        cached=cached,
     )  # fmt: skip
     ranks: dict[int, dict[str, int]] = {}
     for ranker, found in rankings.items():

@@ -349,8 +349,11 @@ def test_export_import_round_trip_is_exact(
     assert export_lines(capsys, copy) == [keys, *lines]  # the same secret came along
     assert run(capsys, "verify", "--db", str(copy))[0] == 0
     # the search index was rebuilt for the imported rows
+    # (turns 7 and 9 both hold the query's one word: the learned fusion's length feature
+    # may put the longer one first)
     hits = run_json(capsys, "search", "Oslo", "--db", str(copy))
-    assert [h["event"]["id"] for h in hits][:1] == [7]
+    found = [h["event"]["id"] for h in hits]
+    assert found[:1] in ([7], [9]) and {7, 9} <= set(found)
 
 
 def test_export_to_stdout_and_import_from_stdin(

@@ -22,6 +22,7 @@ from pmm.recall.rerank import (
     query_names,
     query_terms,
     rerank,
+    turn_terms,
 )
 
 
@@ -141,13 +142,14 @@ def _rerank_by_rows(
     temporal: bool,
     coverage: float,
     coefficients: dict[str, float],
+    session_ranks: dict[str, dict[str, int]] | None = None,
 ) -> list[tuple[int, float]]:
     """The learned fusion as it was written before its fast path: every feature row of
     candidate_features, scored by the coefficients in the order of FEATURES."""
     ids, rows = candidate_features(
         query_names(query), rankings, texts, sessions, temporal=temporal, coverage=coverage,
-        dates=dates, query_date_set=query_dates(query),
-        query_term_set=query_terms(query) if coefficients.get("question_answered") else frozenset(),
+        dates=dates, query_date_set=query_dates(query), query_term_set=query_terms(query),
+        session_ranks=session_ranks,
     )  # fmt: skip
     weights = [float(coefficients.get(f, 0.0)) for f in FEATURES]
     scored = [
@@ -179,6 +181,8 @@ QUERIES = [
     temporal=st.booleans(),
     coverage=st.floats(0.0, 1.0),
     mode=st.sampled_from([*LEARNED_COEFFICIENTS, "all"]),
+    session_order=st.tuples(*(st.permutations(["s0", "s1", "s2", "s3"]) for _ in range(2))),
+    ranked=st.tuples(st.integers(0, 4), st.integers(0, 4)),
 )
 def test_rerank_scores_as_the_feature_rows_do_to_the_bit(
     query: str,
@@ -187,6 +191,8 @@ def test_rerank_scores_as_the_feature_rows_do_to_the_bit(
     temporal: bool,
     coverage: float,
     mode: str,
+    session_order: tuple[list[str], list[str]],
+    ranked: tuple[int, int],
 ) -> None:
     """The fast path of rerank() computes only the weighted features: its scores and order
     are those of candidate_features' rows, exactly (LoCoMo's figures must not move)."""
@@ -203,9 +209,19 @@ def test_rerank_scores_as_the_feature_rows_do_to_the_bit(
     texts = {i: TURNS[i % len(TURNS)] for i in range(60)}
     sessions = {i: f"s{i % 4}" for i in range(60)}
     dates = {i: f"2023-{i % 12 + 1:02d}-{i % 28 + 1:02d}T10:00:00" for i in range(0, 60, 2)}
+    # each session ranker ranks some of the sessions (the others unranked)
+    session_ranks = {
+        r: {s: n for n, s in enumerate(o[:c], start=1)}
+        for r, o, c in zip(("stemmed", "dense"), session_order, ranked, strict=True)
+    }
+    # the term share and length read from a cache for some candidates (one of them stale:
+    # another text's entry, computed again), from the text for the others
+    cached = {i: turn_terms(texts[i]) for i in range(0, 60, 3)}
+    cached[3] = turn_terms("an older text of turn 3")
     fast = rerank(query, rankings, texts, sessions, temporal=temporal, coverage=coverage,
-                  coefficients=coefficients, dates=dates)  # fmt: skip
+                  coefficients=coefficients, dates=dates, session_ranks=session_ranks,
+                  cached=cached)  # fmt: skip
     rows = _rerank_by_rows(query, rankings, texts, sessions, dates, temporal, coverage,
-                           dict(coefficients))  # fmt: skip
+                           dict(coefficients), session_ranks)  # fmt: skip
     assert [i for i, _ in fast] == [i for i, _ in rows]
     assert [s for _, s in fast] == [s for _, s in rows]
