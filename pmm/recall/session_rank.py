@@ -17,9 +17,10 @@ and a session's whole text names it more often than any one turn does
   :func:`pmm.recall.rerank.query_terms` reads it, document frequencies and lengths over the
   sessions ranked; a session holding none of its terms is unranked;
 - ``dense``: the cosine of the query vector to each session's mean turn vector (the
-  in-memory vector index's rows, loaded for it even where the store serves vector search
-  itself, PostgreSQL with pgvector, so that every backend ranks alike; sessions with no
-  vector unranked).
+  in-memory vector index's rows; where the store serves vector search itself, PostgreSQL
+  with pgvector, and holds no index in memory, the sessions' stored vectors read by id,
+  :meth:`~pmm.storage.base.EventLog.embeddings_of`, so that both backends rank alike;
+  sessions with no vector unranked).
 
 The sessions ranked are those of the recall's candidate turns, which every ranker has
 already kept to the recall's user or session: no other user's session is ever read.
@@ -69,6 +70,9 @@ SessionView = Callable[
 each candidate's session -> the sessions' ranks and the candidates' cached turn terms."""
 
 SESSION_RANKERS = ("stemmed", "dense")
+SERVED_VECTORS = "pgvector"
+"""The ``vector_backend`` of a store that searches vectors itself (PostgreSQL with pgvector):
+the dense session rank reads its vectors by id rather than loading the in-memory index."""
 """How sessions are ranked (see the module docstring); ``stemmed`` needs no vectors."""
 
 K1, B = 1.2, 0.75
@@ -215,7 +219,7 @@ class _Held:
         self.vector: npt.NDArray[np.float32] | None = None
         """The sum of its turns' vectors, as of the index version and turn count in
         ``vector_of``."""
-        self.vector_of: tuple[tuple[int, int, int], int] | None = None
+        self.vector_of: tuple[object, int] | None = None
 
     def add(self, row: TurnRow) -> None:
         text = (row.content if row.content is not None else row.summary) or ""
@@ -305,13 +309,13 @@ class SessionRanks:
                 out["dense"] = ranks_of(vector_order(self._sums(held, wanted, index), vector))
         return out
 
-    @staticmethod
     def _sums(
-        held: Mapping[str, _Held], wanted: Sequence[str], index: VectorIndex
+        self, held: Mapping[str, _Held], wanted: Sequence[str], index: VectorIndex
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Each wanted session's vector sum, computed again only where the index's vectors
-        or the session's turns changed since (the index brought in step first: a store that
-        serves vector search itself has not loaded it for the dense ranker)."""
+        or the session's turns changed since (the index brought in step first)."""
+        if getattr(self.store, "vector_backend", None) == SERVED_VECTORS:
+            return self._stored_sums(held, wanted, index.model_name, index.dim)
         index.refresh()
         version = index.version
         stale = [s for s in wanted if held[s].vector_of != (version, len(held[s].turns))]
@@ -321,6 +325,34 @@ class SessionRanks:
             ):
                 held[session_id].vector = total
                 held[session_id].vector_of = (version, len(held[session_id].turns))
+        return {s: v for s in wanted if (v := held[s].vector) is not None}
+
+    def _stored_sums(
+        self, held: Mapping[str, _Held], wanted: Sequence[str], model: str, dim: int
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """:meth:`_sums` from the store's vectors of ``model``, read by id for the sessions
+        whose turns changed, or which lacked a vector when last read and the log has been
+        written since (vectors are written after their turns): the in-memory index, every
+        vector of the model, is never loaded for a store that searches vectors itself."""
+        token = self._watch.token
+        stale = []
+        for s in wanted:
+            of = held[s].vector_of
+            turns = len(held[s].turns)
+            if not (isinstance(of, tuple) and of[1] == turns and of[0] in (token, "complete")):
+                stale.append(s)
+        if stale:
+            ids = [i for s in stale for i in held[s].turns]
+            # as the index holds them: the stored rows of the model's size, as stored
+            found = {i: b for i, b in self.store.embeddings_of(model, ids) if len(b) == dim * 4}
+            for s in stale:
+                got = [i for i in held[s].turns if i in found]
+                total = np.zeros(dim, dtype=np.float32)
+                for i in got:
+                    total += np.frombuffer(found[i], dtype=np.float32)
+                held[s].vector = total
+                complete = len(got) == len(held[s].turns)
+                held[s].vector_of = ("complete" if complete else token, len(held[s].turns))
         return {s: v for s in wanted if (v := held[s].vector) is not None}
 
     def _sessions(self, wanted: Sequence[str]) -> dict[str, _Held]:

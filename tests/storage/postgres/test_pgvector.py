@@ -236,3 +236,31 @@ def test_a_rare_kind_gets_all_its_vectors(
     found = store.search_vectors("m", vectors[2], 10, kinds=["lonely-kind"])
     assert found is not None and found[0][0] == lonely[2].id
     assert sorted(i for i, _ in found) == [e.id for e in lonely]
+
+
+def test_session_ranks_read_stored_vectors_without_loading_the_index(
+    minds: tuple[Mind, Mind],
+) -> None:
+    """On pgvector the dense session rank reads the candidate sessions' vectors by id: the
+    in-memory index (every vector of the model) stays unloaded, and the ranks are the
+    exact path's."""
+    exact, hnsw = minds
+    for mind in (exact, hnsw):
+        mind.recall("rainy weather umbrella", 8, mode="hybrid")
+    exact_recaller, hnsw_recaller = exact._get_recaller(), hnsw._get_recaller()
+    assert hnsw_recaller.index is not None and not hnsw_recaller.index._loaded
+    assert exact_recaller.index is not None and exact_recaller.index._loaded
+    assert hnsw.embedder is not None
+    query = hnsw.embedder.embed(["late train ticket"])[0]
+    ranks = [
+        r.session_ranks.ranks(
+            "late train ticket",
+            ["s0", "s1", "s2"],
+            rankers=("dense",),
+            vector=query,
+            index=r.index,
+        )
+        for r in (exact_recaller, hnsw_recaller)
+    ]
+    assert ranks[0] == ranks[1] and sorted(ranks[1]["dense"].values()) == [1, 2, 3]
+    assert not hnsw_recaller.index._loaded
