@@ -183,13 +183,15 @@ def vector_order(
     >>> vector_order(v, np.array([0.0, 2.0]))
     ['b', 'a']
     """
-    names = [n for n, s in sums.items() if np.any(s)]
+    names = list(sums)
     if not names:
         return []
     matrix = np.array([sums[n] for n in names], dtype=np.float64)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    cos = matrix @ (np.asarray(query, dtype=np.float64) / (np.linalg.norm(query) or 1.0))
-    return [names[j] for j in np.argsort(-cos, kind="stable")]
+    norms = np.linalg.norm(matrix, axis=1)
+    kept = np.flatnonzero(norms > 0)  # one pass over the matrix, not a test per session
+    q = np.asarray(query, dtype=np.float64) / (np.linalg.norm(query) or 1.0)
+    cos = (matrix[kept] @ q) / norms[kept]
+    return [names[j] for j in kept[np.argsort(-cos, kind="stable")]]
 
 
 def ranks_of(order: Sequence[str]) -> dict[str, int]:
