@@ -165,7 +165,7 @@ def candidate_features(
         rr60 = [60.0 / (60 + r[k]) if k in r else 0.0 for k in RANKED]
         rr5 = [5.0 / (5 + r[k]) if k in r else 0.0 for k in RANKED]
         text = texts.get(event_id, "")
-        words = {w.lower().removesuffix("'s") for w in WORD.findall(text)}
+        words = _words(text)
         named = bool(query_name_set & words) if query_name_set else False
         session = sessions.get(event_id, "")
         rows.append(

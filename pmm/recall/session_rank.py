@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pmm.recall.query_features import query_terms
-from pmm.recall.rerank import TurnTerms, turn_terms
+from pmm.recall.rerank import SESSION_RANKED, TurnTerms, turn_terms
 from pmm.storage.watch import LogWatch
 from pmm.text.stemmer import fts_tokens
 from pmm.text.window_keys import WINDOW_KINDS
@@ -69,11 +69,11 @@ SessionView = Callable[
 """What :meth:`SessionRanks.bind` returns: the candidates' sessions (first seen first) and
 each candidate's session -> the sessions' ranks and the candidates' cached turn terms."""
 
-SESSION_RANKERS = ("stemmed", "dense")
+SESSION_RANKERS = SESSION_RANKED
+"""How sessions are ranked (see the module docstring); ``stemmed`` needs no vectors."""
 SERVED_VECTORS = "pgvector"
 """The ``vector_backend`` of a store that searches vectors itself (PostgreSQL with pgvector):
 the dense session rank reads its vectors by id rather than loading the in-memory index."""
-"""How sessions are ranked (see the module docstring); ``stemmed`` needs no vectors."""
 
 K1, B = 1.2, 0.75
 
@@ -340,8 +340,7 @@ class SessionRanks:
         stale = []
         for s in wanted:
             of = held[s].vector_of
-            turns = len(held[s].turns)
-            if not (isinstance(of, tuple) and of[1] == turns and of[0] in (token, "complete")):
+            if of is None or of[1] != len(held[s].turns) or of[0] not in (token, "complete"):
                 stale.append(s)
         if stale:
             ids = [i for s in stale for i in held[s].turns]
