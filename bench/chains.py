@@ -54,7 +54,10 @@ MODES = ("per-user", "global", "bare")
 
 class GlobalChainStore(PostgresEventStore):
     """The append path as it was with one global chain: one exclusive lock from before
-    the head is read until commit, so appends of every user queue on it."""
+    the head is read until commit, so appends of every user queue on it (in two calls:
+    the one-call append takes no global lock)."""
+
+    fast_appends = False
 
     def _append_locked(self, conn: Any, checked: Any, *args: Any) -> Any:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))

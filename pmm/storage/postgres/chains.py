@@ -28,6 +28,7 @@ from pmm.events.chains import NO_USER_KEY, ChainState, new_secret, seal_chains
 from pmm.events.exactly_once import skip_stored, unique_pairs
 from pmm.events.hashing import utc_now
 from pmm.records import Event
+from pmm.storage.postgres.append_cache import Seen
 from pmm.storage.postgres.connection import APPEND_LOCK
 from pmm.storage.postgres.rows import meta_field
 from pmm.storage.postgres.windows import TAIL_KINDS, appended_windows
@@ -82,6 +83,7 @@ def append_locked(
     checked: list[CheckedEvent],
     radius: int,
     unique_meta: str | None = None,
+    seen: Seen | None = None,
 ) -> list[Event]:
     """Append checked entries in the caller's transaction (see the module docstring):
     ``pmm_append_open`` (migrations/0008) takes the locks and reads the owners, the
@@ -90,7 +92,9 @@ def append_locked(
     when a user comes from a session's owner (``pmm_open_chains``), one when
     ``unique_meta`` is given: entries whose
     ``(session, meta[unique_meta])`` the log holds are left out (and not returned), see
-    :func:`pmm.events.exactly_once.skip_stored`."""
+    :func:`pmm.events.exactly_once.skip_stored`. ``seen``: filled with what the append
+    read and wrote, for :meth:`~pmm.storage.postgres.append_cache.AppendCache.learn` once
+    the transaction commits."""
     windowed = sorted(
         {c.entry.session_id for c in checked if c.entry.kind in WINDOW_KINDS},
         key=lambda s: (s is not None, s),
@@ -145,6 +149,13 @@ def append_locked(
             begun.setdefault(e.session_id, e.user_id)
     request = {"rows": rows, "heads": heads, "windows": windows, "owners": list(begun.items())}
     conn.execute(_ROWS, (_dumps(request),))
+    if seen is not None:
+        seen.states = list(states.values())
+        seen.owners = owners
+        seen.named = {c.entry.session_id for c in checked if c.entry.session_id is not None}
+        seen.windowed = {s for s in windowed if s is not None}
+        seen.tails = opened["tails"] or []
+        seen.events = events
     return events
 
 

@@ -35,6 +35,7 @@ from pmm.events.chain import ASSIGN_KIND, CheckedEvent, check_new_event, owner_e
 from pmm.events.chains import ChainsWalker, key_heads
 from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
 from pmm.records import Event, NewEvent, VerifyReport
+from pmm.storage.postgres.append_cache import AppendCache, Seen
 from pmm.storage.postgres.chains import (
     OWNERS,
     append_locked,
@@ -80,6 +81,9 @@ class PostgresEventStore(
     :class:`pmm.storage.base.EventLog`.
     """
 
+    fast_appends = True
+    """Whether ``append_many`` tries the one-call append first (migrations/0011)."""
+
     def __init__(
         self,
         url: str,
@@ -101,6 +105,9 @@ class PostgresEventStore(
         self._db = Database(url, timeout=timeout, pool_size=pool_size)
         self._lexemes = (0, None)
         self.window_radius = window_radius
+        self.appends = AppendCache(window_radius)
+        """What this store remembers of its appends, for the one-call append
+        (:mod:`pmm.storage.postgres.append_cache`; ``appends.fast`` counts those)."""
         self.applied_migrations = self._db.migrate()
         self._build_windows()
         self.vector_backend, self.vector_detail = setup_vectors(self._db)
@@ -159,17 +166,25 @@ class PostgresEventStore(
             return []
         if unique_meta is not None:
             meta_field(unique_meta)  # a plain name, or InvalidInputError before any write
+        if self.fast_appends:
+            events = self.appends.append(self._db, checked, unique_meta)
+            if events is not None:
+                return events
+        seen = Seen()
         with self._db.write() as conn:
-            return self._append_locked(conn, checked, unique_meta)
+            events = self._append_locked(conn, checked, unique_meta, seen)
+        self.appends.learn(seen)  # committed
+        return events
 
     def _append_locked(
         self,
         conn: psycopg.Connection[Any],
         checked: list[CheckedEvent],
         unique_meta: str | None = None,
+        seen: Seen | None = None,
     ) -> list[Event]:
         # Per-user locks and heads: see pmm.storage.postgres.chains.
-        return append_locked(conn, checked, self.window_radius, unique_meta)
+        return append_locked(conn, checked, self.window_radius, unique_meta, seen)
 
     def session_owner(self, session_id: str) -> tuple[bool, str | None]:
         """``(has_rows, user_id)`` of a session: whether the log holds any of its events,
