@@ -11,7 +11,10 @@ commit waits for its WAL flush), and stops it at the end. Appends: 1, 2, 4 and 8
 processes (spawned, each with its own connection and user, distinct sessions), each
 appending one event per transaction for ``--seconds``, for
 
-- ``per-user``: PMM's append (per-user advisory lock, ids from a sequence);
+- ``per-user``: PMM's append (per-user advisory lock, ids from a sequence): in the steady
+  state one statement in autocommit (``pmm_append_fast``, migrations/0011);
+- ``two-call``: the same append always through the two calls between ``BEGIN`` and
+  ``COMMIT`` (what every append took before the one-call append, and what it falls back to);
 - ``global``: the same append under one global exclusive advisory lock held from before
   the head is read to commit: the path every append took before one chain per user;
 - ``bare``: a bare INSERT of one row per transaction under a per-user advisory lock: what
@@ -49,7 +52,7 @@ from pmm.storage.postgres import PostgresEventStore  # noqa: E402
 from pmm.storage.postgres.connection import APPEND_LOCK  # noqa: E402
 
 WRITERS = (1, 2, 4, 8)
-MODES = ("per-user", "global", "bare")
+MODES = ("per-user", "two-call", "global", "bare")
 
 
 class GlobalChainStore(PostgresEventStore):
@@ -64,12 +67,18 @@ class GlobalChainStore(PostgresEventStore):
         return super()._append_locked(conn, checked, *args)
 
 
+class TwoCallStore(PostgresEventStore):
+    """PMM's per-user append without the one-call path: two calls in a transaction."""
+
+    fast_appends = False
+
+
 def _writer(
     url: str, mode: str, worker: int, ready: Any, seconds: float, kind: str = "prompt"
-) -> tuple[int, float]:
+) -> tuple[int, float, int]:
     """One process: connect, wait at the ``ready`` barrier for every other writer, then
-    append for ``seconds``; returns how many committed and the process's CPU seconds
-    meanwhile (the client's share of an append)."""
+    append for ``seconds``; returns how many committed, the process's CPU seconds
+    meanwhile (the client's share of an append) and how many went in one call."""
     import psycopg
 
     user = f"user{worker}"
@@ -85,8 +94,9 @@ def _writer(
                         "INSERT INTO bare(user_id, body) VALUES (%s, %s)", (user, f"turn {done}")
                     )
                 done += 1
-        return done, time.process_time() - cpu
-    cls = GlobalChainStore if mode == "global" else PostgresEventStore
+        return done, time.process_time() - cpu, 0
+    stores = {"global": GlobalChainStore, "two-call": TwoCallStore}
+    cls = stores.get(mode, PostgresEventStore)
     with cls(url, pool_size=1) as store:
         ready.wait()
         start_at, cpu = time.time(), time.process_time()
@@ -95,7 +105,7 @@ def _writer(
                 [NewEvent(kind, f"turn {done} of {user}", f"{user}-s", "user", None, None, user)]
             )
             done += 1
-    return done, time.process_time() - cpu
+        return done, time.process_time() - cpu, store.appends.fast
 
 
 def appends_per_second(
@@ -105,10 +115,10 @@ def appends_per_second(
     seconds: float,
     kind: str = "prompt",
     datadir: Path | None = None,
-) -> tuple[float, float, float | None]:
+) -> tuple[float, float, float | None, float]:
     """Committed appends per second of ``writers`` processes in ``mode``, the writers'
-    client CPU per append in ms, and the server's CPU per append in ms while they ran
-    (None without a local cluster)."""
+    client CPU per append in ms, the server's CPU per append in ms while they ran (None
+    without a local cluster) and the share of appends that went in one call."""
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, ctx.Pool(writers) as pool:
         ready = manager.Barrier(writers + 1)  # every writer connected, and this sampler
@@ -121,7 +131,8 @@ def appends_per_second(
         counts = result.get()
     done = sum(c[0] for c in counts)
     server = None if before is None or after is None else (after - before) / max(1, done) * 1e3
-    return done / seconds, sum(c[1] for c in counts) / max(1, done) * 1e3, server
+    one_call = sum(c[2] for c in counts) / max(1, done)
+    return done / seconds, sum(c[1] for c in counts) / max(1, done) * 1e3, server, one_call
 
 
 def server_cpu_seconds(datadir: Path | None) -> float | None:
@@ -274,18 +285,22 @@ def append_figures(
     print(f"\nappends/s (one {kind} event per transaction), writer processes on distinct users")
     cpu: dict[tuple[str, int], float] = {}
     server: dict[tuple[str, int], float] = {}
+    shares: list[float] = []
     print(f"{'writers':>8}" + "".join(f"{m:>12}" for m in MODES))
     for n in writers:
         row = f"{n:>8}"
         for mode in MODES:
             url = fresh_database(admin, f"bench_{mode.replace('-', '_')}_{n}")
-            rates[mode, n], cpu[mode, n], on_server = appends_per_second(
+            rates[mode, n], cpu[mode, n], on_server, one_call = appends_per_second(
                 url, mode, n, seconds, kind, datadir
             )
+            if mode == "per-user":
+                shares.append(one_call)
             if on_server is not None:
                 server[mode, n] = on_server
             row += f"{rates[mode, n]:>12,.0f}"
         print(row, flush=True)
+    print("per-user appends that went in one call: " + ", ".join(f"{s:.1%}" for s in shares))
     print("client CPU ms per append (the writer processes' own CPU)")
     for n in writers:
         print(f"{n:>8}" + "".join(f"{cpu[m, n]:>12.3f}" for m in MODES), flush=True)
@@ -303,6 +318,10 @@ def append_figures(
     print(
         f"per-user / bare, {one} writer: {rates['per-user', one] / rates['bare', one]:.2f}"
         "  (target >= 0.5)"
+    )
+    print(
+        f"two-call / bare, {one} writer: {rates['two-call', one] / rates['bare', one]:.2f}"
+        f"  (one call / two calls: {rates['per-user', one] / rates['two-call', one]:.2f}x)"
     )
 
 

@@ -84,6 +84,7 @@ class AppendCache:
         self._owners: dict[str, str | None] = {}  # session that holds events -> its user
         self._tails: dict[str, list[list[Any]]] = {}  # session -> its newest turns
         self._digests: dict[tuple[bytes, str, str], str] = {}
+        self._terms: dict[int, dict[str, tuple[str, int]]] = {}  # tail row id -> its terms
 
     def forget(self) -> None:
         """Drop everything remembered (the next append of each chain takes two calls)."""
@@ -91,6 +92,7 @@ class AppendCache:
             self._chains.clear()
             self._owners.clear()
             self._tails.clear()
+            self._terms.clear()
 
     def learn(self, seen: Seen) -> None:
         """Remember what a committed two-call append read and wrote."""
@@ -102,9 +104,12 @@ class AppendCache:
                     self._owners[session] = seen.owners[session]
                 else:
                     self._owners.pop(session, None)
-                    self._tails.pop(session, None)
+                    self._drop_tail(session)
             for session in seen.windowed:
+                self._drop_tail(session)
                 self._tails[session] = [r for r in seen.tails if r[0] == session]
+                for row in self._tails[session]:  # their text may have changed
+                    self._terms.pop(row[1], None)
             self._advance(seen.events)
 
     def _advance(self, events: Sequence[Event]) -> None:
@@ -122,7 +127,13 @@ class AppendCache:
             if tail is not None and e.kind in TAIL_KINDS:
                 body = None if e.content is None else e.content[:WINDOW_TURN_CHARS]
                 tail.insert(0, [e.session_id, e.id, e.kind, e.ts, body])
+                for row in tail[self.tail :]:
+                    self._terms.pop(row[1], None)
                 del tail[self.tail :]
+
+    def _drop_tail(self, session: str) -> None:
+        for row in self._tails.pop(session, []):
+            self._terms.pop(row[1], None)
 
     def _digest(self, secret: bytes, what: str, value: str) -> str:
         key = (secret, what, value)
@@ -141,7 +152,7 @@ class AppendCache:
             request = self._request(checked, unique_meta)
         if request is None:
             return None
-        payload, events = request
+        payload, events, counted = request
         with db.session() as conn:
             row = conn.execute(_FAST, (_dumps(payload),)).fetchone()
         answer: dict[str, Any] = {} if row is None else row[0]
@@ -155,14 +166,20 @@ class AppendCache:
         events = [replace(e, id=i) for e, i in zip(events, ids, strict=True)]
         with self._lock:
             self.fast += 1
+            for n, real in enumerate(ids):
+                terms = counted.pop(PLACEHOLDER + n, None)
+                if terms is not None:
+                    counted[real] = terms
+            self._terms.update(counted)
             self._advance(events)
         return events
 
     def _request(
         self, checked: list[CheckedEvent], unique_meta: str | None
-    ) -> tuple[dict[str, Any], list[Event]] | None:
-        """The ``pmm_append_fast`` document and the sealed events (placeholder ids), or
-        None when something the append needs is not remembered (lock held)."""
+    ) -> tuple[dict[str, Any], list[Event], dict[int, dict[str, tuple[str, int]]]] | None:
+        """The ``pmm_append_fast`` document, the sealed events (placeholder ids) and the
+        window rows' terms by id, or None when something the append needs is not
+        remembered (lock held)."""
         if any(c.entry.session_id is None and c.entry.kind in WINDOW_KINDS for c in checked):
             return None  # the turns without a session are read from every partition
         owners = self._owners
@@ -189,7 +206,7 @@ class AppendCache:
                 tail = self._tails.get(str(session))
                 if tail is None:
                     return None
-                tails.append([session, tail or None])
+                tails.append([session, list(tail) or None])
         expected = [[_key(u), s.secret.hex(), s.head_id, s.head_hash] for u, s in states.items()]
         events = seal_chains(
             resolved,
@@ -205,6 +222,7 @@ class AppendCache:
             for e, c in zip(events, resolved, strict=True)
         ]  # fmt: skip
         flat = [row for _, tail in tails for row in tail or []]
+        counted = {r[1]: self._terms[r[1]] for r in flat if r[1] in self._terms}
         appended = [(e.id, e.kind, e.session_id, e.ts, e.content) for e in events]
         pairs = sorted(unique_pairs(resolved, unique_meta))
         payload = {
@@ -220,10 +238,12 @@ class AppendCache:
             "base": PLACEHOLDER,
             "rows": rows,
             "heads": [[_key(s.user_id), s.head_id, s.head_hash] for s in states.values()],
-            "windows": appended_windows(flat, appended, self.tail // 2) if windowed else [],
+            "windows": (
+                appended_windows(flat, appended, self.tail // 2, counted) if windowed else []
+            ),
             "begun": _begun(events, owners),
         }
-        return payload, events
+        return payload, events, counted
 
 
 def _begun(events: Iterable[Event], owners: dict[str, str | None]) -> list[list[str | None]]:

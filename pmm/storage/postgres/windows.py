@@ -109,11 +109,14 @@ def appended_windows(
     tails: Iterable[Sequence[Any]],
     appended: Sequence[tuple[int, str, str | None, str, str | None]],
     radius: int,
+    counted: dict[int, dict[str, tuple[str, int]]] | None = None,
 ) -> list[tuple[int, str | None, str, str, str]]:
     """The window rows ``(id, session, kind, text, date words)`` that appended events
     ``(id, kind, session, ts, content)`` call for, given the newest ``2 * radius`` rows of
     :data:`TAIL_KINDS` of their sessions before them, ``(session, id, kind, ts, text)``
-    (the text's first :data:`~pmm.text.window_keys.WINDOW_TURN_CHARS` characters)."""
+    (the text's first :data:`~pmm.text.window_keys.WINDOW_TURN_CHARS` characters).
+    ``counted``: the rows' terms by id, read and filled as
+    :func:`~pmm.text.window_keys.window_bodies` does."""
     rows: dict[str | None, list[tuple[Any, ...]]] = defaultdict(list)
     for session, *row in tails:
         rows[session].append(tuple(row))
@@ -123,12 +126,15 @@ def appended_windows(
             rows[session].append((event_id, kind, ts, content))
         if kind in WINDOW_KINDS:
             marked[session].add(event_id)
-    upserts, _ = _plan(marked, rows, radius)  # new turns only add text: nothing to delete
+    upserts, _ = _plan(marked, rows, radius, counted)  # new turns only add text: no deletes
     return upserts
 
 
 def _plan(
-    marked: dict[str | None, set[int]], rows: dict[str | None, list[tuple[Any, ...]]], radius: int
+    marked: dict[str | None, set[int]],
+    rows: dict[str | None, list[tuple[Any, ...]]],
+    radius: int,
+    counted: dict[int, dict[str, tuple[str, int]]] | None = None,
 ) -> tuple[list[_Window], list[int]]:
     """The rows to write and the ids whose rows to delete (turns left without text)."""
     upserts: list[_Window] = []
@@ -137,7 +143,7 @@ def _plan(
         session_rows = sorted(rows[session])
         window_rows = [WindowRow(int(r[0]), r[1], r[3]) for r in session_rows]
         targets = reached_turns(window_rows, radius, marked_ids)
-        texts = window_bodies(window_rows, radius, targets)
+        texts = window_bodies(window_rows, radius, targets, counted)
         ts_kind = {r[0]: (r[2], r[1]) for r in session_rows}
         upserts += [
             (i, session, ts_kind[i][1], text, date_words(ts_kind[i][0]))
