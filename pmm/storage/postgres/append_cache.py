@@ -47,6 +47,11 @@ PLACEHOLDER = 1 << 60
 real id, so the window keys order them after the stored turns); the server puts the ids
 it takes from the sequence in their place."""
 _FAST = "SELECT pmm_append_fast(%s::jsonb)"
+SESSIONS_KEPT = 1024
+"""Sessions whose owner and newest turns a store remembers (those it appended to last; a
+session's turns hold up to ``2 * radius`` times 16,384 characters)."""
+CHAINS_KEPT = 65_536
+"""Chains (and keyed digests) a store remembers; past that it starts over."""
 
 
 @dataclass(slots=True)
@@ -105,7 +110,7 @@ class AppendCache:
                 else:
                     self._owners.pop(session, None)
                     self._drop_tail(session)
-            for session in seen.windowed:
+            for session in seen.windowed & seen.owners.keys():  # new ones: _advance
                 self._drop_tail(session)
                 self._tails[session] = [r for r in seen.tails if r[0] == session]
                 for row in self._tails[session]:  # their text may have changed
@@ -123,6 +128,8 @@ class AppendCache:
             if e.session_id not in self._owners:  # begun by these events: no turns before
                 self._owners[e.session_id] = e.user_id
                 self._tails[e.session_id] = []
+            else:  # the most recently used last, the first to go when there are too many
+                self._owners[e.session_id] = self._owners.pop(e.session_id)
             tail = self._tails.get(e.session_id)
             if tail is not None and e.kind in TAIL_KINDS:
                 body = None if e.content is None else e.content[:WINDOW_TURN_CHARS]
@@ -130,6 +137,19 @@ class AppendCache:
                 for row in tail[self.tail :]:
                     self._terms.pop(row[1], None)
                 del tail[self.tail :]
+        self._trim()
+
+    def _trim(self) -> None:
+        """Forget the least recently used sessions past :data:`SESSIONS_KEPT`, and start
+        over past :data:`CHAINS_KEPT` chains or digests (lock held)."""
+        while len(self._owners) > SESSIONS_KEPT:
+            oldest = next(iter(self._owners))
+            self._drop_tail(oldest)
+            del self._owners[oldest]
+        if len(self._chains) > CHAINS_KEPT:
+            self._chains.clear()
+        if len(self._digests) > CHAINS_KEPT:
+            self._digests.clear()
 
     def _drop_tail(self, session: str) -> None:
         for row in self._tails.pop(session, []):

@@ -1,7 +1,9 @@
 """Appending on PostgreSQL with one chain per user (issue 21, migrations/0006): the locks,
 each chain's secret and head, ids from a sequence, in two calls of the server-side
 functions of migrations/0008 (one statement each, a JSON document in and out; their
-current versions and plans: migrations/0010).
+current versions and plans: migrations/0010). This is the path every append can take; in
+the steady state a store appends in one call instead
+(:mod:`pmm.storage.postgres.append_cache`, migrations/0011) and falls back to this one.
 
     with db.write() as conn:
         events = append_locked(conn, checked, radius=3)

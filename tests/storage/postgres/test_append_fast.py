@@ -212,3 +212,20 @@ def test_racing_stores_store_each_message_once_and_verify(pg_url: str) -> None:
     finally:
         for s in stores:
             s.close()
+
+
+def test_the_least_recently_used_sessions_are_forgotten(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pmm.storage.postgres import append_cache
+
+    monkeypatch.setattr(append_cache, "SESSIONS_KEPT", 2)
+    with PostgresEventStore(pg_url) as store:
+        for session in ("s-1", "s-2", "s-1", "s-3"):  # s-2 is the least recently used
+            store.append_many([_turn(f"in {session}", session, "gil")])
+        fast = store.appends.fast
+        store.append_many([_turn("s-1 again", "s-1", "gil")])
+        assert store.appends.fast == fast + 1
+        store.append_many([_turn("s-2 again", "s-2", "gil")])  # taken for new: sent back
+        assert store.appends.reasons == {"owners": 1}
+        assert store.verify().ok
