@@ -105,6 +105,10 @@ def date_parts(ts: str) -> frozenset[str]:
     return frozenset((f"Y{ts[:4]}", f"M{ts[5:7]}", f"D{ts[8:10]}"))
 
 
+_CAPTION = re.compile(r"\s*\[[^\]]*\]\s*$")
+"""An image caption in brackets at the end of a turn."""
+
+
 def is_question_turn(text: str) -> bool:
     """A turn that asks rather than tells: its last sentence ends with ``?`` (an image
     caption in brackets after it is ignored).
@@ -114,5 +118,6 @@ def is_question_turn(text: str) -> bool:
     >>> is_question_turn("Nice! Where was it? [shares a photo of a beach]")
     True
     """
-    body = re.sub(r"\s*\[[^\]]*\]\s*$", "", text).rstrip()
-    return body.endswith("?")
+    if "[" not in text:  # no caption to strip (the pattern needs a bracket): the common case
+        return text.rstrip().endswith("?")
+    return _CAPTION.sub("", text).rstrip().endswith("?")

@@ -60,7 +60,6 @@ from pmm.recall.fusion import (
 )
 from pmm.recall.query_vectors import QueryVectors
 from pmm.recall.rerank import LEARNED_COEFFICIENTS
-from pmm.recall.rerank import RANKED as RERANKED
 from pmm.recall.session_rank import SessionRanks
 from pmm.recall.slots import keyword_query, slot_first
 from pmm.recall.sources import (
@@ -72,9 +71,10 @@ from pmm.recall.sources import (
     one_copy,
     policy_weights,
     query_weights,
+    ranker_order,
     symbol_hits,
 )
-from pmm.records import Hit
+from pmm.records import Event, Hit
 from pmm.text.window_keys import is_temporal
 from pmm.text.words import symbol_needles, words
 
@@ -287,27 +287,25 @@ class Recaller:
             self.store, policy, searched, temporal, rankings.get("turn", [])
         )
         rankings = {r: ids for r, ids in rankings.items() if weights.get(r, 0) > 0}
-        for ranker in KEYWORD_RANKERS:
-            if weights.get(ranker, 0) > 0 and ranker not in rankings:
+        order = ranker_order(list(rankings), weights, coefficients, vector is not None)
+        for ranker in order:  # every keyword ranker before the query vector is awaited
+            if ranker != "dense" and ranker not in rankings:
                 rankings[ranker] = keyword(ranker)
-        if vector is not None and weights.get("dense", 0) > 0:
+        read: dict[int, Event] = {}
+        if coefficients and vector is not None and not vector.done():
+            # while the query is still being encoded: the keyword candidates' rows and
+            # their sessions' terms, which the learned fusion reads next
+            read = self.store.get_many(i for ids in rankings.values() for i in ids)
+            self.session_ranks.hold(e.session_id or "" for e in read.values())
+        if "dense" in order and vector is not None:
             rankings["dense"] = self._semantic(
                 vector.result(), depth, session_id, kind_list, excluded, user_id
             )
+        rankings = {r: rankings[r] for r in order}  # the order the fusion reads them in
         if coefficients:
-            # the learned fusion reads every ranker it has coefficients for
-            for ranker in RERANKED:
-                if ranker in rankings or not any(f.startswith(ranker) for f in coefficients):
-                    continue
-                if ranker != "dense":
-                    rankings[ranker] = keyword(ranker)
-                elif vector is not None:
-                    rankings[ranker] = self._semantic(
-                        vector.result(), depth, session_id, kind_list, excluded, user_id
-                    )
             ranks = self.session_ranks.bind(query, coefficients, vector, self.index)
             fused, read = learned_order(
-                self.store, query, rankings, coefficients, temporal, coverage, ranks
+                self.store, query, rankings, coefficients, temporal, coverage, ranks, read
             )
         else:
             fused, read = rrf_fuse(rankings, weights=weights), {}

@@ -34,7 +34,10 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 from pmm.recall.query_features import (
     WORD,
@@ -266,9 +269,8 @@ def rerank(
     single rank, then the newer id.
 
     The score is the one of :func:`candidate_features`' rows (the same features summed in
-    the order of :data:`FEATURES`, to the bit), but only the features with a weight are
-    computed: a turn's words are read only when the query names someone (and the text
-    holds the name) or the length weighs, its question mark only when that weighs.
+    the order of :data:`FEATURES`, to the bit), computed a column at a time and only for
+    the features with a weight (a turn's words read only for the names or the length).
     ``session_ranks``: session ranker -> session -> rank
     (:meth:`pmm.recall.session_rank.SessionRanks.ranks`; None: those features are 0);
     ``cached``: candidates' :func:`turn_terms` kept from before (one whose hash is not its
@@ -289,70 +291,98 @@ def rerank(
             for rank, event_id in enumerate(ids, start=1):
                 ranks.setdefault(event_id, {}).setdefault(ranker, rank)
     ids = list(ranks)
-    share = _session_shares(ids, ranks, sessions) if weight["session_share"] else {}
-    answered = (
-        _answered_questions(ids, texts, terms) if terms and weight["question_answered"] else set()
-    )
-    session_w = [weight[f"session_{r}_{x}"] for r in SESSION_RANKED for x in ("rr5", "top")]
-    by_session = session_ranks if session_ranks and any(session_w) else None
+    if not ids:
+        return []
+    # each feature a column over the candidates, added to the scores in the order of
+    # FEATURES: every score is the sum of the rows' terms in their order, to the bit
+    # (a term a row leaves out adds 0.0, which changes no sum)
+    score = np.zeros(len(ids))
+    rr60, rr5 = _reciprocal_ranks(ids, ranks)
     t = 1.0 if temporal else 0.0
-    rr_weights = [
-        (weight[f"{r}_rr60"], weight[f"{r}_rr5"], weight[f"temporal_{r}"]) for r in RANKED
-    ]
-    lowcov = weight["lowcov_dense"]
-    question, answered_w = weight["question_turn"], weight["question_answered"]
-    match, miss, length = weight["names_match"], weight["names_miss"], weight["log_words"]
-    date_match, date_miss = weight["date_match"], weight["date_miss"]
-    scored = []
-    for event_id in ids:
-        r = ranks[event_id]
-        rr60 = [60.0 / (60 + r[k]) if k in r else 0.0 for k in RANKED]
-        rr5 = [5.0 / (5 + r[k]) if k in r else 0.0 for k in RANKED]
-        # the terms in the order of FEATURES, so that the sum is the rows' to the bit
-        terms_out = [w60 * x for (w60, _, _), x in zip(rr_weights, rr60, strict=True)]
-        terms_out += [w5 * x for (_, w5, _), x in zip(rr_weights, rr5, strict=True)]
-        terms_out += [wt * (t * x) for (_, _, wt), x in zip(rr_weights, rr60, strict=True)]
-        terms_out.append(lowcov * ((1.0 - coverage) * rr60[2]))
-        text = texts.get(event_id, "")
-        if question and is_question_turn(text):
-            terms_out.append(question)
-        if answered_w and event_id in answered:
-            terms_out.append(answered_w)
-        words: set[str] | None = None
-        if names:
-            lowered = text.lower()
-            named = False
-            if any(n in lowered for n in names):  # a name that is a word is a substring
-                words = _words(text)
-                named = bool(names & words)
-            terms_out.append(match * (1.0 if named else 0.0))
-            terms_out.append(miss * (0.0 if named else 1.0))
-        if share:
-            terms_out.append(weight["session_share"] * share[sessions.get(event_id, "")])
-        held = (cached or {}).get(event_id)
-        if held is not None and held[0] != hash(text):
-            held = None
-        if length:
-            if held is not None:
-                terms_out.append(length * math.log1p(held[2]))
-            else:
-                words = _words(text) if words is None else words
-                terms_out.append(length * math.log1p(min(len(words), LENGTH_CAP)))
-        if wanted_dates:
-            found, none = _date_features(wanted_dates, (dates or {}).get(event_id, ""))
-            terms_out += [date_match * found, date_miss * none]
-        if shared:
-            if held is not None and terms:
-                fraction = sum(1 for t in terms if t in held[1]) / len(terms)
-            else:
-                fraction = _term_share(terms, text)
-            terms_out.append(shared * fraction)
-        if by_session is not None:
-            features = _session_rank_features(by_session, sessions.get(event_id, ""))
-            terms_out += [w * x for w, x in zip(session_w, features, strict=True) if w]
-        scored.append((sum(terms_out), -max(rr60), -event_id, event_id))
-    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
-    return [(i, s) for s, _, _, i in scored]
+    for n, r in enumerate(RANKED):
+        score += weight[f"{r}_rr60"] * rr60[n]
+    for n, r in enumerate(RANKED):
+        score += weight[f"{r}_rr5"] * rr5[n]
+    for n, r in enumerate(RANKED):
+        score += weight[f"temporal_{r}"] * (t * rr60[n])
+    score += weight["lowcov_dense"] * ((1.0 - coverage) * rr60[2])
+    texts_of = [texts.get(i, "") for i in ids]
+    if weight["question_turn"]:
+        score += weight["question_turn"] * _flags(is_question_turn(x) for x in texts_of)
+    if weight["question_answered"] and terms:
+        answered = _answered_questions(ids, texts, terms)
+        score += weight["question_answered"] * _flags(i in answered for i in ids)
+    if names:
+        named = _flags(_names_in(names, x) for x in texts_of)
+        score += weight["names_match"] * named
+        score += weight["names_miss"] * (1.0 - named)
+    if weight["session_share"]:
+        share = _session_shares(ids, ranks, sessions)
+        score += weight["session_share"] * np.array([share[sessions.get(i, "")] for i in ids])
+    held = [_held(cached, i, x) for i, x in zip(ids, texts_of, strict=True)]
+    if weight["log_words"]:
+        lengths = [
+            h[2] if h is not None else min(len(_words(x)), LENGTH_CAP)
+            for h, x in zip(held, texts_of, strict=True)
+        ]
+        score += weight["log_words"] * np.array([_LOG_LENGTH[n] for n in lengths])
+    if wanted_dates:
+        found = [_date_features(wanted_dates, (dates or {}).get(i, "")) for i in ids]
+        score += weight["date_match"] * np.array([f for f, _ in found])
+        score += weight["date_miss"] * np.array([m for _, m in found])
+    if shared:
+        score += shared * np.array(
+            [
+                sum(1 for term in terms if term in h[1]) / len(terms)
+                if h is not None and terms
+                else _term_share(terms, x)
+                for h, x in zip(held, texts_of, strict=True)
+            ]
+        )
+    if session_ranks:
+        for r in SESSION_RANKED:
+            of = session_ranks.get(r, {})
+            placed = [of.get(sessions.get(i, "")) for i in ids]
+            if weight[f"session_{r}_rr5"]:
+                rr = [0.0 if x is None else 5.0 / (5 + x) for x in placed]
+                score += weight[f"session_{r}_rr5"] * np.array(rr)
+            if weight[f"session_{r}_top"]:
+                score += weight[f"session_{r}_top"] * _flags(x == 1 for x in placed)
+    # ties: the best single rank, then the newer id
+    order = np.lexsort((-np.array(ids), -rr60.max(axis=0), -score))
+    return [(ids[j], float(score[j])) for j in order.tolist()]
+
+
+_LOG_LENGTH = [math.log1p(n) for n in range(LENGTH_CAP + 1)]  # length feature of n words
+
+
+def _reciprocal_ranks(
+    ids: Sequence[int], ranks: Mapping[int, Mapping[str, int]]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per ranker of RANKED (rows) and candidate (columns): ``60 / (60 + rank)`` and
+    ``5 / (5 + rank)``, 0 where the ranker does not list it."""
+    rank = np.array([[r.get(k, 0) for k in RANKED] for r in (ranks[i] for i in ids)]).T
+    listed = rank > 0
+    rr60 = np.where(listed, 60.0 / (60.0 + rank), 0.0)
+    rr5 = np.where(listed, 5.0 / (5.0 + rank), 0.0)
+    return rr60, rr5
+
+
+def _flags(values: Iterable[bool]) -> npt.NDArray[np.float64]:
+    return np.fromiter(values, dtype=np.float64)
+
+
+def _names_in(names: frozenset[str], text: str) -> bool:
+    """Whether the turn's words hold one of the query's ``names`` (a name that is a word
+    is a substring: the words are read only when one is)."""
+    lowered = text.lower()
+    return any(n in lowered for n in names) and bool(names & _words(text))
+
+
+def _held(cached: Mapping[int, TurnTerms] | None, event_id: int, text: str) -> TurnTerms | None:
+    """The candidate's cached :func:`turn_terms`, None when absent or another text's."""
+    found = None if cached is None else cached.get(event_id)
+    return found if found is not None and found[0] == hash(text) else None
 
 
 def _words(text: str) -> set[str]:

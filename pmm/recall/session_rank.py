@@ -252,6 +252,19 @@ class SessionRanks:
         with self._lock:
             return {s: entry.terms for s, entry in self._held.items()}
 
+    def hold(self, sessions: Iterable[str]) -> None:
+        """Read the terms of those of ``sessions`` not held yet (and bring the held ones in
+        step with the log), as :meth:`ranks` would: recall calls it while the query is
+        still being encoded, so that the first read of a session is not on its path.
+
+        >>> ranks.hold(["s1", "s2"]); sorted(ranks.held)  # doctest: +SKIP
+        ['s1', 's2']
+        """
+        wanted = list(dict.fromkeys(s for s in sessions if s))
+        if wanted:
+            with self._lock:
+                self._sessions(wanted)
+
     def bind(
         self,
         query: str,

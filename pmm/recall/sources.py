@@ -25,6 +25,7 @@ import numpy.typing as npt
 from pmm.errors import ConfigurationError, InvalidInputError
 from pmm.recall.fusion import (
     EVIDENCE_HITS,
+    KEYWORD_RANKERS,
     RRF_K,
     FusionPolicy,
     inverse_document_frequencies,
@@ -53,6 +54,7 @@ __all__ = [
     "policy_weights",
     "query_idf",
     "query_weights",
+    "ranker_order",
     "searchable",
     "symbol_hits",
     "utterance",
@@ -170,15 +172,19 @@ def learned_order(
     temporal: bool,
     coverage: float | None,
     session_ranks: SessionView | None = None,
+    read: Mapping[int, Event] | None = None,
 ) -> tuple[list[tuple[int, float, dict[str, int]]], dict[int, Event]]:
     """The learned fusion (:mod:`pmm.recall.rerank`) of the rankers' candidates, in
     :func:`~pmm.recall.fusion.rrf_fuse`'s shape: ``(event_id, score, {ranker: rank})``
     best first; and the candidates' rows it read from ``store`` (for their text, session
     and time), which :func:`fused_hits` takes instead of reading them again.
     ``session_ranks``: :meth:`pmm.recall.session_rank.SessionRanks.bind`'s view, the
-    candidates' session ranks and cached turn terms, for those features."""
+    candidates' session ranks and cached turn terms, for those features. ``read``: rows of
+    some candidates read already by this recall (the others are read here)."""
     ids = list(dict.fromkeys(i for ids in rankings.values() for i in ids))
-    events = store.get_many(ids)
+    events = store.get_many(i for i in ids if not read or i not in read)
+    if read:
+        events.update((i, read[i]) for i in ids if i in read)
     rankings = one_copy(rankings, events)
     texts = {i: e.text for i, e in events.items()}
     sessions = {i: e.session_id or "" for i, e in events.items()}
@@ -364,3 +370,27 @@ def _shown(event: Event | None, user_id: str | None) -> TypeGuard[Event]:
     if event is None or (event.content is None and not event.summary):
         return False
     return user_id is None or event.user_id == user_id
+
+
+def ranker_order(
+    first: list[str],
+    weights: Mapping[str, float],
+    coefficients: Mapping[str, float] | None,
+    dense: bool,
+) -> list[str]:
+    """The rankers a recall reads, in the order its fusion reads them: ``first`` (those
+    already searched), the weighted keyword rankers, ``dense`` where it weighs (and
+    ``dense``: the query has a vector), then those only the learned ``coefficients`` read.
+
+    >>> ranker_order(["turn"], {"turn": 1, "dense": 0.3}, {"window_rr5": 1.0}, True)
+    ['turn', 'dense', 'window']
+    """
+    order = list(first)
+    order += [r for r in KEYWORD_RANKERS if weights.get(r, 0) > 0 and r not in order]
+    if dense and weights.get("dense", 0) > 0:
+        order.append("dense")
+    for ranker in RANKED if coefficients else ():
+        wanted = any(f.startswith(ranker) for f in coefficients or ())
+        if wanted and ranker not in order and (ranker != "dense" or dense):
+            order.append(ranker)
+    return order
