@@ -153,14 +153,16 @@ def stemmed_order(sessions: Mapping[str, SessionTerms], terms: Iterable[str]) ->
 
 def stemmed_scores(sessions: Mapping[str, SessionTerms], terms: Iterable[str]) -> dict[str, float]:
     """Each session's BM25 score for ``terms``: document frequencies, lengths and their
-    mean over ``sessions`` (0 for a session holding none of them)."""
+    mean over ``sessions`` (0 for a session holding none of them). The terms are summed in
+    sorted order: over a set, the order (and so the last bit of a sum) would follow
+    ``PYTHONHASHSEED``, and two processes could order tied sessions differently."""
     names = list(sessions)
     if not names:
         return {}
     lengths = [sessions[n].length for n in names]
     avg = (sum(lengths) / len(lengths)) or 1.0
     score = [0.0] * len(names)
-    for term in terms:
+    for term in sorted(set(terms)):
         tfs = [sessions[n].counts.get(term, 0) for n in names]
         df = sum(1 for tf in tfs if tf)
         if not df:
