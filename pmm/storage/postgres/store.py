@@ -83,7 +83,8 @@ class PostgresEventStore(
     """
 
     fast_appends = True
-    """Whether ``append_many`` tries the one-call append first (migrations/0011)."""
+    """Whether ``append_many`` tries the one-call append first (migrations/0011). Off in
+    a subclass that overrides ``_append_locked`` (the one-call append would bypass it)."""
 
     def __init__(
         self,
@@ -110,6 +111,8 @@ class PostgresEventStore(
         """What this store remembers of its appends, for the one-call append
         (:mod:`pmm.storage.postgres.append_cache`; ``appends.fast`` counts those)."""
         self.applied_migrations = self._db.migrate()
+        if type(self)._append_locked is not PostgresEventStore._append_locked:
+            self.fast_appends = False  # its own locks or checks must see every append
         if self.fast_appends:  # a schema migrated by this code has it; a test's may not
             self.fast_appends = bool(self._db.read(_HAS_FAST)[0][0])
         self._build_windows()

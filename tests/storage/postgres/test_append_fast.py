@@ -231,3 +231,21 @@ def test_the_least_recently_used_sessions_are_forgotten(
         store.append_many([_turn("s-2 again", "s-2", "gil")])  # taken for new: sent back
         assert store.appends.reasons == {"owners": 1}
         assert store.verify().ok
+
+
+def test_a_subclass_that_overrides_the_locked_append_is_never_bypassed(pg_url: str) -> None:
+    calls = []
+
+    class Audited(PostgresEventStore):
+        def _append_locked(self, conn: Any, checked: Any, *args: Any) -> Any:
+            calls.append(len(checked))
+            return super()._append_locked(conn, checked, *args)
+
+    with Audited(pg_url) as store:
+        assert store.fast_appends is False
+        for i in range(3):
+            store.append_many([_turn(f"turn {i}", "s-1", "alice")])
+        assert calls == [1, 1, 1]
+        assert store.appends.fast == 0
+    with PostgresEventStore(pg_url) as plain:
+        assert plain.fast_appends is True
