@@ -58,9 +58,8 @@ MODES = ("per-user", "two-call", "global", "bare")
 class GlobalChainStore(PostgresEventStore):
     """The append path as it was with one global chain: one exclusive lock from before
     the head is read until commit, so appends of every user queue on it (in two calls:
-    the one-call append takes no global lock)."""
-
-    fast_appends = False
+    the one-call append takes no global lock, and a store that overrides
+    ``_append_locked`` never takes it)."""
 
     def _append_locked(self, conn: Any, checked: Any, *args: Any) -> Any:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))

@@ -91,14 +91,6 @@ class AppendCache:
         self._digests: dict[tuple[bytes, str, str], str] = {}
         self._terms: dict[int, dict[str, tuple[str, int]]] = {}  # tail row id -> its terms
 
-    def forget(self) -> None:
-        """Drop everything remembered (the next append of each chain takes two calls)."""
-        with self._lock:
-            self._chains.clear()
-            self._owners.clear()
-            self._tails.clear()
-            self._terms.clear()
-
     def learn(self, seen: Seen) -> None:
         """Remember what a committed two-call append read and wrote."""
         with self._lock:
