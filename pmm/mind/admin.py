@@ -14,6 +14,7 @@ from pmm.context.users import (
     user_stats,
 )
 from pmm.errors import InvalidInputError
+from pmm.events.export_file import read_export
 from pmm.mind.base import MindParts
 from pmm.records import Event, VerifyReport
 
@@ -185,6 +186,33 @@ class Administration(MindParts):
             mind.export("alice.jsonl", user_id="alice")
         """
         return export_events(self.store, out, checked_user(user_id))
+
+    def import_events(self, src: str | IO[str]) -> VerifyReport:
+        """Import a file of :meth:`export` (a path or an open text file). Into an empty
+        database it goes verbatim (same ids and hashes); into one that already holds
+        events, one user's export (``export(..., user_id=U)``) is verified on its own and
+        written with new ids onto a new chain of hers, ending in an ``imported`` record
+        that holds the file's head (see ``docs/design/chains.md``, "Import")::
+
+            mind.import_events("alice.jsonl").user_head    # her new chain's head here
+
+        Args:
+            src: The export file: a path, or an open text file.
+
+        Returns:
+            The verify report of the whole log (an empty target) or of the user's chain.
+
+        Raises:
+            IntegrityError: The file's chain does not verify (it was changed).
+            InvalidInputError: A malformed line; or, into a non-empty database, not one
+                user's events, or that user or one of the file's sessions is already
+                there. Nothing is written in either case. Embeddings are not imported:
+                ``dream`` computes them.
+        """
+        items = list(read_export(src))
+        events = [i for i in items if isinstance(i, Event)]
+        keys = [i for i in items if not isinstance(i, Event)]
+        return self.store.import_events(events, keys=keys)
 
     def compress(
         self, after: str | int | None = None, *, dry_run: bool = False, retrain: bool = False

@@ -28,12 +28,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pmm.errors import (
-    IntegrityError,
     InvalidInputError,
 )
 from pmm.events.chain import ASSIGN_KIND, CheckedEvent, check_new_event, owner_error
-from pmm.events.chains import ChainsWalker, key_heads
-from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
+from pmm.events.chains import key_heads
+from pmm.events.rebase import meta_spelling, verify_export
 from pmm.records import Event, NewEvent, VerifyReport
 from pmm.storage.postgres.append_cache import AppendCache, Seen
 from pmm.storage.postgres.chains import (
@@ -305,29 +304,28 @@ class PostgresEventStore(
     def import_events(
         self, events: Iterable[Event], *, keys: Iterable[tuple[str, bytes]] = ()
     ) -> VerifyReport:
-        """Insert exported events verbatim (same ids, timestamps, hashes, digests) into an
-        empty log, in one transaction; refuses a chain that does not verify (nothing is
-        written then). ``keys``: the source's chain secrets (:meth:`chain_keys`), which
-        its version-3 rows need. Embeddings are not imported: recompute them afterwards."""
+        """Import exported events in one transaction: verbatim (same ids, timestamps,
+        hashes, digests) into an empty log, returning the verify report of the result;
+        into a log that already holds events, one user's export with new ids onto a new
+        chain of hers (:mod:`pmm.storage.postgres.imports`), returning her chain's verify
+        report. Refuses a chain that does not verify, and a file a non-empty log cannot
+        take (nothing is written then); see the SQLite store's ``import_events``.
+        ``keys``: the source's chain secrets (:meth:`chain_keys`), which its version-3
+        rows need. Embeddings are not imported: recompute them afterwards."""
         events = list(events)
         keys = list(keys)
+        if self._db.read("SELECT 1 FROM events LIMIT 1"):
+            from pmm.storage.postgres.imports import import_user
+
+            return import_user(self, events, keys)
         rows = [
             (e.id, e.ts, e.kind, e.session_id, e.role, e.content, e.content_sha256,
-             _meta_spelling(e), e.prev_hash, e.hash, e.hash_version, e.summary,
+             meta_spelling(e), e.prev_hash, e.hash, e.hash_version, e.summary,
              json.dumps(list(e.keywords), ensure_ascii=False) if e.keywords else None,
              e.digest_method, e.user_id, e.user_digest, e.session_digest)
             for e in events
         ]  # fmt: skip
-        walker = ChainsWalker(keys=keys)
-        for r in sorted(rows, key=lambda r: r[0]):
-            if walker.step(*r[:11], r[14], r[15], r[16]) is not None:
-                break
-        report = walker.report()
-        if not report.ok:
-            raise IntegrityError(
-                f"the imported chain does not verify at event {report.first_bad_id}: "
-                f"{report.reason}; nothing was imported"
-            )
+        verify_export(events, keys)  # nothing is written unless it verifies
         with self._db.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
             if conn.execute("SELECT 1 FROM events LIMIT 1").fetchone():
@@ -348,12 +346,3 @@ class PostgresEventStore(
             rebuild_windows(conn, self.window_radius)
             conn.execute(BUMP)
         return self.verify()
-
-
-def _meta_spelling(event: Event) -> str:
-    """The meta text an imported row's hash covers (the earlier PMM hashed its own)."""
-    if event.hash_version == LEGACY_HASH_VERSION and event.content is not None:
-        for spelling in (json.dumps(event.meta), json.dumps(event.meta, ensure_ascii=False)):
-            if legacy_hash(event.prev_hash, event.kind, event.content, spelling) == event.hash:
-                return spelling
-    return canonical_json(event.meta)

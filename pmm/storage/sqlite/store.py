@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from pmm.errors import IntegrityError, InvalidInputError
 from pmm.events.chains import key_heads
-from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash
+from pmm.events.rebase import meta_spelling
 from pmm.records import Event, VerifyReport
 from pmm.retention.compression import CompressAfter
 from pmm.storage.sqlite import schema
@@ -267,25 +267,33 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
     def import_events(
         self, events: Iterable[Event], *, keys: Iterable[tuple[str, bytes]] = ()
     ) -> VerifyReport:
-        """Insert exported events verbatim (same ids, timestamps, hashes and digests) into
-        an empty log, in one transaction; returns the verify report of the result.
+        """Import exported events, in one transaction. Into an empty log they go verbatim
+        (same ids, timestamps, hashes and digests) and the verify report of the result is
+        returned. Into a log that already holds events, one user's export
+        (``pmm export --user U``) is verified on its own, then written with new ids onto a
+        new chain of hers (see :mod:`pmm.events.rebase`), and her chain's verify report
+        is returned::
+
+            report = store.import_events(events, keys=keys)   # keys: the file's secrets
+
         ``keys``: the source's chain secrets (:meth:`chain_keys`), which its version-3
         rows need to verify.
 
-        Raises :class:`InvalidInputError` when the log already holds events and
-        :class:`IntegrityError` when the events do not form a chain that verifies; either
-        way nothing is written. Embeddings are not imported: recompute them afterwards.
+        Raises :class:`IntegrityError` when the events do not form a chain that verifies,
+        and :class:`InvalidInputError` when a non-empty log cannot take them (not one
+        user's events, her events or one of her sessions already there, a reference to
+        an event the file lacks); either way nothing is written. Embeddings are not
+        imported: recompute them afterwards.
         """
         rows = []
         events = list(events)
         keys = list(keys)
+        if self._read("SELECT 1 FROM events LIMIT 1"):
+            from pmm.storage.sqlite.imports import import_user
+
+            return import_user(self, events, keys)
         for e in events:
-            meta_json = canonical_json(e.meta)
-            if e.hash_version == LEGACY_HASH_VERSION and e.content is not None:
-                # The earlier PMM hashed its own meta text: find the spelling that verifies.
-                for spelling in (json.dumps(e.meta), json.dumps(e.meta, ensure_ascii=False)):
-                    if legacy_hash(e.prev_hash, e.kind, e.content, spelling) == e.hash:
-                        meta_json = spelling
+            meta_json = meta_spelling(e)
             keywords = json.dumps(list(e.keywords), ensure_ascii=False) if e.keywords else None
             rows.append(
                 (
