@@ -365,6 +365,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     store = open_store(path)
     imported = False
     try:
+        rebased = store.count() > 0
         report = store.import_events(events, keys=keys)
         imported = True
     except IntegrityError as exc:
@@ -381,8 +382,20 @@ def cmd_import(args: argparse.Namespace) -> int:
         "verified": report.ok,
         "head_id": report.head_id,
         "head": report.head,
+        "rebased": rebased,
+        "embeddings": "not imported: run `pmm embed`",
     }
-    text = f"imported {len(events):,} events into {path}; the chain verifies"
-    if report.head is not None:
-        text += f" (head id {report.head_id}, hash {report.head})"
-    return _emit(args, result, text)
+    if rebased:  # her new chain: its head is the ``imported`` record naming the file's
+        user = next(e.user_id for e in events)
+        result["user"] = user
+        result["user_head"] = report.user_head
+        text = (
+            f"imported {len(events):,} events of user {user!r} into {path} with new ids, "
+            f"plus an `imported` record of the file's head; her chain verifies "
+            f"(head id {report.head_id}, hash {report.user_head})"
+        )
+    else:
+        text = f"imported {len(events):,} events into {path}; the chain verifies"
+        if report.head is not None:
+            text += f" (head id {report.head_id}, hash {report.head})"
+    return _emit(args, result, text + "\nembeddings are not imported: run `pmm embed`")

@@ -175,11 +175,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "import",
         cmd_import,
-        "Load an export into an EMPTY database, exactly (same ids, ts and hashes).",
-        "The events are inserted in one transaction and the chain is verified before it\n"
-        "is committed: a tampered file is refused (exit 1) and nothing is written. A\n"
-        "database that already holds events is refused (exit 2). Run `pmm embed`\n"
-        "afterwards if you use embeddings.",
+        "Load an export: exactly into an empty database, or one user's into any.",
+        "Into an empty database the events go in exactly (same ids, ts and hashes).\n"
+        "Into a database that already holds events, one user's export (`pmm export\n"
+        "--user U`) goes in with new ids onto a new chain of hers, its references to\n"
+        "other events renumbered, ending in an `imported` event that holds the file's\n"
+        "head. Either way it is one transaction and the file's chain is verified\n"
+        "first: a tampered file is refused (exit 1) and nothing is written. Refused\n"
+        "(exit 2), writing nothing, into a database that holds events: a file of\n"
+        "several users or of events without a user, a user or a session the database\n"
+        "already holds. Embeddings are not imported: run `pmm embed` afterwards.",
     )
     p.add_argument("file", metavar="FILE.jsonl", help="an export ('-' = stdin)")
     p = command(

@@ -370,7 +370,7 @@ def test_export_to_stdout_and_import_from_stdin(
     assert data["events"] == 6 and data["verified"] is True
 
 
-def test_import_into_a_non_empty_database_fails(
+def test_import_of_a_whole_log_into_a_non_empty_database_fails(
     filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     file = tmp_path / "log.jsonl"
@@ -381,8 +381,30 @@ def test_import_into_a_non_empty_database_fails(
     before = snapshot(other)
     code, _, err = run(capsys, "import", str(file), "--db", str(other))
     assert code == 2
-    assert "already holds events" in err and "Traceback" not in err
+    assert "has no user" in err and "new, empty database" in err and "Traceback" not in err
     assert snapshot(other) == before
+
+
+def test_import_of_one_user_into_a_database_of_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, target = tmp_path / "a.db", tmp_path / "b.db"
+    with Mind(str(source)) as mind:
+        mind.remember_turn("I paint with watercolours", "nice", session_id="t1", user_id="ann")
+        mind.remember_turn("I row on Sundays", "fun", session_id="t2", user_id="ann")
+    with Mind(str(target)) as mind:
+        mind.remember_turn("I keep bees", "sweet", session_id="t9", user_id="ben")
+    file = tmp_path / "ann.jsonl"
+    assert run(capsys, "export", str(file), "--db", str(source), "--user", "ann")[0] == 0
+    code, out, err = run(capsys, "import", str(file), "--db", str(target))
+    assert code == 0, err
+    assert "of user 'ann'" in out and "with new ids" in out and "run `pmm embed`" in out
+    data = run_json(capsys, "verify", "--db", str(target), "--user", "ann")
+    assert data["ok"] is True
+    assert data["user_head"] in out
+    before = snapshot(target)
+    code, _, err = run(capsys, "import", str(file), "--db", str(target))  # she is there now
+    assert code == 2 and "already has events" in err and snapshot(target) == before
 
 
 def test_import_of_a_tampered_file_fails_without_rows(

@@ -5,16 +5,21 @@ chain that verifies, a provenance record, isolation, and every refusal writing n
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pmm import Mind
-from pmm.dream.consolidation import AUDIT_KIND, SUMMARY_KIND
+from pmm.dream.consolidation import AUDIT_KIND
 from pmm.dream.contradictions import MARKER_KIND, SLOT_SUPERSEDES
 from pmm.errors import IntegrityError, InvalidInputError
-from pmm.events.rebase import ID_REFERENCES, IMPORTED_KIND
+from pmm.events.chain import check_new_event, seal
+from pmm.events.hashing import utc_now
+from pmm.events.rebase import IMPORTED_KIND
+from pmm.records import NewEvent
 from pmm.retention.erasure import REDACTION_KIND
 from pmm.storage import is_postgres_url, open_store
 
@@ -195,3 +200,81 @@ def test_each_refusal_writes_nothing(log_target: str, tmp_path: Path) -> None:
         mind.remember("y", role="user", session_id="z", user_id="zed")
         assert mind.import_events(src["file"]).ok
     _refused(str(tmp_path / "fresh.db"), src["file"], InvalidInputError, "already has events")
+
+
+def test_a_reference_to_an_event_the_file_lacks_is_refused(log_target: str, tmp_path: Path) -> None:
+    source = str(tmp_path / "db1.db")
+    with open_store(source) as store:
+        store.append_many(
+            [
+                NewEvent("prompt", "hello", "a1", "user", None, None, "ann"),
+                NewEvent(REDACTION_KIND, "redacted event 99", "a1", "system", {"target": 99}),
+            ]
+        )
+        events, keys = store.events(user_id="ann"), store.chain_keys("ann")
+    _target(log_target)
+    before = _state(log_target)
+    refused = pytest.raises(InvalidInputError, match="names event 99, which the file does not")
+    with open_store(log_target) as store, refused:
+        store.import_events(events, keys=keys)
+    assert _state(log_target) == before
+
+
+def test_legacy_rows_are_imported_as_current_rows(log_target: str) -> None:
+    checked = [
+        check_new_event(NewEvent("prompt", f"old turn {n}", "old", "user", None, None, "ann"), 99)
+        for n in range(3)
+    ]
+    legacy = seal(checked, last_id=0, prev_hash=None, ts=utc_now())  # version 2, as before
+    _target(log_target)
+    with open_store(log_target) as store:
+        report = store.import_events(legacy)
+        assert report.ok and report.rows == 4
+        rows = store.events(user_id="ann")
+        assert [e.hash_version for e in rows] == [3, 3, 3, 3]
+        assert [e.content for e in rows[:3]] == [e.content for e in legacy]
+        assert rows[-1].meta["imported"]["head"] == legacy[-1].hash
+        assert store.verify().ok
+
+
+def test_appends_of_others_during_an_import_keep_its_ids_one_block(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """PostgreSQL: ids come from a sequence every writer shares; the import holds the
+    exclusive append lock, so another user's appends wait and its ids stay contiguous."""
+    src = _source(tmp_path / "db1.db")
+    _target(pg_url)
+    stop = threading.Event()
+    appended: list[int] = []
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            with open_store(pg_url) as store:
+                while not stop.is_set():
+                    event = store.append_many(
+                        [NewEvent("prompt", "bees again", "b1", "user", None, None, "bob")]
+                    )[0]
+                    appended.append(event.id)
+        except BaseException as exc:  # reported below: the test fails on it
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        while len(appended) < 5:
+            time.sleep(0.01)
+        with Mind(pg_url) as mind:
+            assert mind.import_events(src["file"]).ok
+        count = len(appended)
+        while len(appended) < count + 5:
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not errors
+    with open_store(pg_url) as store:
+        ids = [e.id for e in store.events(user_id="alice")]
+        assert ids == list(range(ids[0], ids[0] + len(ids)))
+        assert not set(appended) & set(ids)
+        assert store.verify().ok and store.count(user_id="bob") == 2 + len(appended)
