@@ -135,6 +135,10 @@ def test_one_users_export_imports_into_a_database_of_other_users(
         assert not mind.recall("cat Tom tuna", k=3, user_id="alice", mode="keyword")
         # her export from here verifies on its own and goes verbatim into an empty database
         mind.export(str(tmp_path / "again.jsonl"), user_id="alice")
+        # and she can be erased here like any user
+        mind.forget(user_id="alice", reason="account deleted")
+        assert mind.verify().ok and mind.store.count(user_id="alice") == 0
+        assert mind.store.count(user_id="bob") == 2 and mind.store.count(user_id="carol") == 2
     with Mind(str(tmp_path / "db3.db")) as third:
         copied = third.import_events(str(tmp_path / "again.jsonl"))
         assert copied.ok and copied.rows == len(alice)
