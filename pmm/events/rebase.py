@@ -23,7 +23,7 @@ from hashlib import sha256
 from typing import Any, cast
 
 from pmm.errors import IntegrityError, InvalidInputError
-from pmm.events.chain import CheckedEvent
+from pmm.events.chain import CheckedEvent, check_new_event
 from pmm.events.chains import ChainsWalker
 from pmm.events.hashing import LEGACY_HASH_VERSION, canonical_json, legacy_hash, utc_now
 from pmm.records import Event, NewEvent, VerifyReport
@@ -108,7 +108,10 @@ def single_user(events: Sequence[Event]) -> str:
 
 
 def rebased(
-    events: Sequence[Event], new_ids: Sequence[int], report: VerifyReport
+    events: Sequence[Event],
+    new_ids: Sequence[int],
+    report: VerifyReport,
+    max_content_bytes: int = 1 << 20,
 ) -> list[CheckedEvent]:
     """The entries to append for ``events`` (verified, one user's; any order) that take
     ``new_ids`` (ascending, one per event, then one for the provenance record) in the
@@ -116,7 +119,9 @@ def rebased(
     meta's id references remapped (:data:`ID_REFERENCES`; a reference to an id the file
     does not hold raises :class:`InvalidInputError`), and last the :data:`IMPORTED_KIND`
     record naming ``report``'s head. A redacted row's entry has ``content`` None: its
-    text is gone, and the new hash covers its digest alone."""
+    text is gone, and the new hash covers its digest alone. Each event passes the
+    append's input checks (:func:`check_new_event`, ``max_content_bytes``): a file that
+    verifies was hashed by whoever held its secret, which the file itself carries."""
     ordered = sorted(events, key=lambda e: e.id)
     if len(new_ids) != len(ordered) + 1:
         raise ValueError(f"{len(ordered) + 1} ids needed, got {len(new_ids)}")
@@ -125,6 +130,10 @@ def rebased(
     out: list[CheckedEvent] = []
     for e in ordered:
         meta = remap_meta(e, id_map)
+        check_new_event(
+            NewEvent(e.kind, e.content or "", e.session_id, e.role, meta, e.ts, user),
+            max_content_bytes,
+        )  # raises InvalidInputError; the row keeps its own ts text below
         content_sha = e.content_sha256
         if e.content is not None:
             content_sha = sha256(e.content.encode()).hexdigest()

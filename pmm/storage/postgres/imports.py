@@ -52,7 +52,7 @@ def import_user(
         row = conn.execute(_NEXT_ID).fetchone()
         first = 1 if row is None else int(row[0])
         ids = list(range(first, first + len(events) + 1))
-        appended = store._append_locked(conn, rebased(events, ids, report))
+        appended = store._append_locked(conn, rebased(events, ids, report, store.max_content_bytes))
         if [e.id for e in appended] != ids:  # the sequence gave other ids than it showed
             raise IntegrityError(
                 "the import's ids did not come as one block from events_id_seq; "

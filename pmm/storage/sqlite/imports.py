@@ -44,7 +44,7 @@ def import_user(
         )
         first = int(conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]) + 1
         ids = list(range(first, first + len(events) + 1))
-        appended = store._append_locked(conn, rebased(events, ids, report))
+        appended = store._append_locked(conn, rebased(events, ids, report, store.max_content_bytes))
         if [e.id for e in appended] != ids:  # the append numbers after max(id), as read here
             raise IntegrityError(
                 "the import's ids moved while it was written; nothing was imported"

@@ -4,6 +4,7 @@ chain that verifies, a provenance record, isolation, and every refusal writing n
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -16,7 +17,8 @@ from pmm import Mind
 from pmm.dream.consolidation import AUDIT_KIND
 from pmm.dream.contradictions import MARKER_KIND, SLOT_SUPERSEDES
 from pmm.errors import IntegrityError, InvalidInputError
-from pmm.events.chain import check_new_event, seal
+from pmm.events.chain import CheckedEvent, check_new_event, seal
+from pmm.events.chains import ChainState, new_secret, seal_chains
 from pmm.events.hashing import utc_now
 from pmm.events.rebase import IMPORTED_KIND
 from pmm.records import NewEvent
@@ -89,6 +91,10 @@ def test_one_users_export_imports_into_a_database_of_other_users(
         assert ids == list(range(before + 1, before + 2 + len(exported)))  # one block, in order
         assert [e.kind for e in alice[:-1]] == [d["kind"] for d in exported]
         assert {e.hash_version for e in alice} == {3}
+        # the digests came along (derived data, written after the rows)
+        carried = [(d["summary"], d["keywords"]) for d in exported if d["content"] is not None]
+        assert any(summary for summary, _ in carried)
+        assert [(e.summary, e.keywords) for e in alice[:-1] if e.content is not None] == carried
         # provenance: the file's verified head stays pinned in her new chain, last
         record = alice[-1]
         assert record.kind == IMPORTED_KIND and record.hash == report.user_head
@@ -282,3 +288,18 @@ def test_appends_of_others_during_an_import_keep_its_ids_one_block(
         assert ids == list(range(ids[0], ids[0] + len(ids)))
         assert not set(appended) & set(ids)
         assert store.verify().ok and store.count(user_id="bob") == 2 + len(appended)
+
+
+def test_a_crafted_file_is_checked_like_an_append(log_target: str) -> None:
+    """A file that verifies was hashed by whoever held its secret (the file carries it):
+    its rows still pass the append's input checks, or nothing is written."""
+    state = ChainState("eve", new_secret())
+    text = "a\x00b"
+    entry = NewEvent("prompt", text, "e1", "user", None, None, "eve")
+    crafted = CheckedEvent(entry, hashlib.sha256(text.encode()).hexdigest(), "{}")
+    events = seal_chains([crafted], {"eve": state}, ids=[1], ts=utc_now())
+    _target(log_target)
+    before = _state(log_target)
+    with open_store(log_target) as store, pytest.raises(InvalidInputError, match="NUL"):
+        store.import_events(events, keys=[("eve", state.secret)])
+    assert _state(log_target) == before
