@@ -121,8 +121,8 @@ class _Loaded:
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Serialises ``encode``: a fast tokenizer used from two threads at once fails."""
     queries: dict[str, Callable[[str], Any] | None] = field(default_factory=dict)
-    """One query through the fp16 or int8 copy (:mod:`pmm.embed.fast_query`), built on
-    first use (None: it cannot run here)."""
+    """One query through an encoder of :mod:`pmm.embed.fast_query` (onnx, fp16, int8),
+    built on first use (None: none can run here)."""
 
 
 _MODELS: dict[tuple[str, str], _Loaded] = {}
@@ -250,7 +250,7 @@ class SentenceEmbedder:
         batch_size: int = 64,
         *,
         single_text_threads: int | None = 1,
-        query_encoder: str = "fp16",
+        query_encoder: str = "auto",
     ) -> None:
         for module, package in (
             ("sentence_transformers", "sentence-transformers"),
@@ -277,8 +277,8 @@ class SentenceEmbedder:
                 f"query_encoder must be one of {', '.join(QUERY_ENCODERS)}, got {query_encoder!r}"
             )
         self.query_encoder = query_encoder
-        """``fp32``, ``fp16`` or ``int8``: the model :meth:`embed_query` runs (see
-        :mod:`pmm.embed.fast_query`)."""
+        """``auto``, ``onnx``, ``fp32``, ``fp16`` or ``int8``: what :meth:`embed_query`
+        runs (see :mod:`pmm.embed.fast_query`)."""
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
 
@@ -349,11 +349,12 @@ class SentenceEmbedder:
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """One recall query's vector, float32 of shape ``(dim,)`` and norm 1: through the
-        fp16 or int8 copy of the model when ``query_encoder`` names one (and that copy can
-        be built; else one warning, then the fp32 model), else ``embed([text])[0]``.
-        Documents always go through :meth:`embed`, so stored vectors never change.
+        ``query_encoder`` (ONNX Runtime, or the fp16 or int8 copy of the model) where it
+        can run (else one warning, then the next: onnx, fp16, fp32), else
+        ``embed([text])[0]``. Documents always go through :meth:`embed`, so stored vectors
+        never change.
 
-        >>> SentenceEmbedder(query_encoder="fp16").embed_query("where?").shape  # doctest: +SKIP
+        >>> SentenceEmbedder(query_encoder="onnx").embed_query("where?").shape  # doctest: +SKIP
         (384,)
         """
         if not isinstance(text, str):
@@ -364,10 +365,14 @@ class SentenceEmbedder:
         encoder = self.query_encoder
         with loaded.lock:
             if encoder not in loaded.queries:
-                from pmm.embed.fast_query import build_query_single
+                from pmm.embed.onnx_query import build_query_encoder
 
-                loaded.queries[encoder] = build_query_single(
-                    loaded.model, encoder, self._model_name, _single_text_path
+                loaded.queries[encoder] = build_query_encoder(
+                    loaded.model,
+                    encoder,
+                    self._model_name,
+                    _single_text_path,
+                    self.single_text_threads,
                 )
         single = loaded.queries[encoder]
         if single is None:
@@ -379,8 +384,8 @@ class SentenceEmbedder:
                 raw = single(text)
             except (RuntimeError, ValueError, TypeError, OSError, MemoryError) as exc:
                 raise BackendError(
-                    f"embedding a query with the {encoder} copy of {self._model_name} failed "
-                    f"({type(exc).__name__}: {exc})"
+                    f"embedding a query with the {encoder} encoder of {self._model_name} "
+                    f"failed ({type(exc).__name__}: {exc})"
                 ) from exc
         return self._first(self._checked(raw, 1, loaded))
 

@@ -166,8 +166,8 @@ def test_unavailable_kernels_fall_back_to_fp32_with_one_warning(
 def test_the_setting_reaches_the_embedder_and_bad_values_are_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert Settings.load({}).query_encoder == "fp16"
-    assert SentenceEmbedder().query_encoder == "fp16"
+    assert Settings.load({}).query_encoder == "auto"
+    assert SentenceEmbedder().query_encoder == "auto"
     monkeypatch.setenv("PMM_QUERY_ENCODER", "int8")
     embedder = build_embedder(Settings.load())
     assert isinstance(embedder, SentenceEmbedder)
