@@ -120,9 +120,9 @@ class _Loaded:
     """One text's embedding without ``encode``'s set-up (None: ``encode`` runs)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Serialises ``encode``: a fast tokenizer used from two threads at once fails."""
-    queries: dict[str, Callable[[str], Any] | None] = field(default_factory=dict)
-    """One query through an encoder of :mod:`pmm.embed.fast_query` (onnx, fp16, int8),
-    built on first use (None: none can run here)."""
+    queries: dict[tuple[str, int | None], Callable[[str], Any] | None] = field(default_factory=dict)
+    """One query through an encoder (onnx, fp16, int8) run by so many threads, built on
+    first use (None: none can run here)."""
 
 
 _MODELS: dict[tuple[str, str], _Loaded] = {}
@@ -363,18 +363,19 @@ class SentenceEmbedder:
             return self._first(self.embed([text]))
         loaded = self._get()
         encoder = self.query_encoder
+        key = (encoder, self.single_text_threads)
         with loaded.lock:
-            if encoder not in loaded.queries:
+            if key not in loaded.queries:
                 from pmm.embed.onnx_query import build_query_encoder
 
-                loaded.queries[encoder] = build_query_encoder(
+                loaded.queries[key] = build_query_encoder(
                     loaded.model,
                     encoder,
                     self._model_name,
                     _single_text_path,
                     self.single_text_threads,
                 )
-        single = loaded.queries[encoder]
+        single = loaded.queries[key]
         if single is None:
             return self._first(self.embed([text]))
         if loaded.max_chars:

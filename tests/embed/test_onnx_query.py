@@ -75,7 +75,7 @@ def test_onnx_queries_are_the_torch_models_vectors(
     assert vectors.shape == (len(QUERIES), 384)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert np.sum(vectors * exact, axis=1).min() > 0.99999
-    single = embedder._get().queries["onnx"]
+    single = embedder._get().queries["onnx", 1]
     assert single is not None
     assert single.__qualname__.startswith("build_onnx_single")  # ONNX Runtime really ran
     # documents never take it: stored vectors are the torch model's, to the bit
@@ -89,7 +89,7 @@ def test_auto_is_the_default_and_picks_onnx_here(monkeypatch: pytest.MonkeyPatch
     assert isinstance(embedder, SentenceEmbedder)
     assert embedder.query_encoder == "auto"
     embedder.embed_query("where do I live?")
-    single = embedder._get().queries["auto"]
+    single = embedder._get().queries["auto", 1]
     assert single is not None
     assert single.__qualname__.startswith("build_onnx_single")
 
@@ -179,7 +179,7 @@ CHILD = textwrap.dedent(
     first = embedder.embed_query("where does my sister live?")
     embedder.embed_query("and my brother?")
     fp16 = SentenceEmbedder(device="cpu", query_encoder="fp16")
-    single = embedder._get().queries[sys.argv[1]]
+    single = embedder._get().queries[sys.argv[1], 1]
     print(json.dumps({
         "records": [r for r in records if "PMM_QUERY_ENCODER" in r[1] or "query encoder" in r[1]],
         "same_as_fp16": first.tolist() == fp16.embed_query("where does my sister live?").tolist(),
