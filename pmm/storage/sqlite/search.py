@@ -25,7 +25,7 @@ from pmm.storage.sqlite.windows import (
 )
 from pmm.storage.terms import QueryTerms, pick_terms
 from pmm.text.stemmer import folded, query_tokens
-from pmm.text.window_keys import WINDOW_SKIP
+from pmm.text.window_keys import WINDOW_KINDS, WINDOW_SKIP
 from pmm.text.words import search_terms
 
 log = logging.getLogger(__name__)
@@ -235,6 +235,8 @@ class SearchIndex(SqliteBase):
         if user_id is not None:
             match += " AND tags : " + _fts_phrase(user_tag(user_id))
         kind_list = None if kinds is None else ([kinds] if isinstance(kinds, str) else list(kinds))
+        if key == "window" and kind_list is not None and set(WINDOW_KINDS) <= set(kind_list):
+            kind_list = None  # only these kinds have window rows: the filter would keep all
         where, params = filters(session_id, kind_list, None, None, user_id)
         where = where.replace(" WHERE ", " AND ")
         order = "rank"

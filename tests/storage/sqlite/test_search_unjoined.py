@@ -1,7 +1,9 @@
 """search_text without a session, user or kind filter reads the full-text index without
 joining ``events`` (it would filter nothing): the same rows, in the same order, as the
 joined form, ties and the all-common-words order included, on a log of several users,
-sessions and kinds; a filtered search keeps the join and its user's rows only."""
+sessions and kinds. The window key's kind filter is dropped where it names every kind
+that has window rows (recall's default: prompt and response). A filtered search keeps
+the join and its user's rows only."""
 
 from __future__ import annotations
 
@@ -90,13 +92,22 @@ QUERIES = [
 ]
 
 
-@pytest.mark.parametrize("key", ["turn", "content", "digest", "window"])
-def test_unfiltered_search_equals_the_joined_form(store: EventStore, key: str) -> None:
+CASES = [("turn", None), ("content", None), ("digest", None), ("window", None)]
+CASES += [("window", ("prompt", "response")), ("window", ("note", "response", "prompt"))]
+
+
+@pytest.mark.parametrize(("key", "kinds"), CASES)
+def test_unfiltered_search_equals_the_joined_form(
+    store: EventStore, key: str, kinds: tuple[str, ...] | None
+) -> None:
     tied = common = compared = 0
     for query in QUERIES:
         for limit in (5, 50, 2000):
             hits, sqls = _spied(
-                store, lambda q=query, n=limit: store.search_text(q, key=key, limit=n, sync=False)
+                store,
+                lambda q=query, n=limit: store.search_text(
+                    q, key=key, limit=n, sync=False, kinds=kinds
+                ),
             )
             if not sqls:  # no indexed word: nothing to compare
                 assert hits == []
@@ -115,9 +126,28 @@ def test_unfiltered_search_equals_the_joined_form(store: EventStore, key: str) -
         assert common >= 1
 
 
+def test_only_turns_have_window_rows(store: EventStore) -> None:
+    """The premise of dropping the window key's kind filter: its rows are prompts and
+    responses only (the log holds notes too)."""
+    kinds = store._read(
+        "SELECT e.kind, count(*) FROM events_window_fts w JOIN events e ON e.id = w.rowid"
+        " GROUP BY e.kind"
+    )
+    assert {k for k, _ in kinds} == {"prompt", "response"}
+    assert store._read("SELECT count(*) FROM events WHERE kind = 'note'")[0][0] > 100
+
+
 def test_filtered_searches_keep_the_join_and_their_user(store: EventStore) -> None:
     owners = dict(store._read("SELECT id, user_id FROM events"))
     sessions = dict(store._read("SELECT id, session_id FROM events"))
+    kinds = dict(store._read("SELECT id, kind FROM events"))
+    for query in QUERIES:  # one of the two turn kinds: the window key's filter stays
+        hits, sqls = _spied(
+            store, lambda q=query: store.search_text(q, key="window", kinds=["prompt"])
+        )
+        assert all("JOIN events" in s for s, _ in sqls)
+        assert {kinds[i] for i, _ in hits} <= {"prompt"}
+    assert store.search_text("coffee lisbon", key="turn", kinds=["note"])
     for key in ("turn", "window"):
         for query in QUERIES:
             for user in ("ana", "bo"):
