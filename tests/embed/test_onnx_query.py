@@ -235,3 +235,16 @@ def test_a_failing_export_keeps_the_torch_path_and_a_cached_graph_needs_no_expor
     assert cached["records"] == []
     assert cached["path"].startswith("build_onnx_single")
     assert not cached["same_as_fp16"]
+
+
+def test_an_unwritable_cache_warns_and_the_export_still_runs(
+    model: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would be")
+    with caplog.at_level(logging.WARNING, logger="pmm.embed.onnx_query"):
+        single = build_onnx_single(model, "minilm", _reference(model), directory=blocked)
+    (record,) = [r for r in caplog.records if r.name == "pmm.embed.onnx_query"]
+    assert "cannot cache the query encoder of minilm" in record.getMessage()
+    vector = np.ravel(single(QUERIES[2]))
+    assert float(vector @ np.ravel(_reference(model)(QUERIES[2]))) > 0.99999
