@@ -8,10 +8,14 @@ normalisation inside the graph, one query run by ONNX Runtime on the CPU.
     embedder.embed_query("where do I live?")   # float32 (384,), unit norm, through ONNX Runtime
     embedder.embed(["I moved to Lisbon"])       # documents: the fp32 torch model, as before
 
-Why: the same fp32 weights, the same vector to float rounding (cosine >= 0.9999995 with the
-torch model's over LoCoMo's questions), in about 0.65x the time of the fp16 torch copy on
-the 2-core development machine (``python bench/fast_query.py``): one ONNX Runtime call
-instead of some hundred small torch calls, each taking the GIL back.
+Why: the same fp32 weights, the same vector to float rounding (cosine >= 0.9999996 with the
+torch model's over 4,055 LoCoMo and generated questions), in 0.62x the time of the fp16
+torch copy on the 2-core development machine (``python bench/fast_query.py``: 9.95 against
+16.13 ms): one ONNX Runtime call instead of some hundred small torch calls, each taking the
+GIL back. One thread: inside recall the encoder runs beside the FTS5 queries, and two
+ONNX Runtime threads made hybrid recall slower there (``bench/recall_ab.py``). It costs
+memory: ONNX Runtime holds the weights again, pre-packed (about +210 MB max RSS for MiniLM
+against +41 MB for the fp16 copy).
 
 The exported graph is cached in ``$XDG_CACHE_HOME/pmm/query-encoders`` (else
 ``~/.cache/pmm/query-encoders``), one file per model, named by a hash of the model's
