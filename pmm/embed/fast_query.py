@@ -47,7 +47,9 @@ from pmm.settings import QueryEncoderName
 log = logging.getLogger(__name__)
 
 QUERY_ENCODERS: tuple[str, ...] = get_args(QueryEncoderName)
-"""``fp32``: queries through the documents' model; ``fp16`` / ``int8``: through its copy."""
+"""``fp32``: queries through the documents' model; ``fp16`` / ``int8``: through its copy;
+``onnx``: through ONNX Runtime (:mod:`pmm.embed.onnx_query`); ``auto``: onnx where
+onnxruntime is installed, else fp16."""
 
 _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
@@ -70,10 +72,11 @@ def warn_once(source: str, encoder: str, reason: str, *, quiet: bool = False) ->
         _warned.add((source, encoder))
     log.log(
         logging.INFO if quiet else logging.WARNING,
-        "PMM_QUERY_ENCODER=%s: %s, so queries of %s are embedded by the float32 model",
+        "PMM_QUERY_ENCODER=%s: %s, so queries of %s are embedded by the %s",
         encoder,
         reason,
         source,
+        "fp16 torch copy" if encoder == "onnx" else "float32 model",
     )
 
 

@@ -120,9 +120,9 @@ class _Loaded:
     """One text's embedding without ``encode``'s set-up (None: ``encode`` runs)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Serialises ``encode``: a fast tokenizer used from two threads at once fails."""
-    queries: dict[str, Callable[[str], Any] | None] = field(default_factory=dict)
-    """One query through the fp16 or int8 copy (:mod:`pmm.embed.fast_query`), built on
-    first use (None: it cannot run here)."""
+    queries: dict[tuple[str, int | None], Callable[[str], Any] | None] = field(default_factory=dict)
+    """One query through an encoder (onnx, fp16, int8) run by so many threads, built on
+    first use (None: none can run here)."""
 
 
 _MODELS: dict[tuple[str, str], _Loaded] = {}
@@ -250,7 +250,7 @@ class SentenceEmbedder:
         batch_size: int = 64,
         *,
         single_text_threads: int | None = 1,
-        query_encoder: str = "fp16",
+        query_encoder: str = "auto",
     ) -> None:
         for module, package in (
             ("sentence_transformers", "sentence-transformers"),
@@ -277,8 +277,8 @@ class SentenceEmbedder:
                 f"query_encoder must be one of {', '.join(QUERY_ENCODERS)}, got {query_encoder!r}"
             )
         self.query_encoder = query_encoder
-        """``fp32``, ``fp16`` or ``int8``: the model :meth:`embed_query` runs (see
-        :mod:`pmm.embed.fast_query`)."""
+        """``auto``, ``onnx``, ``fp32``, ``fp16`` or ``int8``: what :meth:`embed_query`
+        runs (see :mod:`pmm.embed.fast_query`)."""
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
 
@@ -349,11 +349,12 @@ class SentenceEmbedder:
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """One recall query's vector, float32 of shape ``(dim,)`` and norm 1: through the
-        fp16 or int8 copy of the model when ``query_encoder`` names one (and that copy can
-        be built; else one warning, then the fp32 model), else ``embed([text])[0]``.
-        Documents always go through :meth:`embed`, so stored vectors never change.
+        ``query_encoder`` (ONNX Runtime, or the fp16 or int8 copy of the model) where it
+        can run (else one warning, then the next: onnx, fp16, fp32), else
+        ``embed([text])[0]``. Documents always go through :meth:`embed`, so stored vectors
+        never change.
 
-        >>> SentenceEmbedder(query_encoder="fp16").embed_query("where?").shape  # doctest: +SKIP
+        >>> SentenceEmbedder(query_encoder="onnx").embed_query("where?").shape  # doctest: +SKIP
         (384,)
         """
         if not isinstance(text, str):
@@ -362,14 +363,19 @@ class SentenceEmbedder:
             return self._first(self.embed([text]))
         loaded = self._get()
         encoder = self.query_encoder
+        key = (encoder, self.single_text_threads)
         with loaded.lock:
-            if encoder not in loaded.queries:
-                from pmm.embed.fast_query import build_query_single
+            if key not in loaded.queries:
+                from pmm.embed.onnx_query import build_query_encoder
 
-                loaded.queries[encoder] = build_query_single(
-                    loaded.model, encoder, self._model_name, _single_text_path
+                loaded.queries[key] = build_query_encoder(
+                    loaded.model,
+                    encoder,
+                    self._model_name,
+                    _single_text_path,
+                    self.single_text_threads,
                 )
-        single = loaded.queries[encoder]
+        single = loaded.queries[key]
         if single is None:
             return self._first(self.embed([text]))
         if loaded.max_chars:
@@ -379,8 +385,8 @@ class SentenceEmbedder:
                 raw = single(text)
             except (RuntimeError, ValueError, TypeError, OSError, MemoryError) as exc:
                 raise BackendError(
-                    f"embedding a query with the {encoder} copy of {self._model_name} failed "
-                    f"({type(exc).__name__}: {exc})"
+                    f"embedding a query with the {encoder} encoder of {self._model_name} "
+                    f"failed ({type(exc).__name__}: {exc})"
                 ) from exc
         return self._first(self._checked(raw, 1, loaded))
 

@@ -92,7 +92,7 @@ def test_fast_queries_are_close_to_fp32_but_come_from_their_own_model(
     assert np.median(cosines) > median, cosines
     # not the fp32 vectors by another name: the copy really ran
     assert np.abs(exact - fast).max() > 1e-6
-    assert fast_embedder._get().queries[encoder] is not None
+    assert fast_embedder._get().queries[encoder, 1] is not None
     # fp32 embed_query is embed([text])[0], to the bit
     np.testing.assert_array_equal(exact[0], fp32.embed([QUERIES[0]])[0])
 
@@ -158,7 +158,7 @@ def test_unavailable_kernels_fall_back_to_fp32_with_one_warning(
     message = warnings[0].getMessage()
     assert "PMM_QUERY_ENCODER=fp16" in message
     assert "float32 model" in message
-    assert embedder._get().queries["fp16"] is None
+    assert embedder._get().queries["fp16", 1] is None
     np.testing.assert_allclose(first, fp32.embed_query(QUERIES[0]), atol=1e-6)
     np.testing.assert_allclose(second, fp32.embed_query(QUERIES[1]), atol=1e-6)
 
@@ -166,8 +166,8 @@ def test_unavailable_kernels_fall_back_to_fp32_with_one_warning(
 def test_the_setting_reaches_the_embedder_and_bad_values_are_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert Settings.load({}).query_encoder == "fp16"
-    assert SentenceEmbedder().query_encoder == "fp16"
+    assert Settings.load({}).query_encoder == "auto"
+    assert SentenceEmbedder().query_encoder == "auto"
     monkeypatch.setenv("PMM_QUERY_ENCODER", "int8")
     embedder = build_embedder(Settings.load())
     assert isinstance(embedder, SentenceEmbedder)
