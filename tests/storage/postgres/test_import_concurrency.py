@@ -23,6 +23,7 @@ from pmm.events.rebase import IMPORTED_KIND
 from pmm.records import Event, NewEvent
 from pmm.storage import open_store
 from pmm.storage.postgres import PostgresEventStore
+from pmm.storage.postgres.chains import append_locked
 
 WAIT = 60.0  # seconds before a test that should not wait at all fails
 
@@ -113,10 +114,10 @@ def test_other_users_append_and_commit_while_an_import_is_open(pg_url: str, tmp_
         conn.execute("ALTER SEQUENCE events_id_seq CACHE 20")  # 20 ids per connection at a time
     importer = Paused(pg_url, before_rows=True, pool_size=1)
     bobs: list[int] = []
-    with importer, open_store(pg_url) as bob:
-        assert isinstance(bob, PostgresEventStore)
-        # The importer's one connection takes a block of 20 ids, bob's the next block:
-        # the import's ids run through the rest of its block, then past bob's block.
+    with importer, PostgresEventStore(pg_url, pool_size=1) as bob:
+        # Each store has one connection (one sequence cache). The importer's takes a block
+        # of 20 ids, bob's the next block: the import's ids run through the rest of its
+        # block, then past bob's, and bob's appends during the import take ids of his.
         _one(importer, "carol was here", "c1", "carol")
         bobs.append(_one(bob, "bees", "b1", "bob").id)
         thread, out = _in_thread(lambda: importer.import_events(events, keys=keys))
@@ -207,3 +208,17 @@ def test_her_first_append_waits_for_an_import_and_lands_after(pg_url: str, tmp_p
     rows = _alice_rows(pg_url)
     assert len(rows) == len(events) + 2 and rows[-1].id == appended[0].id
     assert rows[-2].kind == IMPORTED_KIND and rows[-1].prev_hash == rows[-2].hash
+
+
+def test_ids_taken_beforehand_must_fit_the_entries(pg_url: str) -> None:
+    _bob(pg_url)
+    with PostgresEventStore(pg_url) as store:
+        checked = [store._checked(NewEvent("prompt", "x", "b1", "user", None, None, "bob"))]
+        before = store.count()
+        for ids, unique in (([], None), ([7, 8], None), ([9], "turn_id")):
+            with store._db.write() as conn, pytest.raises(ValueError, match="one increasing"):
+                append_locked(conn, checked, 3, unique, ids=ids)
+        with store._db.write() as conn:
+            [taken] = [int(r[0]) for r in conn.execute("SELECT nextval('events_id_seq')")]
+            [event] = append_locked(conn, checked, 3, ids=[taken])
+        assert event.id == taken and store.count() == before + 1 and store.verify().ok
