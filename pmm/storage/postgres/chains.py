@@ -10,7 +10,7 @@ the steady state a store appends in one call instead
 
 Locks, all transaction-scoped advisory locks, always taken in this order so that no two
 writers deadlock: :data:`APPEND_LOCK` *shared* (every append; the rare writers that rewrite
-the log, such as ``forget`` and ``import``, take it exclusively and so wait for the appends
+the log, such as ``forget``, take it exclusively and so wait for the appends
 in flight and hold the new ones back), then one lock per session the append touches
 (sorted; keeps a new session from being claimed by two users at once, and a session's
 window keys in step), then one lock per chain (user; sorted) from reading its head until
@@ -86,6 +86,7 @@ def append_locked(
     radius: int,
     unique_meta: str | None = None,
     seen: Seen | None = None,
+    ids: Sequence[int] | None = None,
 ) -> list[Event]:
     """Append checked entries in the caller's transaction (see the module docstring):
     ``pmm_append_open`` (migrations/0008) takes the locks and reads the owners, the
@@ -96,7 +97,14 @@ def append_locked(
     ``(session, meta[unique_meta])`` the log holds are left out (and not returned), see
     :func:`pmm.events.exactly_once.skip_stored`. ``seen``: filled with what the append
     read and wrote, for :meth:`~pmm.storage.postgres.append_cache.AppendCache.learn` once
-    the transaction commits."""
+    the transaction commits. ``ids``: the rows' ids, increasing, one per entry, which the
+    caller took from ``events_id_seq`` in this transaction (a rebased import, see
+    :mod:`pmm.storage.postgres.imports`); none are taken here then."""
+    if ids is not None and (
+        unique_meta is not None or len(ids) != len(checked) or list(ids) != sorted(set(ids))
+    ):
+        raise ValueError("append_locked: ids needs one increasing id per entry, no unique_meta")
+    count = len(checked) if ids is None else 0
     windowed = sorted(
         {c.entry.session_id for c in checked if c.entry.kind in WINDOW_KINDS},
         key=lambda s: (s is not None, s),
@@ -112,7 +120,7 @@ def append_locked(
         "chars": WINDOW_TURN_CHARS,
         "keys": keys,
         "secrets": None if keys is None else [new_secret().hex() for _ in keys],
-        "count": len(checked),
+        "count": count,
     }
     opened = _call(conn, _OPEN, request)
     owners = {s: u for s, u in opened["owners"] or []}
@@ -126,14 +134,15 @@ def append_locked(
     if keys is None:
         keys = _chain_keys(c.entry.user_id for c in checked)
         secrets = [new_secret().hex() for _ in keys]
-        more = {"keys": keys, "secrets": secrets, "count": len(checked)}
+        more = {"keys": keys, "secrets": secrets, "count": len(checked) if ids is None else 0}
         opened |= _call(conn, _OPEN_CHAINS, more)
     states: dict[str | None, ChainState] = {}
     for key, secret, head_id, head_hash in opened["chains"]:
         user = None if key == NO_USER_KEY else key
         states[user] = ChainState(user, bytes.fromhex(secret), head_hash, int(head_id))
-    ids = sorted(opened["ids"])[: len(checked)]
-    events = seal_chains(checked, states, ids=ids, ts=utc_now())
+    # With count 0 the server's jsonb_agg over no ids answers NULL.
+    taken = sorted(opened["ids"] or [])[: len(checked)] if ids is None else list(ids)
+    events = seal_chains(checked, states, ids=taken, ts=utc_now())
     used = [states[u] for u in dict.fromkeys(e.user_id for e in events)]
     appended = [(e.id, e.kind, e.session_id, e.ts, e.content) for e in events]
     rows = [

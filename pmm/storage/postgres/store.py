@@ -24,7 +24,7 @@ exactly by PMM otherwise. ``forget`` and ``compact`` rewrite the tables afterwar
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pmm.errors import (
@@ -187,9 +187,11 @@ class PostgresEventStore(
         checked: list[CheckedEvent],
         unique_meta: str | None = None,
         seen: Seen | None = None,
+        ids: Sequence[int] | None = None,
     ) -> list[Event]:
-        # Per-user locks and heads: see pmm.storage.postgres.chains.
-        return append_locked(conn, checked, self.window_radius, unique_meta, seen)
+        # Per-user locks and heads: see pmm.storage.postgres.chains (``ids``: taken by the
+        # caller, as a rebased import does).
+        return append_locked(conn, checked, self.window_radius, unique_meta, seen, ids)
 
     def session_owner(self, session_id: str) -> tuple[bool, str | None]:
         """``(has_rows, user_id)`` of a session: whether the log holds any of its events,

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +86,10 @@ def test_one_users_export_imports_into_a_database_of_other_users(
         alice = mind.store.events(user_id="alice")
         assert len(alice) == len(exported) + 1
         ids = [e.id for e in alice]
-        assert ids == list(range(before + 1, before + 2 + len(exported)))  # one block, in order
+        assert ids == sorted(ids) and ids[0] > before  # new ids, in the file's order
+        if not is_postgres_url(log_target):  # one writer: one block (PostgreSQL: see
+            # tests/storage/postgres/test_import_concurrency.py, others' ids may interleave)
+            assert ids == list(range(before + 1, before + 2 + len(exported)))
         assert [e.kind for e in alice[:-1]] == [d["kind"] for d in exported]
         assert {e.hash_version for e in alice} == {3}
         # the digests came along (derived data, written after the rows)
@@ -245,49 +246,6 @@ def test_legacy_rows_are_imported_as_current_rows(log_target: str) -> None:
         assert [e.content for e in rows[:3]] == [e.content for e in legacy]
         assert rows[-1].meta["imported"]["head"] == legacy[-1].hash
         assert store.verify().ok
-
-
-def test_appends_of_others_during_an_import_keep_its_ids_one_block(
-    pg_url: str, tmp_path: Path
-) -> None:
-    """PostgreSQL: ids come from a sequence every writer shares; the import holds the
-    exclusive append lock, so another user's appends wait and its ids stay contiguous."""
-    src = _source(tmp_path / "db1.db")
-    _target(pg_url)
-    stop = threading.Event()
-    appended: list[int] = []
-    errors: list[BaseException] = []
-
-    def writer() -> None:
-        try:
-            with open_store(pg_url) as store:
-                while not stop.is_set():
-                    event = store.append_many(
-                        [NewEvent("prompt", "bees again", "b1", "user", None, None, "bob")]
-                    )[0]
-                    appended.append(event.id)
-        except BaseException as exc:  # reported below: the test fails on it
-            errors.append(exc)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        while len(appended) < 5:
-            time.sleep(0.01)
-        with Mind(pg_url) as mind:
-            assert mind.import_events(src["file"]).ok
-        count = len(appended)
-        while len(appended) < count + 5:
-            time.sleep(0.01)
-    finally:
-        stop.set()
-        thread.join(timeout=60)
-    assert not errors
-    with open_store(pg_url) as store:
-        ids = [e.id for e in store.events(user_id="alice")]
-        assert ids == list(range(ids[0], ids[0] + len(ids)))
-        assert not set(appended) & set(ids)
-        assert store.verify().ok and store.count(user_id="bob") == 2 + len(appended)
 
 
 def test_a_crafted_file_is_checked_like_an_append(log_target: str) -> None:
