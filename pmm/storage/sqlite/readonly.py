@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from pmm.errors import DatabaseError, NotADatabaseError, ReadOnlyDatabaseError
 from pmm.storage.sqlite import schema
+from pmm.storage.sqlite.connection import tune_reads
 
 
 def read_only_reason(path: str) -> str | None:
@@ -60,6 +61,7 @@ def open_read_only(path: str, timeout: float) -> sqlite3.Connection:
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            tune_reads(conn)
             return conn
         except sqlite3.Error as exc:
             conn.close()

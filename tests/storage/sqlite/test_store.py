@@ -15,6 +15,8 @@ from pmm.errors import DatabaseError, EventNotFoundError, InvalidInputError, PMM
 from pmm.events.hashing import canonical_json, chain_payload_v3, keyed_digest, sha256_hex
 from pmm.records import Event, NewEvent
 from pmm.storage.sqlite import EventStore
+from pmm.storage.sqlite.connection import READ_CACHE_KIB
+from pmm.storage.sqlite.readonly import open_read_only
 
 TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
@@ -200,6 +202,20 @@ def test_wal_mode_and_settings(db: Path):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         conn.close()
         assert store.stats()["schema_version"] == N_MIGRATIONS
+
+
+def test_read_connections_get_the_recall_page_cache(db: Path):
+    """Both the writable connection and a read-only archive's ask SQLite for
+    READ_CACHE_KIB of page cache (the default 2,000 KiB re-reads recall's FTS pages)."""
+    with EventStore(db) as store:
+        store.append("event", "x")
+        assert store._conn.execute("PRAGMA cache_size").fetchone()[0] == -READ_CACHE_KIB
+    conn = open_read_only(str(db), timeout=1.0)
+    try:
+        assert conn.execute("PRAGMA cache_size").fetchone()[0] == -READ_CACHE_KIB
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 1
+    finally:
+        conn.close()
 
 
 def test_migrations_applied_exactly_once(db: Path):
