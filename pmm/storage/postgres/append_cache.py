@@ -1,4 +1,4 @@
-"""The one-call append of the PostgreSQL store (issue 21, migrations/0011): what a store
+"""The one-call append of the PostgreSQL store (issue 21, migrations/0011, 0012): what a store
 remembers of its own appends, and the optimistic append that trusts it only as far as
 the server confirms it.
 

@@ -249,3 +249,18 @@ def test_a_subclass_that_overrides_the_locked_append_is_never_bypassed(pg_url: s
         assert store.appends.fast == 0
     with PostgresEventStore(pg_url) as plain:
         assert plain.fast_appends is True
+
+
+def test_a_window_row_without_a_session_is_sent_back_unwritten(pg_url: str) -> None:
+    """migrations/0012 writes window rows by their session's owner; a row without a
+    session (which the client never sends) is refused before any lock, not dropped."""
+    with PostgresEventStore(pg_url) as store:
+        store.append_many([_turn("first", "s-1", "alice")])
+        store.append_many([_turn("second", "s-1", "alice")])
+        assert store.appends.fast == 1
+    doc = '{"windows": [[1152921504606846976, null, "prompt", "a window", "date"]]}'
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        answer = conn.execute("SELECT pmm_append_fast(%s::jsonb)", (doc,)).fetchone()
+        assert answer == ({"stale": "windows"},)
+        assert conn.execute("SELECT count(*) FROM event_windows").fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM events").fetchone() == (2,)
