@@ -158,10 +158,10 @@ def build_onnx_single(
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: its optimiser's notes are not ours
 
-    def session(source: str | bytes) -> Any:
+    def session(graph: str | bytes) -> Any:
         # from the file where there is one: ONNX Runtime then keeps no copy of its bytes
         # (124 MB of resident memory for MiniLM, against 208 MB loaded from bytes)
-        return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
     sample = preprocess([PROBES[1]])
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
