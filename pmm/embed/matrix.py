@@ -138,7 +138,7 @@ class VectorRows:
                 return []
             if rows.size >= quantized_min:
                 rows = rows[nearest_by_bits(self.bits[:, rows], query, keep, None)]
-            scores = similarities(self.matrix[rows], query, pool)
+            scores = similarities(np.take(self.matrix, rows, axis=0), query, pool)
         elif self.n >= quantized_min:
             usable = None if kind_mask is None else kind_mask.copy()
             if dropped.size:
@@ -147,7 +147,7 @@ class VectorRows:
             rows = nearest_by_bits(self.bits[:, : self.n], query, keep, usable)
             if not rows.size:
                 return []
-            scores = similarities(self.matrix[rows], query, pool)
+            scores = similarities(np.take(self.matrix, rows, axis=0), query, pool)
         else:
             scores = similarities(self.matrix[: self.n], query, pool)
             if kind_mask is not None:
