@@ -274,15 +274,13 @@ class Recaller:
 
         maybe = [policy.weights, *filter(None, (policy.temporal, policy.low_evidence))]
         coefficients = self.learned.get(mode) if "summary" not in kind_list else None
-        dense = any(w.get("dense", 0) > 0 for w in maybe) or any(
-            f.startswith("dense") for f in coefficients or ()
-        )
-        vector, found = None, None  # the query vector, the dense ranker's list (futures)
-        if dense and self._vectors is not None:
+        weighs = [w.get("dense", 0) > 0 for w in maybe]
+        learned_dense = any(f.startswith("dense") for f in coefficients or ())
+        vector, found = None, None  # futures: the query vector, the dense ranker's list
+        if (any(weighs) or learned_dense) and self._vectors is not None:
             background = self.background_encoding and mode != "semantic"
-            surely = coefficients and any(f.startswith("dense") for f in coefficients)
             search = None
-            if background and (surely or all(w.get("dense", 0) > 0 for w in maybe)):
+            if background and (learned_dense or all(weighs)):  # surely searched: on the worker
                 search = worker_search(
                     self.store, lambda: self.index, depth, session_id=session_id,
                     kinds=kind_list, excluded=excluded, user_id=user_id,
@@ -309,10 +307,8 @@ class Recaller:
             # rows and their sessions' terms, which the learned fusion reads next
             read = self.store.get_many(i for ids in rankings.values() for i in ids)
             self.session_ranks.hold(e.session_id or "" for e in read.values())
-        if found is not None:  # awaited even if unused: its error is raised here
-            dense_list = found.result()
-            if "dense" in order:
-                rankings["dense"] = dense_list
+        if found is not None:  # awaited even if not read: its error is raised here
+            rankings["dense"] = found.result()
         elif "dense" in order and vector is not None:
             rankings["dense"] = self._semantic(
                 vector.result(), depth, session_id, kind_list, excluded, user_id
