@@ -125,8 +125,9 @@ class Recaller:
     :class:`~pmm.errors.ConfigurationError`. The vector cache is built on the first
     semantic search and kept in step with the store from then on. ``weights``: see
     :class:`~pmm.recall.fusion.FusionChoice`. Query embeddings are kept in an LRU of
-    ``query_cache_size`` texts; a hybrid query is embedded on a worker thread while the
-    keyword rankers search (``background_encoding=False``: in line, before them).
+    ``query_cache_size`` texts; a hybrid query is embedded, and the in-memory vectors
+    searched, on a worker thread while the keyword rankers search
+    (``background_encoding=False``: in line, the embedding before them, the search after).
     """
 
     def __init__(
