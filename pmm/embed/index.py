@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -289,27 +289,20 @@ class VectorIndex:
             self._pool = ThreadPoolExecutor(scoring.WORKERS, thread_name_prefix="pmm-vectors")
         return self._pool
 
-    def _candidates(
-        self,
-        session_id: str | None,
-        key: tuple[str, ...] | None,
-        allowed_ids: Iterable[int] | None,
-        user_id: str | None = None,
-    ) -> IdArray:
-        """Event ids allowed by the session or user (and kinds) and by ``allowed_ids``."""
-        allowed = None
-        if allowed_ids is not None:
-            allowed = np.unique(np.fromiter(allowed_ids, dtype=np.int64))
+    def _scope(
+        self, session_id: str | None, key: tuple[str, ...] | None, user_id: str | None
+    ) -> IdArray | None:
+        """The event ids of the session or user (and kinds), read from the store; None for
+        a search of every session."""
         if session_id is None and user_id is None:
-            return allowed if allowed is not None else np.zeros(0, dtype=np.int64)
+            return None
         if session_id is None:
             ids = self.store.event_ids(user_id=user_id, kinds=key)
         elif user_id is None:
             ids = self.store.event_ids(session_id=session_id, kinds=key)
         else:
             ids = self.store.event_ids(session_id=session_id, kinds=key, user_id=user_id)
-        in_session = np.asarray(ids, dtype=np.int64)
-        return in_session if allowed is None else np.intersect1d(in_session, allowed)
+        return np.asarray(ids, dtype=np.int64)
 
     def search(
         self,
@@ -327,6 +320,57 @@ class VectorIndex:
         candidates (all given ones apply; a user's candidates are read from the log's index
         of her events, so the cost follows her vectors, not everyone's); ``exclude_ids``
         are never returned."""
+        query = self._unit(query_vec)
+        if k <= 0:
+            return []
+        key = _kinds_key(kinds)
+        with self._lock:
+            self.refresh()
+            if not self._n:
+                return []
+            scope = self._scope(session_id, key, user_id)
+            return self._search_held(query, k, key, scope, allowed_ids, exclude_ids)
+
+    def searcher(
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Iterable[str] | str | None = None,
+        user_id: str | None = None,
+    ) -> Callable[[npt.ArrayLike, int, Iterable[int]], list[tuple[int, float]]]:
+        """:meth:`search` in two steps: reads from the store now, on this thread, what a
+        search of this scope needs (the vectors added since the last look, the session's or
+        user's event ids, the kinds' rows), and returns the search itself, ``(query_vec, k,
+        exclude_ids)``, which reads no store: another thread can run it while this one
+        uses the store (recall runs it on the query-encoding thread). Its results are
+        :meth:`search`'s as of this call.
+
+        >>> search = index.searcher(kinds=("prompt", "response"))  # doctest: +SKIP
+        >>> pool.submit(search, query, 50, ()).result()             # doctest: +SKIP
+        [(12, 0.61), (40, 0.57), ...]
+        """
+        key = _kinds_key(kinds)
+        with self._lock:
+            self.refresh()
+            scope = self._scope(session_id, key, user_id)
+            if key is not None and scope is None and self._n:
+                self._kind_mask(key)  # extended here, not on the searching thread
+
+        def search(
+            query_vec: npt.ArrayLike, k: int, exclude_ids: Iterable[int] = ()
+        ) -> list[tuple[int, float]]:
+            query = self._unit(query_vec)
+            if k <= 0:
+                return []
+            with self._lock:
+                if not self._n:
+                    return []
+                return self._search_held(query, k, key, scope, None, exclude_ids)
+
+        return search
+
+    def _unit(self, query_vec: npt.ArrayLike) -> FloatArray:
+        """The query vector checked and normalised (InvalidInputError when it cannot be)."""
         query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise InvalidInputError(
@@ -335,68 +379,29 @@ class VectorIndex:
         norm = float(np.linalg.norm(query))
         if not np.isfinite(norm) or norm == 0.0:
             raise InvalidInputError("query vector must be finite and non-zero")
-        query = query / norm
-        if k <= 0:
-            return []
-        key = _kinds_key(kinds)
-        with self._lock:
-            self.refresh()
-            if not self._n:
-                return []
-            held = self._rows.held
-            excluded = self._rows.rows_of(np.fromiter(exclude_ids, dtype=np.int64))
-            rows: IdArray | None = None
-            scoped = session_id is not None or user_id is not None
-            if scoped or allowed_ids is not None:
-                rows = self._rows.rows_of(self._candidates(session_id, key, allowed_ids, user_id))
-                if key is not None and not scoped:
-                    rows = rows[self._kind_mask(key)[rows]]
-                if excluded.size:
-                    rows = np.setdiff1d(rows, excluded)
-                if not rows.size:
-                    return []
-                if rows.size >= self.quantized_min:
-                    rows = self._shortlist(query, k, None, rows)
-                scores = scoring.similarities(self._rows.matrix[rows], query, self._scoring_pool())
-            elif self._n >= self.quantized_min:
-                usable: BoolArray | None = None
-                if key is not None:
-                    usable = self._kind_mask(key).copy()
-                if excluded.size:
-                    usable = np.ones(self._n, dtype=np.bool_) if usable is None else usable
-                    usable[excluded] = False
-                rows = self._shortlist(query, k, usable)
-                if not rows.size:
-                    return []
-                scores = scoring.similarities(self._rows.matrix[rows], query, self._scoring_pool())
-            else:
-                matrix = self._rows.matrix[: self._n]
-                scores = scoring.similarities(matrix, query, self._scoring_pool())
-                if key is not None:
-                    scores[~self._kind_mask(key)] = -np.inf
-                if excluded.size:
-                    scores[excluded] = -np.inf
-            count = min(k, scores.shape[0])
-            if count < scores.shape[0]:
-                top = np.argpartition(-scores, count - 1)[:count]
-            else:
-                top = np.arange(scores.shape[0])
-            top = top[np.isfinite(scores[top])]
-            event_rows = top if rows is None else rows[top]
-            event_ids = held[event_rows]
-            order = np.lexsort((event_ids, -scores[top]))
-            return [(int(event_ids[i]), float(scores[top][i])) for i in order.tolist()]
+        return query / norm
 
-    def _shortlist(
+    def _search_held(
         self,
         query: FloatArray,
         k: int,
-        usable: BoolArray | None,
-        rows: IdArray | None = None,
-    ) -> IdArray:
-        """Rows (of ``rows``, else of every usable row) whose sign bits are nearest the
-        query's: the candidates the exact pass scores (see the module docstring)."""
-        bits = self._rows.bits[:, : self._n] if rows is None else self._rows.bits[:, rows]
-        keep = max(self.shortlist_min, self.shortlist_per_k * k)
-        near = scoring.nearest_by_bits(bits, query, keep, usable)
-        return near if rows is None else rows[near]
+        key: tuple[str, ...] | None,
+        scope: IdArray | None,
+        allowed_ids: Iterable[int] | None,
+        exclude_ids: Iterable[int],
+    ) -> list[tuple[int, float]]:
+        """The search over the vectors held (the lock held; ``scope``: :meth:`_scope`)."""
+        candidates = scope
+        if allowed_ids is not None:
+            allowed = np.unique(np.fromiter(allowed_ids, dtype=np.int64))
+            candidates = allowed if scope is None else np.intersect1d(scope, allowed)
+        return self._rows.search(
+            query,
+            k,
+            candidates=candidates,
+            kind_mask=None if key is None or scope is not None else self._kind_mask(key),
+            excluded=np.fromiter(exclude_ids, dtype=np.int64),
+            quantized_min=self.quantized_min,
+            keep=max(self.shortlist_min, self.shortlist_per_k * k),
+            pool=self._scoring_pool(),
+        )

@@ -14,11 +14,19 @@ models, redactions) is the index's business.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
 
-from pmm.embed.scoring import BoolArray, FloatArray, IdArray, sign_bits
+from pmm.embed.scoring import (
+    BoolArray,
+    FloatArray,
+    IdArray,
+    nearest_by_bits,
+    sign_bits,
+    similarities,
+)
 
 _CHUNK = 4096
 
@@ -98,3 +106,60 @@ class VectorRows:
         self.ids[:kept] = held[keep]
         self.n = kept
         return keep
+
+    def search(
+        self,
+        query: FloatArray,
+        k: int,
+        *,
+        candidates: IdArray | None,
+        kind_mask: BoolArray | None,
+        excluded: IdArray,
+        quantized_min: int,
+        keep: int,
+        pool: ThreadPoolExecutor | None,
+    ) -> list[tuple[int, float]]:
+        """The ``k`` rows nearest the unit vector ``query``: ``(event_id, cosine)``, best
+        first (ties: the lower id), among ``candidates`` (event ids; None: every row) where
+        ``kind_mask`` (over the rows held; None: every row) is True, ``excluded`` event ids
+        left out. ``quantized_min`` rows or more are shortlisted by sign bits first
+        (``keep`` of them, :func:`~pmm.embed.scoring.nearest_by_bits`), then scored exactly.
+        """
+        held = self.held
+        dropped = self.rows_of(excluded)
+        rows: IdArray | None = None
+        if candidates is not None:
+            rows = self.rows_of(candidates)
+            if kind_mask is not None:
+                rows = rows[kind_mask[rows]]
+            if dropped.size:
+                rows = np.setdiff1d(rows, dropped)
+            if not rows.size:
+                return []
+            if rows.size >= quantized_min:
+                rows = rows[nearest_by_bits(self.bits[:, rows], query, keep, None)]
+            scores = similarities(np.take(self.matrix, rows, axis=0), query, pool)
+        elif self.n >= quantized_min:
+            usable = None if kind_mask is None else kind_mask.copy()
+            if dropped.size:
+                usable = np.ones(self.n, dtype=np.bool_) if usable is None else usable
+                usable[dropped] = False
+            rows = nearest_by_bits(self.bits[:, : self.n], query, keep, usable)
+            if not rows.size:
+                return []
+            scores = similarities(np.take(self.matrix, rows, axis=0), query, pool)
+        else:
+            scores = similarities(self.matrix[: self.n], query, pool)
+            if kind_mask is not None:
+                scores[~kind_mask] = -np.inf
+            if dropped.size:
+                scores[dropped] = -np.inf
+        count = min(k, scores.shape[0])
+        if count < scores.shape[0]:
+            top = np.argpartition(-scores, count - 1)[:count]
+        else:
+            top = np.arange(scores.shape[0])
+        top = top[np.isfinite(scores[top])]
+        event_ids = held[top if rows is None else rows[top]]
+        order = np.lexsort((event_ids, -scores[top]))
+        return [(int(event_ids[i]), float(scores[top][i])) for i in order.tolist()]

@@ -27,8 +27,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["QueryVectors"]
 
 Vector = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 _WORKER: ThreadPoolExecutor | None = None
 _WORKER_LOCK = threading.Lock()
@@ -104,6 +106,36 @@ class QueryVectors:
         done: Future[Vector] = Future()
         done.set_result(self.get(query))
         return done
+
+    def start_then(
+        self, query: str, then: Callable[[Vector], T]
+    ) -> tuple[Future[Vector], Future[T]]:
+        """Futures of the query's embedding and of ``then(embedding)``, both computed on the
+        query-encoding thread, ``then`` right after the embedding (at once when it is
+        cached): recall's in-memory dense search runs there while the keyword rankers search
+        on the calling thread. An error of either is raised by its future's ``result()``
+        (the embedding's by both).
+
+        >>> vector, ids = vectors.start_then("hi", search)  # doctest: +SKIP
+        >>> ids.result()                                     # doctest: +SKIP
+        [12, 40, 7]
+        """
+        vector: Future[Vector] = Future()
+        cached = self.cached(query)
+        if cached is not None:
+            vector.set_result(cached)
+            return vector, _worker().submit(then, cached)
+
+        def embed_then() -> T:
+            try:
+                found = self._embed(query)
+            except BaseException as error:
+                vector.set_exception(error)
+                raise
+            vector.set_result(found)
+            return then(found)
+
+        return vector, _worker().submit(embed_then)
 
     def _embed(self, query: str) -> Vector:
         started = time.perf_counter()

@@ -27,7 +27,8 @@ adapt to the query (:class:`~pmm.recall.fusion.FusionPolicy`). ``semantic`` is `
 alone. Slot questions ("what do I do for a living?"): :mod:`pmm.recall.slots`.
 
 Query embeddings are cached (an LRU keyed by text) and, in hybrid mode, computed on a
-worker thread while the keyword rankers search (:mod:`pmm.recall.query_vectors`);
+worker thread while the keyword rankers search (:mod:`pmm.recall.query_vectors`), followed
+there by the in-memory dense search (:mod:`pmm.recall.dense`);
 :attr:`Recaller.encoder_seconds` is the time spent encoding. Where each ranker's list
 comes from: :mod:`pmm.recall.sources`. Importing this module does not import torch or
 sentence-transformers; only an embedder that loads a model does.
@@ -45,6 +46,7 @@ import numpy.typing as npt
 
 from pmm.embed.backfill import DEFAULT_KINDS
 from pmm.errors import ConfigurationError, InvalidInputError
+from pmm.recall.dense import dense_ids, worker_search
 from pmm.recall.fusion import (
     DEFAULT_KEYWORD_POLICY,
     DEFAULT_KEYWORD_WEIGHTS,
@@ -64,7 +66,6 @@ from pmm.recall.session_rank import SessionRanks
 from pmm.recall.slots import keyword_query, slot_first
 from pmm.recall.sources import (
     checked_kinds,
-    dense_ids,
     fused_hits,
     keyword_ids,
     learned_order,
@@ -124,8 +125,9 @@ class Recaller:
     :class:`~pmm.errors.ConfigurationError`. The vector cache is built on the first
     semantic search and kept in step with the store from then on. ``weights``: see
     :class:`~pmm.recall.fusion.FusionChoice`. Query embeddings are kept in an LRU of
-    ``query_cache_size`` texts; a hybrid query is embedded on a worker thread while the
-    keyword rankers search (``background_encoding=False``: in line, before them).
+    ``query_cache_size`` texts; a hybrid query is embedded, and the in-memory vectors
+    searched, on a worker thread while the keyword rankers search
+    (``background_encoding=False``: in line, the embedding before them, the search after).
     """
 
     def __init__(
@@ -273,13 +275,21 @@ class Recaller:
 
         maybe = [policy.weights, *filter(None, (policy.temporal, policy.low_evidence))]
         coefficients = self.learned.get(mode) if "summary" not in kind_list else None
-        dense = any(w.get("dense", 0) > 0 for w in maybe) or any(
-            f.startswith("dense") for f in coefficients or ()
-        )
-        vector = None
-        if dense and self._vectors is not None:
+        weighs = [w.get("dense", 0) > 0 for w in maybe]
+        learned_dense = any(f.startswith("dense") for f in coefficients or ())
+        vector, found = None, None  # futures: the query vector, the dense ranker's list
+        if (any(weighs) or learned_dense) and self._vectors is not None:
             background = self.background_encoding and mode != "semantic"
-            vector = self._vectors.start(query, background=background)
+            search = None
+            if background and (learned_dense or all(weighs)):  # surely searched: on the worker
+                search = worker_search(
+                    self.store, lambda: self.index, depth, session_id=session_id,
+                    kinds=kind_list, excluded=excluded, user_id=user_id,
+                )  # fmt: skip
+            if search is None:  # in line, or the store's own vector search after the rankers
+                vector = self._vectors.start(query, background=background)
+            else:  # searched on the query-encoding thread while the rankers search
+                vector, found = self._vectors.start_then(query, search)
         rankings: dict[str, list[int]] = {}
         if policy.needs_coverage:
             rankings["turn"] = keyword("turn")
@@ -292,12 +302,15 @@ class Recaller:
             if ranker != "dense" and ranker not in rankings:
                 rankings[ranker] = keyword(ranker)
         read: dict[int, Event] = {}
-        if coefficients and vector is not None and not vector.done():
-            # while the query is still being encoded: the keyword candidates' rows and
-            # their sessions' terms, which the learned fusion reads next
+        pending = found if found is not None else vector
+        if coefficients and pending is not None and not pending.done():
+            # while the query is still being encoded (or searched): the keyword candidates'
+            # rows and their sessions' terms, which the learned fusion reads next
             read = self.store.get_many(i for ids in rankings.values() for i in ids)
             self.session_ranks.hold(e.session_id or "" for e in read.values())
-        if "dense" in order and vector is not None:
+        if found is not None:  # awaited even if not read: its error is raised here
+            rankings["dense"] = found.result()
+        elif "dense" in order and vector is not None:
             rankings["dense"] = self._semantic(
                 vector.result(), depth, session_id, kind_list, excluded, user_id
             )

@@ -308,7 +308,7 @@ def rerank(
     score += weight["lowcov_dense"] * ((1.0 - coverage) * rr60[2])
     texts_of = [texts.get(i, "") for i in ids]
     if weight["question_turn"]:
-        score += weight["question_turn"] * _flags(is_question_turn(x) for x in texts_of)
+        score += weight["question_turn"] * _flags(map(is_question_turn, texts_of))
     if weight["question_answered"] and terms:
         answered = _answered_questions(ids, texts, terms)
         score += weight["question_answered"] * _flags(i in answered for i in ids)
@@ -333,7 +333,7 @@ def rerank(
     if shared:
         score += shared * np.array(
             [
-                sum(1 for term in terms if term in h[1]) / len(terms)
+                len(terms.intersection(h[1])) / len(terms)  # h[1]: distinct stems
                 if h is not None and terms
                 else _term_share(terms, x)
                 for h, x in zip(held, texts_of, strict=True)
@@ -376,7 +376,10 @@ def _names_in(names: frozenset[str], text: str) -> bool:
     """Whether the turn's words hold one of the query's ``names`` (a name that is a word
     is a substring: the words are read only when one is)."""
     lowered = text.lower()
-    return any(n in lowered for n in names) and bool(names & _words(text))
+    for name in names:  # a loop, not any(): called for every candidate
+        if name in lowered:
+            return bool(names & _words(text))
+    return False
 
 
 def _held(cached: Mapping[int, TurnTerms] | None, event_id: int, text: str) -> TurnTerms | None:
@@ -397,7 +400,11 @@ def _session_shares(
     mass: dict[str, float] = {}
     for event_id in ids:
         r = ranks[event_id]
-        m = sum(1.0 / (60 + r[k]) for k in ("turn", "window") if k in r)
+        m = 0.0  # the turn's then the window's term, as sum() over them adds them
+        if "turn" in r:
+            m += 1.0 / (60 + r["turn"])
+        if "window" in r:
+            m += 1.0 / (60 + r["window"])
         session = sessions.get(event_id, "")
         mass[session] = mass.get(session, 0.0) + m
     top = max(mass.values(), default=0.0) or 1.0

@@ -1,14 +1,12 @@
-"""Where recall's rankers get their lists: the keyword keys (a session's or a user's
-in-memory ranker, else the store's full-text index), the dense ranker (the store's own
-vector index, else PMM's in-memory one), a scan for symbol-only queries; and what recall
-reads from the store around them: the adaptive policy's lexical evidence, the learned
-fusion's inputs, and the hits' rows.
+"""Where recall's keyword rankers get their lists (a session's or a user's in-memory
+ranker, else the store's full-text index; the dense ranker's: :mod:`pmm.recall.dense`), a
+scan for symbol-only queries; and what recall reads from the store around them: the
+adaptive policy's lexical evidence, the learned fusion's inputs, and the hits' rows.
 
-    from pmm.recall.sources import dense_ids, keyword_ids
+    from pmm.recall.sources import keyword_ids
 
     ids = keyword_ids(store, session_ranker, user_ranker, "where do I live?", "window",
                       session_id=None, kinds=("prompt", "response"), depth=50)
-    ids = dense_ids(store, embedder, index, vector, 50, kinds=("prompt", "response"))
 
 :class:`pmm.recall.recaller.Recaller` calls these; each returns event ids best first,
 with ``excluded`` ids left out.
@@ -16,13 +14,10 @@ with ``excluded`` ids left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeGuard
 
-import numpy as np
-import numpy.typing as npt
-
-from pmm.errors import ConfigurationError, InvalidInputError
+from pmm.errors import InvalidInputError
 from pmm.recall.fusion import (
     EVIDENCE_HITS,
     KEYWORD_RANKERS,
@@ -37,8 +32,6 @@ from pmm.text.window_keys import is_temporal
 from pmm.text.words import WORD, repeat_key, search_terms, words
 
 if TYPE_CHECKING:
-    from pmm.embed.base import Embedder
-    from pmm.embed.index import VectorIndex
     from pmm.recall.session_index import SessionRanker
     from pmm.recall.session_rank import SessionView
     from pmm.recall.user_index import UserRanker
@@ -46,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "checked_kinds",
-    "dense_ids",
     "fused_hits",
     "keyword_ids",
     "learned_order",
@@ -100,39 +92,6 @@ def keyword_ids(
             date_weight=date_weight, **({} if user_id is None else {"user_id": user_id}),
         )  # fmt: skip
     return [i for i, _ in found if i not in excluded]
-
-
-def dense_ids(
-    store: EventLog,
-    embedder: Embedder,
-    index: Callable[[], VectorIndex | None],
-    vector: npt.NDArray[np.float32],
-    depth: int,
-    *,
-    session_id: str | None = None,
-    kinds: tuple[str, ...],
-    excluded: frozenset[int] | set[int] = frozenset(),
-    user_id: str | None = None,
-) -> list[int]:
-    """The dense ranker's ids: the store's server-side vector index where it has one
-    (PostgreSQL with pgvector), else the exact in-memory search of ``index()`` (called
-    only then: it may load every vector on first use)."""
-    served = getattr(store, "search_vectors", None)
-    if served is not None:
-        found = served(
-            embedder.model_name, vector, depth, session_id=session_id, kinds=kinds,
-            exclude_ids=excluded, **({} if user_id is None else {"user_id": user_id}),
-        )  # fmt: skip
-        if found is not None:
-            return [i for i, _ in found]
-    vectors = index()
-    if vectors is None:
-        raise ConfigurationError("semantic recall needs an embedder")
-    found = vectors.search(
-        vector, depth, session_id=session_id, kinds=kinds, exclude_ids=excluded,
-        user_id=user_id,
-    )  # fmt: skip
-    return [i for i, _ in found]
 
 
 def symbol_hits(

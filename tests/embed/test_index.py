@@ -292,3 +292,34 @@ def test_two_pass_scores_are_exact_and_the_shortlist_is_used(store: EventStore) 
         len(VectorIndex(store, "m64", dim, quantized_min=0, shortlist_min=300).search(data[0], 3))
         == 3
     )
+
+
+def test_a_searcher_reads_the_store_once_and_searches_as_search_does(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """searcher() reads what its scope needs now; the search it returns reads no store
+    (another thread runs it in recall) and answers as search() did at that moment."""
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal((400, DIM)).astype(np.float32)
+    first = add(store, list(data[:200]), session="s1")
+    add(store, list(data[200:300]), kind="response", session="s2")
+    add(store, list(data[300:]), session="s2")
+    queries = rng.standard_normal((4, DIM)).astype(np.float32)
+    for quantized_min in (0, 10**9):  # sign bits first / exact only
+        index = VectorIndex(store, MODEL, DIM, quantized_min=quantized_min, shortlist_min=50)
+        for scope in ({}, {"session_id": "s2"}, {"kinds": ("prompt",)},
+                      {"session_id": "s2", "kinds": ("response",)}):  # fmt: skip
+            search = index.searcher(**scope)  # type: ignore[arg-type]
+            with monkeypatch.context() as patched:
+                patched.setattr(EventStore, "_read", _no_read)
+                got = [search(q, 7, first[:3]) for q in queries]
+            want = [index.search(q, 7, exclude_ids=first[:3], **scope) for q in queries]  # type: ignore[arg-type]
+            assert got == want and all(len(found) == 7 for found in got)
+            assert not {i for found in got for i, _ in found} & set(first[:3])
+    with pytest.raises(InvalidInputError):
+        index.searcher()(np.zeros(DIM), 3, ())
+    assert index.searcher()(queries[0], 0, ()) == []
+
+
+def _no_read(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the search read the store")

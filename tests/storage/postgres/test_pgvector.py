@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -189,6 +190,36 @@ def test_recall_answers_as_the_exact_path_does(minds: tuple[Mind, Mind], mode: s
                 for h in hnsw.recall(query, 8, session_id=session, mode=mode)
             ]
             assert got == want and len(got) == 8
+
+
+def test_hybrid_recall_keeps_the_stores_vector_search_on_the_calling_thread(
+    minds: tuple[Mind, Mind], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's own vector search (and, without pgvector, the in-memory search that
+    follows its None) shares the connection the keyword rankers use: it is never handed
+    to the query-encoding thread (pmm/recall/dense.py), whose search reads no store."""
+    from pmm.embed.index import VectorIndex
+
+    threads: list[tuple[str, str]] = []
+    served, unit = PostgresEventStore.search_vectors, VectorIndex._unit
+
+    def noted_served(self: PostgresEventStore, *args: Any, **kwargs: Any) -> Any:
+        threads.append(("store", threading.current_thread().name))
+        return served(self, *args, **kwargs)
+
+    def noted_unit(self: VectorIndex, *args: Any) -> Any:
+        threads.append(("index", threading.current_thread().name))
+        return unit(self, *args)
+
+    monkeypatch.setattr(PostgresEventStore, "search_vectors", noted_served)
+    monkeypatch.setattr(VectorIndex, "_unit", noted_unit)
+    here = threading.current_thread().name
+    for mind, searched in zip(minds, ({"store", "index"}, {"store"}), strict=True):
+        threads.clear()
+        hits = mind.recall("late train ticket", 5, mode="hybrid")
+        assert any("dense" in h.rankers for h in hits)
+        assert {where for where, _ in threads} == searched
+        assert {thread for _, thread in threads} == {here}
 
 
 def test_forget_and_redact_delete_vector_rows_compaction_keeps_them(
