@@ -73,18 +73,24 @@ def stores(tmp_path: Path) -> Iterator[tuple[EventStore, EventStore]]:
         yield a, b
 
 
-def test_recall_on_many_threads_while_turns_are_added_redacted_and_a_user_forgotten(
-    stores: tuple[EventStore, EventStore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store, other = stores
-    searched_on: set[str] = set()
+@pytest.fixture
+def searched_on(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """The names of the threads that searched the in-memory vectors."""
+    names: set[str] = set()
     unit = VectorIndex._unit  # the first step of every search
 
     def noted(self: VectorIndex, query_vec: npt.ArrayLike) -> npt.NDArray[np.float32]:
-        searched_on.add(threading.current_thread().name)
+        names.add(threading.current_thread().name)
         return unit(self, query_vec)
 
     monkeypatch.setattr(VectorIndex, "_unit", noted)
+    return names
+
+
+def test_recall_on_many_threads_while_turns_are_added_redacted_and_a_user_forgotten(
+    stores: tuple[EventStore, EventStore], searched_on: set[str]
+) -> None:
+    store, other = stores
     embedder = LetterEmbedder()
     recaller = Recaller(store, embedder)  # type: ignore[arg-type]
     other_recaller = Recaller(other, embedder)  # type: ignore[arg-type]
@@ -196,3 +202,98 @@ def test_recall_on_many_threads_while_turns_are_added_redacted_and_a_user_forgot
     assert not recaller.recall(SECRET, k=10, user_id="u1")
     hits = recaller.recall("where did my sister move", k=8, user_id="u0")
     assert hits and any("dense" in h.rankers for h in hits)
+
+
+def test_two_minds_recall_on_many_threads_while_one_digests_embeds_and_forgets_a_user(
+    tmp_path: Path, searched_on: set[str]
+) -> None:
+    """The same through :class:`~pmm.Mind`, whose background worker digests and embeds the
+    turns (adding vectors) while four threads recall, and a second Mind on another file
+    recalls through the same query-encoding thread. After ``forget(user_id=...)`` returned,
+    no recall shows her text or her events; a user never sees another's turns."""
+    from pmm import Mind
+
+    rng = np.random.default_rng(7)
+
+    def mind(name: str) -> Mind:
+        return Mind(
+            str(tmp_path / name), enable_summary=True, enable_embeddings=True,
+            summary_mode="background", summarizer="heuristic",
+            embedder=LetterEmbedder(),  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    def say(m: Mind, user: str, n: int) -> set[int]:
+        ids: set[int] = set()
+        for _ in range(n):
+            words = " ".join(rng.choice(VOCAB, size=5))
+            extra = f" {SECRET}" if user == "u1" else (" bravo" if user == "b" else "")
+            pair = m.remember_turn(f"{words}{extra}", f"noted {words}{extra}",
+                                   session_id=f"{user}-t",
+                                   user_id=None if user == "b" else user)  # fmt: skip
+            ids.update(e.id for e in pair)
+        return ids
+
+    errors: list[BaseException] = []
+    forgot = threading.Event()
+    forgotten: set[int] = set()
+    with mind("a.db") as a, mind("b.db") as b:
+        said = {u: say(a, u, 10) for u in ("u0", "u1")}
+        other_ids = say(b, "b", 10)
+        assert a.flush(20) and b.flush(20)
+        start = threading.Barrier(READERS + 2)
+        after = [0] * READERS
+
+        def reader(n: int) -> None:
+            user = (None, "u0", "u1", "u0")[n]
+            try:
+                start.wait()
+                round_ = 0
+                while not forgot.is_set() or after[n] < AFTER_FORGET:
+                    gone = forgot.is_set()  # read before the recall starts
+                    after[n] += gone
+                    for hit in a.recall(QUERIES[(n + round_) % len(QUERIES)], k=20, user_id=user):
+                        assert user is None or hit.event.user_id == user, "another user's turn"
+                        if gone:
+                            assert hit.event.id not in forgotten, "a forgotten event recalled"
+                            assert SECRET not in hit.event.text + (hit.event.summary or "")
+                    round_ += 1
+            except BaseException as error:
+                errors.append(error)
+
+        def writer() -> None:
+            try:
+                start.wait()
+                for _ in range(4):
+                    said["u0"] |= say(a, "u0", 2)
+                    said["u1"] |= say(a, "u1", 2)
+                report = a.forget(user_id="u1", reason="account deleted")
+                forgotten.update(report.erased)
+                forgot.set()
+                say(a, "u0", 4)  # digested and embedded while the readers go on
+            except BaseException as error:
+                errors.append(error)
+                forgot.set()
+
+        def other_reader() -> None:
+            try:
+                start.wait()
+                while not forgot.is_set() or sum(after) < READERS * AFTER_FORGET:
+                    for hit in b.recall("dog cat bravo", k=5):
+                        assert hit.event.id in other_ids and "bravo" in hit.event.text
+            except BaseException as error:
+                errors.append(error)
+
+        threads = [threading.Thread(target=reader, args=(n,)) for n in range(READERS)]
+        threads += [threading.Thread(target=writer), threading.Thread(target=other_reader)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not any(t.is_alive() for t in threads), "a recall thread hung"
+        if errors:
+            raise errors[0]
+        assert said["u1"] <= forgotten
+        assert a.flush(20)
+        assert not a.recall(SECRET, k=10, user_id="u1")
+        assert all(SECRET not in h.event.text for h in a.recall(SECRET, k=30))
+    assert any(name.startswith("pmm-query-encoder") for name in searched_on)
