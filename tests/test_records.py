@@ -3,7 +3,9 @@ __init__: the same Event, field for field, for the rows both storage backends re
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 
 import pytest
 
@@ -44,3 +46,19 @@ def test_an_event_from_a_row_is_still_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         event.content = "changed"  # type: ignore[misc]
     assert event.text == "I live in Lisbon."
+
+
+def test_an_event_from_a_row_repr_pickles_copies_and_replaces_as_the_constructors() -> None:
+    got = event_from_row(ROW)
+    want = dataclasses.replace(got)  # through __init__, field for field
+    assert repr(got) == repr(want)
+    for copied in (pickle.loads(pickle.dumps(got)), copy.copy(got), copy.deepcopy(got)):
+        assert copied == got and repr(copied) == repr(want) and type(copied) is Event
+    changed = dataclasses.replace(got, content=None)
+    assert changed.content is None and changed.hash == got.hash and got.content is not None
+    assert dataclasses.asdict(got) == dataclasses.asdict(want)
+    with pytest.raises(TypeError, match="unhashable"):  # meta is a dict: neither hashes
+        hash(got)
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(want)
+    assert not hasattr(got, "__dict__") and not hasattr(want, "__dict__")  # slots only

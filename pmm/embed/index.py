@@ -337,13 +337,17 @@ class VectorIndex:
         session_id: str | None = None,
         kinds: Iterable[str] | str | None = None,
         user_id: str | None = None,
-    ) -> Callable[[npt.ArrayLike, int, Iterable[int]], list[tuple[int, float]]]:
+    ) -> Callable[[npt.ArrayLike, int, Iterable[int]], list[tuple[int, float]] | None]:
         """:meth:`search` in two steps: reads from the store now, on this thread, what a
         search of this scope needs (the vectors added since the last look, the session's or
         user's event ids, the kinds' rows), and returns the search itself, ``(query_vec, k,
-        exclude_ids)``, which reads no store: another thread can run it while this one
-        uses the store (recall runs it on the query-encoding thread). Its results are
-        :meth:`search`'s as of this call.
+        exclude_ids)``, which reads no store and never waits for this index's lock: another
+        thread can run it while this one uses the store (recall runs it on the process's
+        one query-encoding thread, which every store's recall shares). Its results are
+        :meth:`search`'s as of this call; it returns None instead (the caller searches with
+        :meth:`search`) when the lock is held by another thread (a refresh, which may be
+        waiting on the store: an erasure holds it while it scrubs the file) or when vectors
+        came in since whose kinds only the store knows.
 
         >>> search = index.searcher(kinds=("prompt", "response"))  # doctest: +SKIP
         >>> pool.submit(search, query, 50, ()).result()             # doctest: +SKIP
@@ -358,14 +362,20 @@ class VectorIndex:
 
         def search(
             query_vec: npt.ArrayLike, k: int, exclude_ids: Iterable[int] = ()
-        ) -> list[tuple[int, float]]:
+        ) -> list[tuple[int, float]] | None:
             query = self._unit(query_vec)
             if k <= 0:
                 return []
-            with self._lock:
+            if not self._lock.acquire(blocking=False):
+                return None
+            try:
                 if not self._n:
                     return []
+                if key is not None and scope is None and len(self._masks.get(key, ())) < self._n:
+                    return None  # rows came in since (another thread refreshed): not read here
                 return self._search_held(query, k, key, scope, None, exclude_ids)
+            finally:
+                self._lock.release()
 
         return search
 

@@ -8,13 +8,17 @@ hybrid recall searches on the query-encoding thread while the keyword rankers se
     search = worker_search(store, index, 50, kinds=("prompt", "response"))  # None: pgvector
     vector, found = query_vectors.start_then("where do I live?", search)
     ...                      # the keyword rankers search on this thread meanwhile
-    found.result()           # the same ids as dense_ids(..., vector.result(), ...)
+    found.result()           # the ids of dense_ids(..., vector.result(), ...), or None:
+                             # the index was busy, dense_ids() searches it in line
 
 Why on the worker: over 100,000 vectors the in-memory search takes about 6 ms, spent in
 numpy (BLAS, argpartition) that releases the GIL, so it overlaps the keyword rankers'
 SQLite work on a second core; it was run on the calling thread after them. The store is
 read on the calling thread only (:meth:`~pmm.embed.index.VectorIndex.searcher` reads what
-the search needs before it is handed over). A store that searches vectors itself does so
+the search needs before it is handed over), and the worker never waits for an index's lock:
+it is the one thread of every store's recall in the process, and an index's lock can be held
+through a wait on its store (a refresh while an erasure scrubs the file), which would hold up
+the recall of every other store. A store that searches vectors itself does so
 through its own connection, which the calling thread is using: that search stays in line.
 """
 
@@ -80,11 +84,13 @@ def worker_search(
     kinds: tuple[str, ...],
     excluded: frozenset[int] | set[int] = frozenset(),
     user_id: str | None = None,
-) -> Callable[[Vector], list[int]] | None:
+) -> Callable[[Vector], list[int] | None] | None:
     """:func:`dense_ids` of the in-memory index as a function of the query vector that
     reads no store (safe to run on another thread while this one searches the store):
-    what it reads (vectors added since, the scope's ids) is read here, now. None where the
-    store searches vectors itself (its search stays on the calling thread)."""
+    what it reads (vectors added since, the scope's ids) is read here, now. The function
+    returns None where it would wait (the index busy: the caller calls :func:`dense_ids`).
+    None where the store searches vectors itself (its search stays on the calling
+    thread)."""
     if getattr(store, "search_vectors", None) is not None:
         return None
     vectors = index()
@@ -92,7 +98,8 @@ def worker_search(
         raise ConfigurationError("semantic recall needs an embedder")
     search = vectors.searcher(session_id=session_id, kinds=kinds, user_id=user_id)
 
-    def ids(vector: Vector) -> list[int]:
-        return [i for i, _ in search(vector, depth, excluded)]
+    def ids(vector: Vector) -> list[int] | None:
+        found = search(vector, depth, excluded)
+        return None if found is None else [i for i, _ in found]
 
     return ids

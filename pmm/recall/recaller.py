@@ -308,9 +308,10 @@ class Recaller:
             # rows and their sessions' terms, which the learned fusion reads next
             read = self.store.get_many(i for ids in rankings.values() for i in ids)
             self.session_ranks.hold(e.session_id or "" for e in read.values())
-        if found is not None:  # awaited even if not read: its error is raised here
-            rankings["dense"] = found.result()
-        elif "dense" in order and vector is not None:
+        on_worker = None if found is None else found.result()  # awaited: its error raised here
+        if on_worker is not None:
+            rankings["dense"] = on_worker
+        elif "dense" in order and vector is not None:  # in line (the worker's index was busy)
             rankings["dense"] = self._semantic(
                 vector.result(), depth, session_id, kind_list, excluded, user_id
             )

@@ -166,3 +166,110 @@ def test_an_error_of_the_worker_search_reaches_the_caller(
         with pytest.raises(InvalidInputError, match="finite and non-zero"):  # cached: again
             recaller.recall("zero in on Lisbon", k=3)
         assert recaller.recall("Lisbon", k=1)  # the recaller still works
+
+
+def test_the_worker_search_reads_no_store_after_another_thread_refreshed_the_index(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors that came in after the search was made (another thread's refresh took them)
+    have kinds only the store knows: the worker leaves the search to the caller (None)."""
+    embedder = LetterEmbedder()
+    index = VectorIndex(store, embedder.model_name, DIM)
+    kinds = ("prompt", "response")
+    vector = embedder.embed(["my sister moved to Oslo"])[0]
+    search = worker_search(store, lambda: index, 10, kinds=kinds)
+    assert search is not None
+    [added] = store.append_many([NewEvent("prompt", "sister moved Oslo", "s9", "user",
+                                          user_id="u1")])  # fmt: skip
+    store.put_embeddings(
+        embedder.model_name, DIM, [(added.id, embedder.embed([added.text or ""])[0].tobytes())]
+    )
+    refresher = threading.Thread(target=index.refresh)  # another recall's refresh, say
+    refresher.start()
+    refresher.join()
+    readers: set[str] = set()
+    read = EventStore._read
+
+    def noted(self: EventStore, *args: Any, **kwargs: Any) -> Any:
+        readers.add(threading.current_thread().name)
+        return read(self, *args, **kwargs)
+
+    monkeypatch.setattr(EventStore, "_read", noted)
+    out: list[list[int] | None] = []
+    searching = threading.Thread(target=lambda: out.append(search(vector)), name="searching")
+    searching.start()
+    searching.join()
+    assert out == [None] and "searching" not in readers
+    assert search(vector) is None  # on any thread: the caller searches in line instead,
+    assert added.id in dense_ids(store, embedder, lambda: index, vector, 10, kinds=kinds)  # type: ignore[arg-type]
+
+
+class GatedEmbedder(LetterEmbedder):
+    """:class:`LetterEmbedder` whose embedding of a text holding ``gated`` says so
+    (``entered``) and waits for ``gate``: the test decides when the worker goes on."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if any("gated" in t for t in texts):
+            self.entered.set()
+            if not self.gate.wait(30):
+                raise RuntimeError("the test never opened the gate")
+        return super().embed(texts)
+
+
+def test_a_store_held_up_does_not_hold_up_the_recall_of_another_store(
+    store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query-encoding thread is the process's one. Store A's search there finds A's
+    index held by a refresh that waits for A's store (as while an erasure scrubs A's file):
+    it leaves the search to A's recall, which searches in line, and store B's recall,
+    queued behind it on that thread, is answered meanwhile."""
+    embedder = GatedEmbedder()
+    a = Recaller(store, embedder)  # type: ignore[arg-type]
+    query = "gated: where did my sister move"
+    want = Recaller(store, LetterEmbedder(), background_encoding=False).recall(query, k=6)  # type: ignore[arg-type]
+    assert a.index is not None
+    a.index.refresh()  # loaded: A's recall reads nothing new before handing its search over
+    assert len(a.index) == 240
+    refreshing = threading.Event()
+    version = store.data_version
+
+    def noted() -> tuple[int, int]:
+        if threading.current_thread().name == "refresher":
+            refreshing.set()
+        return version()
+
+    monkeypatch.setattr(store, "data_version", noted)
+    got: dict[str, list[Any]] = {}
+    with EventStore(tmp_path / "b.db") as other:
+        [b_event] = other.append_many([NewEvent("prompt", "my sister is a nurse", "b1", "user")])
+        other.put_embeddings(
+            embedder.model_name,
+            DIM,
+            [(b_event.id, embedder.embed([b_event.text or ""])[0].tobytes())],
+        )
+        b = Recaller(other, LetterEmbedder())  # type: ignore[arg-type]
+        recall_a = threading.Thread(target=lambda: got.setdefault("a", a.recall(query, k=6)))
+        recall_a.start()
+        assert embedder.entered.wait(10)  # A's query is being embedded: its search is next
+        with store._lock:  # stands in for an erasure, which holds it while it scrubs
+            refresher = threading.Thread(target=a.index.refresh, name="refresher")
+            refresher.start()  # takes A's index lock, then waits for A's store
+            assert refreshing.wait(10)
+            embedder.gate.set()  # the worker goes on to A's search
+            recall_b = threading.Thread(
+                target=lambda: got.setdefault("b", b.recall("sister nurse", k=3))
+            )
+            recall_b.start()
+            recall_b.join(timeout=10)  # a deadlock guard, not a timing: it returns at once
+            assert not recall_b.is_alive(), "store B's recall waited for store A's store"
+        for thread in (recall_a, refresher):
+            thread.join(timeout=10)
+            assert not thread.is_alive()
+    assert [h.event.id for h in got["b"]] == [b_event.id]
+    assert [(h.event.id, h.score, h.rankers) for h in got["a"]] == [
+        (h.event.id, h.score, h.rankers) for h in want
+    ]

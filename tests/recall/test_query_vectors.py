@@ -91,6 +91,14 @@ def test_an_embedder_error_reaches_the_caller_and_nothing_is_cached(tmp_path: Pa
     assert len(vectors) == 0 and vectors.cached("boom") is None
     with pytest.raises(BackendError):
         vectors.start("boom", background=False)
+    called: list[str] = []
+    vector, then = vectors.start_then("boom again", lambda v: called.append("then"))
+    for future in (then, vector):  # the encoding's error in both; ``then`` never runs
+        with pytest.raises(BackendError, match="boom again"):
+            future.result()
+    assert not called and len(vectors) == 0
+    vector, then = vectors.start_then("fine", lambda v: called.append("then") or v.shape)
+    assert then.result() == (26,) and called == ["then"]  # the worker goes on serving
 
 
 class GatedEmbedder(ThreadNotingEmbedder):
