@@ -59,7 +59,7 @@ class Settings:
     summary_min_chars: int = 240
     """Turns shorter than this are their own summary (no model call)."""
     summary_batch_size: int = 16
-    """How many turns one digest call handles at most."""
+    """How many turns one digest call handles at most (raise it on a GPU with room)."""
     flush_timeout: float = 10.0
     """Seconds close() and interpreter exit wait for the background worker."""
     llm_model: str = "gpt-4o-mini"
