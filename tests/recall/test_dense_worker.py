@@ -67,18 +67,23 @@ def store(tmp_path: Path) -> Iterator[EventStore]:
         yield store
 
 
-@pytest.fixture
-def searching_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the threads that search the in-memory vectors, as they do."""
-    threads: list[str] = []
-    unit = VectorIndex._unit  # the first step of every search
+def note_store_readers(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """The names of the threads that read ``EventStore`` from now on (filled as they do)."""
+    readers: set[str] = set()
+    read = EventStore._read
 
-    def noted(self: VectorIndex, query_vec: npt.ArrayLike) -> npt.NDArray[np.float32]:
-        threads.append(threading.current_thread().name)
-        return unit(self, query_vec)
+    def noted(self: EventStore, *args: Any, **kwargs: Any) -> Any:
+        readers.add(threading.current_thread().name)
+        return read(self, *args, **kwargs)
 
-    monkeypatch.setattr(VectorIndex, "_unit", noted)
-    return threads
+    monkeypatch.setattr(EventStore, "_read", noted)
+    return readers
+
+
+@pytest.fixture(name="store_readers")
+def store_readers_fixture(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """:func:`note_store_readers` from the test's start."""
+    return note_store_readers(monkeypatch)
 
 
 @pytest.mark.parametrize("quantized_min", [0, 10**9])  # sign bits first / exact only
@@ -134,24 +139,16 @@ def test_hybrid_recall_searches_on_the_worker_with_the_hits_of_in_line(
 
 
 def test_the_store_is_read_on_the_calling_thread_only(
-    store: EventStore, monkeypatch: pytest.MonkeyPatch, searching_threads: list[str]
+    store: EventStore, store_readers: set[str], searching_threads: list[str]
 ) -> None:
     """What the search needs from the store (new vectors, the user's ids, the kinds' rows)
     is read before it is handed over: the worker never touches the connection."""
-    readers: set[str] = set()
-    read = EventStore._read
-
-    def noted(self: EventStore, *args: Any, **kwargs: Any) -> Any:
-        readers.add(threading.current_thread().name)
-        return read(self, *args, **kwargs)
-
-    monkeypatch.setattr(EventStore, "_read", noted)
     recaller = Recaller(store, LetterEmbedder())  # type: ignore[arg-type]
     for user in (None, "u1"):
         recaller.clear_query_cache()
         assert recaller.recall("my sister the nurse", k=5, user_id=user)
         assert searching_threads[-1].startswith("pmm-query-encoder")
-    assert readers == {threading.current_thread().name}
+    assert store_readers == {threading.current_thread().name}
 
 
 def test_an_error_of_the_worker_search_reaches_the_caller(
@@ -187,14 +184,7 @@ def test_the_worker_search_reads_no_store_after_another_thread_refreshed_the_ind
     refresher = threading.Thread(target=index.refresh)  # another recall's refresh, say
     refresher.start()
     refresher.join()
-    readers: set[str] = set()
-    read = EventStore._read
-
-    def noted(self: EventStore, *args: Any, **kwargs: Any) -> Any:
-        readers.add(threading.current_thread().name)
-        return read(self, *args, **kwargs)
-
-    monkeypatch.setattr(EventStore, "_read", noted)
+    readers = note_store_readers(monkeypatch)
     out: list[list[int] | None] = []
     searching = threading.Thread(target=lambda: out.append(search(vector)), name="searching")
     searching.start()

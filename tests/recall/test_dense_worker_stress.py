@@ -8,15 +8,13 @@ the second store's recalls only ever hold its own turns."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 from pmm.context.users import user_erasure_ids
-from pmm.embed.index import VectorIndex
 from pmm.recall.dense import dense_ids, worker_search
 from pmm.recall.query_vectors import QueryVectors
 from pmm.recall.recaller import Recaller
@@ -59,6 +57,25 @@ def _turns(n: int, start: int, user: str, rng: np.random.Generator) -> list[NewE
     return out
 
 
+def run_all(
+    reader: Callable[[int], None],
+    writer: Callable[[], None],
+    other_reader: Callable[[], None],
+    errors: list[BaseException],
+) -> None:
+    """``READERS`` readers, the writer and the other store's reader on threads of their
+    own, until all return; the first error any of them caught is raised here."""
+    threads = [threading.Thread(target=reader, args=(n,)) for n in range(READERS)]
+    threads += [threading.Thread(target=writer), threading.Thread(target=other_reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a recall thread hung"
+    if errors:
+        raise errors[0]
+
+
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[tuple[EventStore, EventStore]]:
     rng = np.random.default_rng(11)
@@ -73,22 +90,8 @@ def stores(tmp_path: Path) -> Iterator[tuple[EventStore, EventStore]]:
         yield a, b
 
 
-@pytest.fixture
-def searched_on(monkeypatch: pytest.MonkeyPatch) -> set[str]:
-    """The names of the threads that searched the in-memory vectors."""
-    names: set[str] = set()
-    unit = VectorIndex._unit  # the first step of every search
-
-    def noted(self: VectorIndex, query_vec: npt.ArrayLike) -> npt.NDArray[np.float32]:
-        names.add(threading.current_thread().name)
-        return unit(self, query_vec)
-
-    monkeypatch.setattr(VectorIndex, "_unit", noted)
-    return names
-
-
 def test_recall_on_many_threads_while_turns_are_added_redacted_and_a_user_forgotten(
-    stores: tuple[EventStore, EventStore], searched_on: set[str]
+    stores: tuple[EventStore, EventStore], searching_threads: list[str]
 ) -> None:
     store, other = stores
     embedder = LetterEmbedder()
@@ -187,17 +190,9 @@ def test_recall_on_many_threads_while_turns_are_added_redacted_and_a_user_forgot
         except BaseException as error:
             errors.append(error)
 
-    threads = [threading.Thread(target=reader, args=(n,)) for n in range(READERS)]
-    threads += [threading.Thread(target=writer), threading.Thread(target=other_reader)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(t.is_alive() for t in threads), "a recall thread hung"
-    if errors:
-        raise errors[0]
+    run_all(reader, writer, other_reader, errors)
     assert forgotten and all(count >= AFTER_FORGET for count in after)
-    assert any(name.startswith("pmm-query-encoder") for name in searched_on)
+    assert any(name.startswith("pmm-query-encoder") for name in searching_threads)
     # the erased user is gone for good, and the dense ranker still answers the others
     assert not recaller.recall(SECRET, k=10, user_id="u1")
     hits = recaller.recall("where did my sister move", k=8, user_id="u0")
@@ -205,7 +200,7 @@ def test_recall_on_many_threads_while_turns_are_added_redacted_and_a_user_forgot
 
 
 def test_two_minds_recall_on_many_threads_while_one_digests_embeds_and_forgets_a_user(
-    tmp_path: Path, searched_on: set[str]
+    tmp_path: Path, searching_threads: list[str]
 ) -> None:
     """The same through :class:`~pmm.Mind`, whose background worker digests and embeds the
     turns (adding vectors) while four threads recall, and a second Mind on another file
@@ -283,17 +278,9 @@ def test_two_minds_recall_on_many_threads_while_one_digests_embeds_and_forgets_a
             except BaseException as error:
                 errors.append(error)
 
-        threads = [threading.Thread(target=reader, args=(n,)) for n in range(READERS)]
-        threads += [threading.Thread(target=writer), threading.Thread(target=other_reader)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        assert not any(t.is_alive() for t in threads), "a recall thread hung"
-        if errors:
-            raise errors[0]
+        run_all(reader, writer, other_reader, errors)
         assert said["u1"] <= forgotten
         assert a.flush(20)
         assert not a.recall(SECRET, k=10, user_id="u1")
         assert all(SECRET not in h.event.text for h in a.recall(SECRET, k=30))
-    assert any(name.startswith("pmm-query-encoder") for name in searched_on)
+    assert any(name.startswith("pmm-query-encoder") for name in searching_threads)
