@@ -1,5 +1,5 @@
 """Where ``pmm export`` writes: ``_output(file)`` opens the export target (``-`` is stdout).
-The file format itself (``_read_export``, ``key_line``) is :mod:`pmm.events.export_file`'s.
+The file format itself (``read_export_file``, ``key_line``) is :mod:`pmm.events.export_file`'s.
 
     with _output("backup.jsonl") as out:
         out.write(key_line(chain, secret))
@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
-from pmm.events.export_file import key_line, read_export
+from pmm.events.export_file import key_line
 
-_read_export = read_export
-__all__ = ["_output", "_read_export", "key_line"]
+__all__ = ["_output", "key_line"]
 
 
 @contextmanager

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pmm.cli.jsonl import _output, _read_export, key_line
+from pmm.cli.jsonl import _output, key_line
 from pmm.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -40,6 +40,7 @@ from pmm.errors import (
     IntegrityError,
     InvalidInputError,
 )
+from pmm.events.export_file import read_export_file
 from pmm.events.turns import TURN_KINDS
 from pmm.records import Event, VerifyReport
 from pmm.storage import EventLog, open_store
@@ -199,9 +200,7 @@ def _verify_export(args: argparse.Namespace, expected: str | None, user: str | N
 
     from pmm.storage.sqlite import EventStore
 
-    items = list(_read_export(args.file))
-    events = [i for i in items if isinstance(i, Event)]
-    keys = [i for i in items if not isinstance(i, Event)]
+    events, keys = read_export_file(args.file)
     with (
         tempfile.TemporaryDirectory(prefix="pmm-verify-") as folder,
         EventStore(str(Path(folder) / "export.db")) as store,
@@ -358,9 +357,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     path = _db_path(args)
-    items = list(_read_export(args.file))
-    events = [i for i in items if isinstance(i, Event)]
-    keys = [i for i in items if not isinstance(i, Event)]
+    events, keys = read_export_file(args.file)
     created = not Path(path).exists()
     store = open_store(path)
     imported = False

@@ -7,8 +7,7 @@ field, a missing one or a wrong type is an ``InvalidInputError`` naming ``file:l
 the ``(chain, secret)`` of a chain-key line (``{"chain_key": ..., "secret": hex}``, written
 first: version-3 rows need their chain's secret to verify)::
 
-    items = list(read_export("backup.jsonl"))
-    events = [i for i in items if isinstance(i, Event)]
+    events, keys = read_export_file("backup.jsonl")   # both lists, as import_events takes them
 """
 
 from __future__ import annotations
@@ -61,6 +60,15 @@ def read_export(file: str | IO[str]) -> Iterator[Event | tuple[str, bytes]]:
     finally:
         if stream is not sys.stdin:
             stream.close()
+
+
+def read_export_file(file: str | IO[str]) -> tuple[list[Event], list[tuple[str, bytes]]]:
+    """The events and the chain keys of an export file (see :func:`read_export`), as
+    ``import_events(events, keys=keys)`` takes them."""
+    items = list(read_export(file))
+    return [i for i in items if isinstance(i, Event)], [
+        i for i in items if not isinstance(i, Event)
+    ]
 
 
 def _lines(stream: IO[str], name: str) -> Iterator[Event | tuple[str, bytes]]:

@@ -14,7 +14,7 @@ from pmm.context.users import (
     user_stats,
 )
 from pmm.errors import InvalidInputError
-from pmm.events.export_file import read_export
+from pmm.events.export_file import read_export_file
 from pmm.mind.base import MindParts
 from pmm.records import Event, VerifyReport
 
@@ -209,9 +209,7 @@ class Administration(MindParts):
                 there. Nothing is written in either case. Embeddings are not imported:
                 ``dream`` computes them.
         """
-        items = list(read_export(src))
-        events = [i for i in items if isinstance(i, Event)]
-        keys = [i for i in items if not isinstance(i, Event)]
+        events, keys = read_export_file(src)
         return self.store.import_events(events, keys=keys)
 
     def compress(

@@ -134,7 +134,7 @@ def append_locked(
     if keys is None:
         keys = _chain_keys(c.entry.user_id for c in checked)
         secrets = [new_secret().hex() for _ in keys]
-        more = {"keys": keys, "secrets": secrets, "count": len(checked) if ids is None else 0}
+        more = {"keys": keys, "secrets": secrets, "count": count}
         opened |= _call(conn, _OPEN_CHAINS, more)
     states: dict[str | None, ChainState] = {}
     for key, secret, head_id, head_hash in opened["chains"]:
