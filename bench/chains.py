@@ -18,26 +18,36 @@ appending one event per transaction for ``--seconds``, for
 - ``global``: the same append under one global exclusive advisory lock held from before
   the head is read to commit: the path every append took before one chain per user;
 - ``bare``: a bare INSERT of one row per transaction under a per-user advisory lock: what
-  the server can do at best with this durability.
+  the server can do at best with this durability;
+- ``row``: the same bare INSERT, of the row PMM stores (its ``events`` table: nine indexes,
+  the generated ``search`` tsvector, partitioned by user) with the values an append of
+  ``--kind`` writes, hashes made up: the floor PMM's schema sets, before any chain, check
+  or window key;
+- ``chained``: ``row`` with the chain: the client seals the row with PMM's code
+  (:func:`pmm.events.chains.seal_chains`), and one statement compares and sets its chain's
+  head and inserts the row: the least any append on a per-user chain can do with the row
+  indexed in its own transaction (no session owner, newest-turns or duplicate check, no
+  window key).
 
 Then ``--events`` events over ``--users`` users: ``verify(user_id=...)`` p50 of one user
 against one full ``verify()``. Targets (issue 21): 8 per-user writers >= 2x one writer,
 the global path flat; one per-user writer >= half the bare rate; one user's verify at
-1,000,000 events < 50 ms. :func:`erase_stall` is the hook for bench/erase_stall.py's
-figure (the longest wait of another user's append while one user is erased).
+1,000,000 events < 50 ms. Last, in a database of its own, ``--erase-events`` events of
+``--erase-users`` users and bench/erase_stall.py's PMM erasure of one of them while four
+writers append for others: the longest wait of their appends meanwhile (target < 200 ms at
+1,000,000 events; bench/erase_stall.py prints the whole story, and the baseline).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import multiprocessing as mp
 import os
 import statistics
 import sys
+import threading
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +62,7 @@ from pmm.storage.postgres import PostgresEventStore  # noqa: E402
 from pmm.storage.postgres.connection import APPEND_LOCK  # noqa: E402
 
 WRITERS = (1, 2, 4, 8)
-MODES = ("per-user", "two-call", "global", "bare")
+MODES = ("per-user", "two-call", "global", "bare", "row", "chained")
 
 
 class GlobalChainStore(PostgresEventStore):
@@ -93,7 +103,13 @@ def _writer(
                         "INSERT INTO bare(user_id, body) VALUES (%s, %s)", (user, f"turn {done}")
                     )
                 done += 1
-        return done, time.process_time() - cpu, 0
+            spent = time.process_time() - cpu
+            _stopped(ready)
+        return done, spent, 0
+    if mode == "row":
+        return _row_writer(url, user, kind, ready, seconds)
+    if mode == "chained":
+        return _chained_writer(url, user, kind, ready, seconds)
     stores = {"global": GlobalChainStore, "two-call": TwoCallStore}
     cls = stores.get(mode, PostgresEventStore)
     with cls(url, pool_size=1) as store:
@@ -104,7 +120,105 @@ def _writer(
                 [NewEvent(kind, f"turn {done} of {user}", f"{user}-s", "user", None, None, user)]
             )
             done += 1
-        return done, time.process_time() - cpu, store.appends.fast
+        spent = time.process_time() - cpu
+        _stopped(ready)
+        return done, spent, store.appends.fast
+
+
+def _stopped(ready: Any) -> None:
+    """Wait, still connected, until every writer has stopped and the sampler has read the
+    server's CPU: a backend that exits before that sample takes its CPU with it."""
+    ready.wait()  # every writer's loop is over
+    ready.wait()  # the sampler has read the server's CPU
+
+
+_ROW = (
+    "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
+    " prev_hash, hash, hash_version, user_id, user_digest, session_digest, shard)"
+    " VALUES (nextval('events_id_seq'), %s, %s, %s, 'user', %s, %s, '{}', %s, %s, 3, %s, %s,"
+    " %s, pmm_shard(%s))"
+)
+
+
+def _row_writer(
+    url: str, user: str, kind: str, ready: Any, seconds: float
+) -> tuple[int, float, int]:
+    """``row`` mode: PMM's event row, inserted bare (see the module docstring)."""
+    import hashlib
+
+    import psycopg
+
+    from pmm.events.hashing import utc_now
+
+    done, digest = 0, "0" * 64
+    with psycopg.connect(url, autocommit=True) as conn:
+        ready.wait()
+        start_at, cpu = time.time(), time.process_time()
+        while time.time() < start_at + seconds:
+            content = f"turn {done} of {user}"
+            unique = hashlib.sha256(f"{user}/{done}".encode()).hexdigest()
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user,))
+                conn.execute(
+                    _ROW,
+                    (utc_now(), kind, f"{user}-s", content, digest, digest, unique, user,
+                     digest, digest, user),
+                )  # fmt: skip
+            done += 1
+        spent = time.process_time() - cpu
+        _stopped(ready)
+    return done, spent, 0
+
+
+_CHAINED = (
+    "WITH n AS (SELECT nextval('events_id_seq') AS id),"
+    " head AS (UPDATE chains SET head_id = n.id, head_hash = %s FROM n"
+    " WHERE chain = %s AND head_hash IS NOT DISTINCT FROM %s RETURNING n.id)"
+    " INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
+    " prev_hash, hash, hash_version, user_id, user_digest, session_digest, shard)"
+    " SELECT head.id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, pmm_shard(%s) FROM head"
+)
+
+
+def _chained_writer(
+    url: str, user: str, kind: str, ready: Any, seconds: float
+) -> tuple[int, float, int]:
+    """``chained`` mode: PMM's sealed row onto its chain (see the module docstring)."""
+    import psycopg
+
+    from pmm.events.chain import check_new_event
+    from pmm.events.chains import ChainState, new_secret, seal_chains
+    from pmm.events.hashing import utc_now
+
+    state = ChainState(user, new_secret())
+    done = 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO chains(chain, secret, head_id, head_hash) VALUES (%s, %s, 0, NULL)",
+            (user, state.secret),
+        )
+        ready.wait()
+        start_at, cpu = time.time(), time.process_time()
+        while time.time() < start_at + seconds:
+            entry = NewEvent(kind, f"turn {done} of {user}", f"{user}-s", "user", None, None, user)
+            checked = check_new_event(entry, 1 << 20)
+            before = state.head_hash
+            (e,) = seal_chains([checked], {user: state}, ids=[0], ts=utc_now())
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user,))
+                stored = conn.execute(
+                    _CHAINED,
+                    (e.hash, user, before, e.ts, e.kind, e.session_id, e.role, e.content,
+                     e.content_sha256, checked.meta_json, e.prev_hash, e.hash, e.hash_version,
+                     e.user_id, e.user_digest, e.session_digest, user),
+                ).rowcount  # fmt: skip
+            if stored != 1:
+                raise RuntimeError(f"{user}'s chain head moved: nothing else appends to it")
+            state.head_hash = e.hash
+            done += 1
+        spent = time.process_time() - cpu
+        _stopped(ready)
+    return done, spent, 0
 
 
 def appends_per_second(
@@ -120,13 +234,19 @@ def appends_per_second(
     without a local cluster) and the share of appends that went in one call."""
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, ctx.Pool(writers) as pool:
-        ready = manager.Barrier(writers + 1)  # every writer connected, and this sampler
+        # every writer connected, and this sampler; a writer that fails breaks it
+        ready = manager.Barrier(writers + 1, timeout=seconds + 120)
         jobs = [(url, mode, w, ready, seconds, kind) for w in range(writers)]
         result = pool.starmap_async(_writer, jobs)
-        ready.wait()
-        before = server_cpu_seconds(datadir)
-        time.sleep(seconds)
-        after = server_cpu_seconds(datadir)
+        try:
+            ready.wait()
+            before = server_cpu_seconds(datadir)
+            ready.wait()  # every writer has stopped, and is still connected
+            after = server_cpu_seconds(datadir)
+            ready.wait()
+        except threading.BrokenBarrierError:
+            result.get(timeout=60)  # the writer's own error, where one failed
+            raise
         counts = result.get()
     done = sum(c[0] for c in counts)
     server = None if before is None or after is None else (after - before) / max(1, done) * 1e3
@@ -160,13 +280,21 @@ def server_cpu_seconds(datadir: Path | None) -> float | None:
         return None
 
 
-def fresh_database(admin_url: str, name: str) -> str:
+def empty_database(admin_url: str, name: str) -> str:
+    """A new, empty database ``name`` on the server of ``admin_url``; its URL."""
     import psycopg
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name}")
         conn.execute(f"CREATE DATABASE {name}")
-    url = admin_url.rsplit("/", 1)[0] + "/" + name
+    return admin_url.rsplit("/", 1)[0] + "/" + name
+
+
+def fresh_database(admin_url: str, name: str) -> str:
+    """:func:`empty_database` with PMM's schema and the ``bare`` table."""
+    import psycopg
+
+    url = empty_database(admin_url, name)
     PostgresEventStore(url).close()  # migrated before the clock starts
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE bare (id BIGSERIAL PRIMARY KEY, user_id TEXT, body TEXT)")
@@ -260,15 +388,25 @@ def verify_figures(url: str, runs: int = 7) -> dict[str, float]:
     }
 
 
-def erase_stall(url: str) -> str | None:
-    """The hook for bench/erase_stall.py (another change): its figure, printed beside
-    these, when that script offers ``measure(url) -> str``; None (and said so) until then."""
-    try:
-        module = importlib.import_module("erase_stall")
-    except ModuleNotFoundError:
-        return None
-    measure: Callable[[str], str] | None = getattr(module, "measure", None)
-    return None if measure is None else measure(url)
+def erase_figures(admin: str, events: int, users: int) -> dict[str, Any]:
+    """The longest wait of another user's append while one user is erased from a log of
+    ``events`` events of ``users`` users: bench/erase_stall.py's PMM erasure (copy beside
+    her partition, swap) with four writers, two in her partition and two in others, in a
+    database of its own."""
+    import erase_stall
+
+    url = empty_database(admin, "bench_erase")
+    result = erase_stall.erase_stall(url, events, users, writers=4, before=2.0, erasures=("swap",))
+    [erased] = result["erasures"]
+    groups = erased["groups"]
+    return {
+        "erase_s": erased["erase_s"],
+        "partition_rows": erased["partition_rows"],
+        "same_ms": groups["same partition"]["max_wait_ms"],
+        "other_ms": groups["other partitions"]["max_wait_ms"],
+        "before_p99_ms": groups["all"]["before_p99_ms"],
+        "appends_during": groups["all"]["appends_during"],
+    }
 
 
 def append_figures(
@@ -312,11 +450,30 @@ def append_figures(
     one, top = writers[0], writers[-1]
     scale = {m: rates[m, top] / rates[m, one] for m in MODES}
     print(f"\nper-user: {top} writers / {one} = {scale['per-user']:.2f}x  (target >= 2x)")
+    if ("per-user", top) in server:
+        # the writers and the server share this machine's cores: at most cores / CPU per
+        # append of both sides, whatever the locks do
+        cores = os.cpu_count() or 1
+        spent = cpu["per-user", top] + server["per-user", top]
+        print(
+            f"          at most {cores / spent * 1e3 / rates['per-user', one]:.2f}x: {cores}"
+            f" cores / {spent:.2f} ms of CPU per append at {top} writers"
+        )
     print(f"global:   {top} writers / {one} = {scale['global']:.2f}x  (the old path: flat)")
     print(f"bare:     {top} writers / {one} = {scale['bare']:.2f}x")
+    print(f"row:      {top} writers / {one} = {scale['row']:.2f}x")
+    print(f"chained:  {top} writers / {one} = {scale['chained']:.2f}x")
     print(
         f"per-user / bare, {one} writer: {rates['per-user', one] / rates['bare', one]:.2f}"
         "  (target >= 0.5)"
+    )
+    print(
+        f"row / bare, {one} writer: {rates['row', one] / rates['bare', one]:.2f}"
+        "  (PMM's row alone: the floor of per-user / bare)"
+    )
+    print(
+        f"chained / bare, {one} writer: {rates['chained', one] / rates['bare', one]:.2f}"
+        "  (the row on its chain: the floor of any per-user append)"
     )
     print(
         f"two-call / bare, {one} writer: {rates['two-call', one] / rates['bare', one]:.2f}"
@@ -334,6 +491,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20_000, help="events for verify (20,000)")
     parser.add_argument("--users", type=int, default=1_000, help="users for verify (1,000)")
     parser.add_argument("--writers", default="1,2,4,8", help="writer process counts")
+    parser.add_argument(
+        "--erase-events",
+        type=int,
+        default=100_000,
+        help="events of the erase-stall figure (100,000; 1,000,000 for the target; 0: none)",
+    )
+    parser.add_argument("--erase-users", type=int, default=1_000, help="their users (1,000)")
     parser.add_argument(
         "--kind",
         default="prompt",
@@ -384,11 +548,17 @@ def main() -> None:
             f" ({figures['full_rows']:,.0f} rows)"
             f"  = {figures['full_ms'] / figures['user_ms']:,.0f}x one user's"
         )
-        stall = erase_stall(url)
-        print(
-            "\nerase stall: "
-            + (stall or "not measured here (bench/erase_stall.py offers no measure(url) yet)")
-        )
+        if args.erase_events:
+            erased = erase_figures(admin, args.erase_events, args.erase_users)
+            print(
+                f"\nerase stall: one user of {args.erase_events:,} events erased in"
+                f" {erased['erase_s']:.1f} s (her partition: {erased['partition_rows']:,} rows)"
+            )
+            print(
+                f"  longest append of another user meanwhile: {erased['same_ms']:.0f} ms in her"
+                f" partition, {erased['other_ms']:.0f} ms in others (p99 before:"
+                f" {erased['before_p99_ms']:.0f} ms)  (target < 200 ms at 1,000,000 events)"
+            )
     finally:
         if cluster is not None:
             cluster.stop()
