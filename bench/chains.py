@@ -406,6 +406,8 @@ def erase_figures(admin: str, events: int, users: int) -> dict[str, Any]:
         "other_ms": groups["other partitions"]["max_wait_ms"],
         "before_p99_ms": groups["all"]["before_p99_ms"],
         "appends_during": groups["all"]["appends_during"],
+        "same_waited_on": groups["same partition"]["longest_waited_on"],
+        "other_waited_on": groups["other partitions"]["longest_waited_on"],
     }
 
 
@@ -559,6 +561,9 @@ def main() -> None:
                 f" partition, {erased['other_ms']:.0f} ms in others (p99 before:"
                 f" {erased['before_p99_ms']:.0f} ms)  (target < 200 ms at 1,000,000 events)"
             )
+            for where in ("same", "other"):
+                waits = ", ".join(f"{w} {n}" for w, n in erased[f"{where}_waited_on"].items())
+                print(f"  {where}: the longest append's samples, 10 ms apart: {waits or 'none'}")
     finally:
         if cluster is not None:
             cluster.stop()

@@ -73,12 +73,15 @@ _TEXT = (
     f" || ', then the ' || ({_ARRAY})[1 + (i * 17) %% 31] || ' near ' || md5(i::text) || '.'"
 )
 WRITER_APP = "pmm_bench_writer"
-"""application_name of the writers' connections (what the sampler looks for)."""
+"""application_name of the writers' connections (what the sampler looks for), followed by
+a space and the writer's user."""
 
 
-def _load(url: str, events: int, users: int, stats: str) -> float:
+def _load(url: str, events: int, users: int, stats: str, vacuum: bool = False) -> float:
     """Fill an empty log with the synthetic rows and analyze it (``stats``: "partitions",
-    every table but the partitioned parents; "database", all); returns the seconds."""
+    every table but the partitioned parents; "database", all); with ``vacuum``, VACUUM every
+    table first (what autovacuum does to freshly inserted rows some time after the load);
+    returns the seconds."""
     started = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
         step = 100_000
@@ -111,6 +114,8 @@ def _load(url: str, events: int, users: int, stats: str) -> float:
         # What PMM's appends keep (migrations/0006, 0009).
         conn.execute("SELECT setval('events_id_seq', %s)", (events + 1,))
         conn.execute("INSERT INTO session_owners SELECT DISTINCT session_id, user_id FROM events")
+        if vacuum:
+            conn.execute("VACUUM")
         if stats == "database":
             conn.execute("ANALYZE")
         else:  # what autovacuum does: it never analyzes a partitioned table
@@ -132,7 +137,8 @@ def _writer(url: str, user: str, stop: Any, out: Any) -> None:
     samples: list[tuple[float, float]] = []
     session = f"{user}/writer"
     ready = False
-    with PostgresEventStore(f"{url}?application_name={WRITER_APP}", pool_size=1) as store:
+    name = f"{WRITER_APP} {user}".replace(" ", "%20")
+    with PostgresEventStore(f"{url}?application_name={name}", pool_size=1) as store:
         while not stop.is_set():
             t0 = time.time()
             entry = NewEvent("prompt", f"note {t0}", session, "user", None, None, user)
@@ -193,7 +199,8 @@ def _erase(url: str, user: str, mode: str, pause: float) -> list[str]:
 
 class _Sampler(threading.Thread):
     """What the writers' backends wait on, every 10 ms (pg_stat_activity), and how many
-    lock requests are waiting (pg_locks)."""
+    lock requests are waiting (pg_locks); ``timeline`` keeps each writer's samples
+    ``(time, wait)`` so that :meth:`during` can say what one append waited on."""
 
     def __init__(self, url: str) -> None:
         super().__init__(daemon=True)
@@ -202,23 +209,39 @@ class _Sampler(threading.Thread):
         self.waits: Counter[str] = Counter()
         self.samples = 0
         self.lock_waits: Counter[str] = Counter()
+        self.timeline: dict[str, list[tuple[float, str]]] = {}
+        self.vacuums: Counter[str] = Counter()  # samples with a (auto)vacuum of the table
 
     def run(self) -> None:
         with psycopg.connect(self.url, autocommit=True) as conn:
             while not self.done.is_set():
                 rows = conn.execute(
-                    "SELECT a.wait_event_type, a.wait_event, l.locktype, l.relation::regclass::text"
-                    " FROM pg_stat_activity a LEFT JOIN pg_locks l"
+                    "SELECT a.application_name, a.wait_event_type, a.wait_event, l.locktype,"
+                    " l.relation::regclass::text FROM pg_stat_activity a LEFT JOIN pg_locks l"
                     " ON l.pid = a.pid AND NOT l.granted"
-                    " WHERE a.application_name = %s AND a.state = 'active'",
-                    (WRITER_APP,),
+                    " WHERE a.application_name LIKE %s AND a.state = 'active'",
+                    (WRITER_APP + " %",),
                 ).fetchall()
+                now = time.time()
                 self.samples += 1
-                for kind, event, locktype, relation in rows:
-                    self.waits[f"{kind or 'CPU'}:{event or '-'}"] += 1
+                for (table,) in conn.execute(
+                    "SELECT relid::regclass::text FROM pg_stat_progress_vacuum"
+                ).fetchall():
+                    self.vacuums[table] += 1
+                for app, kind, event, locktype, relation in rows:
+                    wait = f"{kind or 'CPU'}:{event or '-'}"
+                    self.waits[wait] += 1
                     if locktype is not None:
+                        wait = f"{wait} ({locktype} {relation or ''})".rstrip(" )") + ")"
                         self.lock_waits[f"{locktype} {relation or ''}".strip()] += 1
+                    user = app.removeprefix(WRITER_APP + " ")
+                    self.timeline.setdefault(user, []).append((now, wait))
                 time.sleep(0.01)
+
+    def during(self, user: str, start: float, seconds: float) -> dict[str, int]:
+        """The samples of ``user``'s backend from ``start`` for ``seconds``, by wait."""
+        found = Counter(w for t, w in self.timeline.get(user, []) if start <= t <= start + seconds)
+        return dict(found.most_common())
 
 
 def _users(url: str, users: int, writers: int, victim: str) -> list[str]:
@@ -313,6 +336,7 @@ def _measure(
         "waits": dict(sampler.waits.most_common()),
         "lock_waits": dict(sampler.lock_waits.most_common()),
         "wait_samples": sampler.samples,
+        "vacuums": dict(sampler.vacuums.most_common()),
         "groups": {},
     }
     warmup = erase_start - before + 1.0  # every writer has appended once a second before
@@ -322,6 +346,13 @@ def _measure(
         # An append "during" the erasure: one that started before it ended and ended after
         # it began.
         during = [d for t, d in samples if t < erase_end and t + d > erase_start]
+        overlapping = [
+            (d, u, t)
+            for u in members
+            for t, d in results[u]
+            if t < erase_end and t + d > erase_start
+        ]
+        seconds, user, started = max(overlapping, default=(0.0, "", float("nan")))
         report["groups"][name] = {
             "writers": len(members),
             "max_wait_ms": 1000 * max(during, default=0.0),
@@ -330,10 +361,9 @@ def _measure(
             "during_p50_ms": 1000 * _pct(during, 50),
             "during_p99_ms": 1000 * _pct(during, 99),
             "appends_during": len(during),
-            "longest_starts_at_s": max(
-                ((d, t - erase_start) for t, d in samples if t < erase_end and t + d > erase_start),
-                default=(0.0, float("nan")),
-            )[1],
+            "longest_starts_at_s": started - erase_start,
+            # what that append's backend was sampled waiting on (10 ms apart)
+            "longest_waited_on": sampler.during(user, started, seconds),
         }
     return report
 
@@ -356,6 +386,7 @@ def erase_stall(
     after: float = 1.0,
     erasures: tuple[str, ...] = ("vacuum", "swap"),
     stats: str = "partitions",
+    vacuum: bool = False,
 ) -> dict[str, Any]:
     """Build ``events`` events of ``users`` users in the empty database ``url`` (analyzed
     as ``stats`` says), then run ``erasures`` in order ("vacuum", "swap", "swap:SECONDS"),
@@ -368,7 +399,8 @@ def erase_stall(
     plan = [_parse_erasure(e) for e in erasures]
     PostgresEventStore(url).close()  # PMM's schema, every migration
     result: dict[str, Any] = {"events": events, "users": users, "stats": stats}
-    result["build_s"] = _load(url, events, users, stats)
+    result["build_s"] = _load(url, events, users, stats, vacuum)
+    result["vacuumed"] = vacuum
     result["erasures"] = []
     for (mode, pause), victim in zip(plan, _victims(url, users, len(plan)), strict=True):
         chosen = _users(url, users, writers, victim)
@@ -395,7 +427,8 @@ def _label(r: dict[str, Any]) -> str:
 
 def _print(result: dict[str, Any]) -> None:
     print(f"{result['events']:,} events, {result['users']:,} users, built in "
-          f"{result['build_s']:.0f} s, setup analyzed: {result['stats']}")  # fmt: skip
+          f"{result['build_s']:.0f} s, setup analyzed: {result['stats']}"
+          f"{', vacuumed' if result['vacuumed'] else ''}")  # fmt: skip
     print(
         f"{'rewrite':<34} {'writers':<17} {'n':>2} {'max wait':>9} {'p50 before':>11}"
         f" {'p99 before':>11} {'p50 during':>11} {'p99 during':>11} {'erase':>8}"
@@ -408,6 +441,8 @@ def _print(result: dict[str, Any]) -> None:
                 f" {g['during_p50_ms']:>9.1f}ms {g['during_p99_ms']:>9.1f}ms"
                 f" {r['erase_s']:>7.2f}s  (longest starts at {g['longest_starts_at_s']:.2f} s)"
             )
+            waits = ", ".join(f"{w} {n}" for w, n in g["longest_waited_on"].items())
+            print(f"{'':<34} {'':<17} the longest append's samples: {waits or 'none'}")
     for r in result["erasures"]:
         print(
             f"{_label(r)}: erased {r['victim']} (partition of {r['partition_rows']:,} rows);"
@@ -423,6 +458,8 @@ def _print(result: dict[str, Any]) -> None:
             print(f"    {event:<32} {n:>6} ({100 * n / total:.0f}%)")
         for what, n in list(r["lock_waits"].items())[:5]:
             print(f"    waiting for lock: {what:<24} {n:>6}")
+        vacuums = ", ".join(f"{t} {n}" for t, n in r["vacuums"].items())
+        print(f"  samples with a VACUUM running (autovacuum's included): {vacuums or 'none'}")
 
 
 def main() -> None:
@@ -443,6 +480,11 @@ def main() -> None:
         default="partitions",
         help="what the setup analyzes (default: all but the partitioned parents)",
     )
+    parser.add_argument(
+        "--vacuum",
+        action="store_true",
+        help="VACUUM after loading (autovacuum's work on the new rows done before measuring)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args()
     cluster = None
@@ -462,6 +504,7 @@ def main() -> None:
             before=args.before,
             erasures=tuple(e.strip() for e in args.erasures.split(",") if e.strip()),
             stats=args.stats,
+            vacuum=args.vacuum,
         )
         _print(result)
         if args.json:

@@ -86,3 +86,6 @@ def test_the_erase_stall_figure_runs_an_erasure_beside_writers(pg_cluster: Postg
     assert figures["partition_rows"] > 0 and figures["erase_s"] > 0
     assert figures["appends_during"] > 0
     assert 0 < figures["other_ms"] < 60_000 and 0 < figures["same_ms"] < 60_000
+    # what the longest appends' backends were sampled waiting on: counts by wait event
+    for waits in (figures["same_waited_on"], figures["other_waited_on"]):
+        assert all(isinstance(n, int) and n > 0 and ":" in w for w, n in waits.items())
