@@ -132,9 +132,13 @@ def _stopped(ready: Any) -> None:
     ready.wait()  # the sampler has read the server's CPU
 
 
+_EVENT_COLUMNS = (
+    "events(id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
+    " hash_version, user_id, user_digest, session_digest, shard)"
+)
+"""The columns an append writes (``search`` is generated from them)."""
 _ROW = (
-    "INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
-    " prev_hash, hash, hash_version, user_id, user_digest, session_digest, shard)"
+    f"INSERT INTO {_EVENT_COLUMNS}"
     " VALUES (nextval('events_id_seq'), %s, %s, %s, 'user', %s, %s, '{}', %s, %s, 3, %s, %s,"
     " %s, pmm_shard(%s))"
 )
@@ -174,8 +178,7 @@ _CHAINED = (
     "WITH n AS (SELECT nextval('events_id_seq') AS id),"
     " head AS (UPDATE chains SET head_id = n.id, head_hash = %s FROM n"
     " WHERE chain = %s AND head_hash IS NOT DISTINCT FROM %s RETURNING n.id)"
-    " INSERT INTO events(id, ts, kind, session_id, role, content, content_sha256, meta,"
-    " prev_hash, hash, hash_version, user_id, user_digest, session_digest, shard)"
+    f" INSERT INTO {_EVENT_COLUMNS}"
     " SELECT head.id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, pmm_shard(%s) FROM head"
 )
 
