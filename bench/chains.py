@@ -139,7 +139,7 @@ _EVENT_COLUMNS = (
 """The columns an append writes (``search`` is generated from them)."""
 _ROW = (
     f"INSERT INTO {_EVENT_COLUMNS}"
-    " VALUES (nextval('events_id_seq'), %s, %s, %s, 'user', %s, %s, '{}', %s, %s, 3, %s, %s,"
+    " VALUES (nextval('events_id_seq'), %s, %s, %s, 'user', %s, %s, '{}', %s, %s, %s, %s, %s,"
     " %s, pmm_shard(%s))"
 )
 
@@ -152,7 +152,7 @@ def _row_writer(
 
     import psycopg
 
-    from pmm.events.hashing import utc_now
+    from pmm.events.hashing import CHAIN_HASH_VERSION, utc_now
 
     done, digest = 0, "0" * 64
     with psycopg.connect(url, autocommit=True) as conn:
@@ -165,8 +165,8 @@ def _row_writer(
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user,))
                 conn.execute(
                     _ROW,
-                    (utc_now(), kind, f"{user}-s", content, digest, digest, unique, user,
-                     digest, digest, user),
+                    (utc_now(), kind, f"{user}-s", content, digest, digest, unique,
+                     CHAIN_HASH_VERSION, user, digest, digest, user),
                 )  # fmt: skip
             done += 1
         spent = time.process_time() - cpu

@@ -232,8 +232,9 @@ class _Sampler(threading.Thread):
                     wait = f"{kind or 'CPU'}:{event or '-'}"
                     self.waits[wait] += 1
                     if locktype is not None:
-                        wait = f"{wait} ({locktype} {relation or ''})".rstrip(" )") + ")"
-                        self.lock_waits[f"{locktype} {relation or ''}".strip()] += 1
+                        lock = f"{locktype} {relation or ''}".strip()
+                        self.lock_waits[lock] += 1
+                        wait = f"{wait} ({lock})"
                     user = app.removeprefix(WRITER_APP + " ")
                     self.timeline.setdefault(user, []).append((now, wait))
                 time.sleep(0.01)
@@ -345,13 +346,13 @@ def _measure(
         pre = [d for t, d in samples if warmup <= t < erase_start]
         # An append "during" the erasure: one that started before it ended and ended after
         # it began.
-        during = [d for t, d in samples if t < erase_end and t + d > erase_start]
         overlapping = [
             (d, u, t)
             for u in members
             for t, d in results[u]
             if t < erase_end and t + d > erase_start
         ]
+        during = [d for d, _, _ in overlapping]
         seconds, user, started = max(overlapping, default=(0.0, "", float("nan")))
         report["groups"][name] = {
             "writers": len(members),
