@@ -76,8 +76,18 @@ class Settings:
     """Recall queries' encoder: auto (onnx if installed, else fp16), onnx, fp32, fp16, int8."""
     recall_scope: RecallScope = "user"
     """Facts, memories from: session (thread), user (the user's threads), all (crosses users!)."""
-    recall_k: int = 5
-    """How many relevant memories the context may add."""
+    recall_k: int = 200
+    """Most relevant memories a context may show (a cap: the budget decides below it; 0 = none)."""
+    context_recent_turns: int = 6
+    """Newest turns of the thread a context shows before memories (at least 4, within half)."""
+    context_memory_tokens: int = 80
+    """A memory longer than this (tokens) shows the sentences that bear on the question."""
+    context_spread: float = 1.0
+    """Places a memory moves down the recall order per memory shown from its day and thread."""
+    context_facts: int = 10
+    """Key-fact lines a context shows at most (0 = none)."""
+    context_summary: bool = True
+    """With summaries on, a context shows the session summary's bullets about turns not shown."""
     recall_window: int = 2
     """Turns before and after a turn that its window key holds (0..20; 0 = the turn alone)."""
     recall_weights: str = ""

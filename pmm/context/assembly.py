@@ -1,181 +1,181 @@
-"""Assembling what a model sees: key facts, relevant memories and recent turns, in budget.
+"""Assembling what a model sees, in four steps: candidates, their cost and worth, packing,
+rendering.
 
-    ctx = assemble(history=turns_newest_first, facts=["Name: Ana"], memories=[],
-                   budget=500, counter=get_token_counter())
-    ctx.text()        # "Key information:\n- Name: Ana\n\nRecent conversation:\nHuman: ..."
+    ctx = assemble(session_id="alice", history=turns_newest_first, budget=2000,
+                   counter=get_token_counter(), facts=["Name: Ana"],
+                   memories=recalled_turns_best_first, query="where did I go camping?")
+    ctx.text()        # "Key information:\\n- Name: Ana\\n\\nRelevant memories:\\n[2023-05-08, ..."
     ctx.messages()    # [SystemMessage(...), HumanMessage(...), AIMessage(...)]
 
-Turns without text (erased) are left out. The newest turn is always kept (cut to fit if
-it alone exceeds the budget); then the key
-facts (up to a fifth of the budget) and relevant memories (up to three tenths); then older
-turns, newest first, until the budget is spent. The shown history starts with a user
-turn whenever it holds one (older assistant turns before it are left out). With no facts
-and no memories the text is exactly LangChain's buffer format (``Human: ...\\nAI: ...``).
+The budget is spent, not reserved: no section keeps a share it has nothing worth putting in.
+The order of packing is the order of worth:
+
+1. **The newest exchange**, always (the newest turn, cut to fit if it alone is over the
+   budget, and the turn it answers), then **the recent floor**: the newest
+   :attr:`Policy.recent_turns` turns (at least :data:`RECENT_FLOOR`), within half the
+   budget. A thread's next message refers to what was just said ("and her sister?"); the
+   floor keeps two exchanges whatever a benchmark rewards, because a benchmark of old
+   evidence (LoCoMo's rarely lies in the last turns) would otherwise tune them away.
+2. **Key facts** about the user, at most :attr:`Policy.facts` lines, within a quarter of
+   what is left: few lines, each a complete statement, read on every call.
+3. **Relevant memories**, in recall order, until the budget is spent (recall is asked for
+   as many as the budget could hold). Each memory costs its line; a memory longer than
+   :attr:`Policy.memory_tokens` shows its excerpt, the whole sentences that bear on the
+   question (:mod:`pmm.context.excerpt`), or its digest when that is as good and shorter.
+   Memories spread over days and threads: each one already taken from a memory's day and
+   thread moves it :attr:`Policy.spread` places down the recall order, so a question
+   whose evidence spans five sessions is not answered from one.
+4. **The stored session summary**: bullets about turns of this thread not shown.
+5. **Older turns of the thread**, newest first, with what is left (a turn that was taken as
+   a memory moves into the recent turns, and the next memories take what it freed). The
+   shown history starts at a user turn when it holds one (some chat APIs refuse a history
+   that opens with the assistant).
+
+Nothing is shown twice: a memory that is a shown turn, or says its words again
+(:func:`~pmm.text.words.repeat_key`), is left out, and so is a summary bullet whose turns
+are all shown. The rendered context is counted at the end and is never over the budget
+(the last memory taken goes first if a rare tokenisation across lines costs more than the
+lines did apart). With no facts, summary or memories the text is exactly LangChain's buffer
+format (``Human: ...\\nAI: ...``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import heapq
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from pmm.context.budget import Spend, count_upto, truncate_to_tokens
+from pmm.context.excerpt import excerpt, query_terms
+from pmm.context.parts import (
+    FACTS_HEADER,
+    HISTORY_HEADER,
+    MEMORIES_HEADER,
+    MESSAGE_OVERHEAD,
+    SUMMARY_HEADER,
+    Context,
+    Turn,
+    group_key,
+    role_label,
+    turn_line,
+)
 from pmm.context.tokens import TokenCounter
+from pmm.text.stemmer import fts_tokens
 from pmm.text.words import repeat_key
 
-if TYPE_CHECKING:
-    from langchain_core.messages import BaseMessage
+__all__ = [
+    "FACTS_HEADER",
+    "HISTORY_HEADER",
+    "MEMORIES_HEADER",
+    "MESSAGE_OVERHEAD",
+    "RECENT_FLOOR",
+    "SUMMARY_HEADER",
+    "Context",
+    "Policy",
+    "Turn",
+    "assemble",
+    "count_upto",
+    "role_label",
+    "truncate_to_tokens",
+]
 
-FACTS_SHARE = 0.2
-MEMORIES_SHARE = 0.3
-SUMMARY_SHARE = 0.25
-"""Share of the budget the stored session summary may take (when older turns do not fit)."""
-MESSAGE_OVERHEAD = 4
-"""Tokens a chat API adds per message (role and separators), counted in messages mode."""
-MAX_CHARS_PER_TOKEN = 16
-"""Characters per token assumed when only a prefix of a long text is counted: four times
-what real text averages, so that a prefix of ``(budget + 2) * 16`` characters is over a budget
-that the whole text is over (only speed depends on it, never the result's validity)."""
-
-FACTS_HEADER = "Key information:"
-MEMORIES_HEADER = "Relevant memories:"
-SUMMARY_HEADER = "Earlier in this conversation:"
-HISTORY_HEADER = "Recent conversation:"
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """A turn as shown to the model: who said it and the text shown (raw or its summary)."""
-
-    role: str
-    text: str
-    event_id: int
-    ts: str = ""
-    session_id: str | None = None
-    summarized: bool = False
+RECENT_FLOOR = 4
+"""Recent turns always kept (two exchanges) when they fit in half the budget."""
+GROUP_HEADER_TOKENS = 12
+"""What a memory group's header (``[2023-05-08, thread 12]``) costs at most, plus its line
+break."""
+SMALLEST_LINE = 6
+"""Below this many tokens left, no memory line fits: packing stops looking."""
 
 
 @dataclass(frozen=True, slots=True)
-class Context:
-    """The assembled memory of one session, ready to render.
+class Policy:
+    """How the budget is spent (the ``context_*`` settings; defaults chosen on LoCoMo by
+    cross-validation by conversation, ``docs/benchmarks/context.md``)."""
 
-    ``history`` is oldest first. ``tokens`` is what the rendering costs by ``counter``'s
-    count, never more than ``budget_tokens``.
-    """
+    recent_turns: int = 6
+    """Newest turns of the thread shown before memories (never fewer than RECENT_FLOOR)."""
+    memory_tokens: int = 80
+    """A memory longer than this shows its excerpt (or its digest)."""
+    spread: float = 1.0
+    """Places a memory moves down per memory already taken from its day and thread."""
+    facts: int = 10
+    """Key-fact lines at most (0: none)."""
+    max_memories: int = 200
+    """Memories at most (the ``recall_k`` cap)."""
+    summary: bool = True
+    """Show the stored session summary's bullets about turns not shown."""
 
+
+@dataclass
+class _Plan:
+    """The packing's running state: what is taken so far and what it costs."""
+
+    spend: Spend
+    count: TokenCounter
     session_id: str
-    budget_tokens: int
-    tokens: int
-    counter: str
+    as_messages: bool
+    human_prefix: str
+    ai_prefix: str
+    recent: list[Turn] = field(default_factory=list)  # newest first
     facts: list[str] = field(default_factory=list)
-    memories: list[Turn] = field(default_factory=list)
-    history: list[Turn] = field(default_factory=list)
-    human_prefix: str = "Human"
-    ai_prefix: str = "AI"
-    as_messages: bool = False
-    summary: list[str] = field(default_factory=list)
-    """Bullets of the stored session summary standing for turns that did not fit."""
+    memories: list[Turn] = field(default_factory=list)  # in the order taken
+    bullets: list[tuple[str, Sequence[int]]] = field(default_factory=list)
+    groups: Counter[tuple[str, str]] = field(default_factory=Counter)
+    head_open: bool = False
 
-    def __str__(self) -> str:
-        """:meth:`text`: ``print(mind.context("alice"))`` shows what the model reads."""
-        return self.text()
-
-    def text(self) -> str:
-        """The context as one string (for prompts with a ``{history}`` text variable)."""
-        head = _head_sections(
-            self.facts, self.memories, self.human_prefix, self.ai_prefix, self.summary
+    def context(self) -> Context:
+        """What is packed so far, as a context (``tokens`` not yet counted)."""
+        return Context(
+            session_id=self.session_id,
+            budget_tokens=self.spend.budget,
+            tokens=0,
+            counter=self.count.name,
+            facts=list(self.facts),
+            memories=list(self.memories),
+            history=list(reversed(self.recent)),
+            human_prefix=self.human_prefix,
+            ai_prefix=self.ai_prefix,
+            as_messages=self.as_messages,
+            summary=[t for t, _ in self.bullets],
         )
-        lines = [_turn_line(t, self.human_prefix, self.ai_prefix) for t in self.history]
-        if not head:
-            return "\n".join(lines)
-        if lines:
-            head.append(HISTORY_HEADER + "\n" + "\n".join(lines))
-        return "\n\n".join(head)
 
-    def messages(self) -> list[BaseMessage]:
-        """The context as chat messages: a system message with the facts and memories (if
-        any), then one Human/AI message per turn."""
-        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    def resync(self) -> None:
+        """Set what is left to the budget less what the packed context costs as rendered
+        (after turns moved between sections, whose headers the running account kept)."""
+        self.head_open = bool(self.facts or self.memories or self.bullets)
+        self.spend.left = self.spend.budget - rendered_cost(self.context(), self.count)
 
-        out: list[BaseMessage] = []
-        head = _head_sections(
-            self.facts, self.memories, self.human_prefix, self.ai_prefix, self.summary
-        )
-        if head:
-            out.append(SystemMessage(content="\n\n".join(head)))
-        for turn in self.history:
-            if turn.role == "user":
-                out.append(HumanMessage(content=turn.text))
-            elif turn.role == "assistant":
-                out.append(AIMessage(content=turn.text))
-            else:
-                out.append(SystemMessage(content=turn.text))
-        return out
+    def turn_cost(self, turn: Turn) -> int:
+        """A recent turn's cost (exact when it fits the budget; see count_upto)."""
+        cap = self.spend.budget
+        if self.as_messages:
+            return count_upto(self.count.count, turn.text, cap) + MESSAGE_OVERHEAD
+        line = turn_line(turn, self.human_prefix, self.ai_prefix)
+        return count_upto(self.count.count, line, cap) + 1
 
+    def line_cost(self, line: str) -> int:
+        return count_upto(self.count.count, line, self.spend.budget) + 1
 
-def role_label(role: str, human_prefix: str, ai_prefix: str) -> str:
-    if role == "user":
-        return human_prefix
-    if role == "assistant":
-        return ai_prefix
-    return role.capitalize()
+    def section_cost(self, header: str, present: bool) -> int:
+        """What opening a section costs: its header and the blank line before it, plus the
+        head's own overhead (the system message, or the recent turns' header) for the
+        first section."""
+        if present:
+            return 0
+        cost = self.count.count(header) + 2
+        if not self.head_open:
+            cost += MESSAGE_OVERHEAD if self.as_messages else self.count.count(HISTORY_HEADER) + 2
+        return cost
 
-
-def _turn_line(turn: Turn, human_prefix: str, ai_prefix: str) -> str:
-    return f"{role_label(turn.role, human_prefix, ai_prefix)}: {turn.text}"
-
-
-def _memory_line(turn: Turn, human_prefix: str, ai_prefix: str) -> str:
-    date = turn.ts[:10]
-    where = f" ({turn.session_id})" if turn.session_id else ""
-    return f"- [{date}{where}] {_turn_line(turn, human_prefix, ai_prefix)}"
-
-
-def _head_sections(
-    facts: Sequence[str],
-    memories: Sequence[Turn],
-    human_prefix: str,
-    ai_prefix: str,
-    summary: Sequence[str] = (),
-) -> list[str]:
-    sections = []
-    if facts:
-        sections.append(FACTS_HEADER + "\n" + "\n".join(f"- {f}" for f in facts))
-    if summary:
-        sections.append(SUMMARY_HEADER + "\n" + "\n".join(f"- {b}" for b in summary))
-    if memories:
-        sections.append(
-            MEMORIES_HEADER
-            + "\n"
-            + "\n".join(_memory_line(m, human_prefix, ai_prefix) for m in memories)
-        )
-    return sections
-
-
-def count_upto(count: Callable[[str], int], text: str, cap: int) -> int:
-    """``count(text)`` when it is at most ``cap``; otherwise some number over ``cap``,
-    found by counting only a prefix (a 1 MB turn never fits a context budget, and counting
-    all of it takes a second). A prefix costs no more than the whole text (give or take a
-    token at the cut, covered by the margin), so a prefix over ``cap`` proves the text is;
-    a prefix within it (a text of unusually long tokens) falls back to counting it all."""
-    window = (max(cap, 0) + 2) * MAX_CHARS_PER_TOKEN
-    if len(text) <= window:
-        return count(text)
-    head = count(text[:window])
-    return head if head > cap + 1 else count(text)
-
-
-def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """The longest prefix of ``text`` (plus an ellipsis) that costs at most ``max_tokens``."""
-    if count_upto(counter.count, text, max_tokens) <= max_tokens:
-        return text
-    lo, hi = 0, min(len(text), (max(max_tokens, 0) + 2) * MAX_CHARS_PER_TOKEN)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if counter.count(text[:mid] + "…") <= max_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo] + "…" if lo else ""
+    def take_section(self, header: str, present: bool, cost: int) -> bool:
+        opening = self.section_cost(header, present)
+        if not self.spend.take(opening + cost):
+            return False
+        self.head_open = True
+        return True
 
 
 def assemble(
@@ -191,188 +191,181 @@ def assemble(
     as_messages: bool = False,
     summary: Sequence[tuple[str, Sequence[int]]] = (),
     memory_limit: int | None = None,
+    query: str | None = None,
+    policy: Policy | None = None,
 ) -> Context:
-    """Fit facts, memories and ``history`` (newest first) into ``budget`` tokens.
-
-    ``summary`` holds ``(bullet, cited event ids)`` of the stored session summary: when
-    older turns do not fit, the bullets about turns older than the oldest turn shown
-    follow the key facts, in :data:`SUMMARY_SHARE` of the budget kept from the older turns
-    (plus what they leave); a share the bullets do not use goes back to older turns.
-
-    No turn is shown twice: a memory that is also a shown turn (or says its words again,
-    :func:`~pmm.text.words.repeat_key`) is left out, and so is a
-    bullet whose cited turns are all shown (as turns or memories); a bullet that cites
-    only turns shown verbatim never appears.
-
-    Costs are counted per line plus one token per line break (per message plus
-    :data:`MESSAGE_OVERHEAD` in messages mode), which bounds the cost of the rendered text.
-    """
-    count = counter.count
-    newline = 1
-    # A turn with no text (erased by forget) is shown nowhere: no empty "Human: " line.
-    history = [t for t in history if t.text.strip()]
+    """Fit ``history`` (newest first), ``facts``, ``memories`` (best first) and the stored
+    summary's ``(bullet, cited event ids)`` into ``budget`` tokens (see the module
+    docstring for the order and why). ``query`` is what excerpts of long memories look
+    for; ``memory_limit`` caps how many memories are shown."""
+    policy = policy or Policy()
+    plan = _Plan(Spend(budget), counter, session_id, as_messages, human_prefix, ai_prefix)
+    history = [t for t in history if t.text.strip()]  # erased turns are shown nowhere
     memories = [m for m in memories if m.text.strip()]
-    if memory_limit is None:
-        memory_limit = len(memories)
+    limit = policy.max_memories if memory_limit is None else min(memory_limit, policy.max_memories)
 
-    def turn_cost(turn: Turn) -> int:  # exact when it fits the budget (see count_upto)
-        if as_messages:
-            return count_upto(count, turn.text, budget) + MESSAGE_OVERHEAD
-        return count_upto(count, _turn_line(turn, human_prefix, ai_prefix), budget) + newline
+    _recent_turns(plan, history, policy)
+    if plan.recent or not history:
+        _key_facts(plan, facts, policy)
+        _memories(plan, memories, query, policy, limit)
+        if policy.summary:
+            _summary(plan, summary)
+        _older_turns(plan, history)
+        plan.resync()
+        _memories(plan, memories, query, policy, limit)  # into what moved or was left
+        _drop_covered_bullets(plan)
+    return _render(plan)
 
-    remaining = max(budget, 0)
-    shown: list[Turn] = []
-    # 1. The newest turn, cut to fit if needed.
-    if history and remaining > 0:
-        newest = history[0]
-        cost = turn_cost(newest)
-        if cost > remaining:
-            spare = remaining - (turn_cost(Turn(newest.role, "", newest.event_id)))
-            text = truncate_to_tokens(newest.text, max(spare - 1, 0), counter) if spare > 1 else ""
-            newest = Turn(
-                newest.role, text, newest.event_id, newest.ts, newest.session_id, newest.summarized
-            )
-            cost = turn_cost(newest)
-        if not newest.text or cost > remaining:
-            history = ()  # never show older turns without the newest one
-        else:
-            shown.append(newest)
-            remaining -= cost
 
-    # 2. Key facts and 3. relevant memories, each within its share.
-    head_overhead = 0 if as_messages else count(HISTORY_HEADER) + 2 * newline
-    head_open = MESSAGE_OVERHEAD if as_messages else 0
-    kept_facts: list[str] = []
-    kept_memories: list[Turn] = []
-    kept_summary: list[tuple[str, Sequence[int]]] = []
-    memories_spent = 0
-    line_costs: dict[int, int] = {}
+def _recent_turns(plan: _Plan, history: list[Turn], policy: Policy) -> None:
+    """Step 1: the newest exchange (the newest turn cut to fit if need be), then the
+    recent floor within half the budget."""
+    if not history or plan.spend.left <= 0:
+        return
+    newest = history[0]
+    cost = plan.turn_cost(newest)
+    if cost > plan.spend.left:
+        bare = plan.turn_cost(Turn(newest.role, "", newest.event_id))
+        spare = plan.spend.left - bare
+        text = truncate_to_tokens(newest.text, spare - 1, plan.count) if spare > 1 else ""
+        newest = Turn(newest.role, text, newest.event_id, newest.ts, newest.session_id)
+        cost = plan.turn_cost(newest)
+        if not text or cost > plan.spend.left:
+            return  # never show older turns without the newest one
+    plan.spend.take(cost)
+    plan.recent.append(newest)
+    cap = max(plan.spend.budget // 2, plan.spend.spent)
+    wanted = max(policy.recent_turns, RECENT_FLOOR)
+    for turn in history[1:wanted]:
+        cost = plan.turn_cost(turn)
+        if plan.spend.spent + cost > cap or not plan.spend.take(cost):
+            break
+        plan.recent.append(turn)
 
-    def memory_cost(memory: Turn) -> int:
-        if memory.event_id not in line_costs:
-            line = _memory_line(memory, human_prefix, ai_prefix)  # a huge turn: a prefix
-            line_costs[memory.event_id] = count_upto(count, line, budget) + newline
-        return line_costs[memory.event_id]
 
-    if facts or memories or summary:
-        remaining -= head_overhead + head_open
-        if remaining > 0 and facts:
-            cap = min(remaining, int(budget * FACTS_SHARE))
-            spent = count(FACTS_HEADER) + 2 * newline
-            for fact in facts:
-                cost = count(f"- {fact}") + newline
-                if spent + cost > cap:
-                    break
-                kept_facts.append(fact)
-                spent += cost
-            if kept_facts:
-                remaining -= spent
-        if remaining > 0 and memories:
-            cap = min(remaining, int(budget * MEMORIES_SHARE))
-            spent = count(MEMORIES_HEADER) + 2 * newline
-            for memory in memories:
-                cost = memory_cost(memory)
-                if spent + cost > cap or len(kept_memories) >= memory_limit:
-                    continue
-                kept_memories.append(memory)
-                spent += cost
-            if kept_memories:
-                remaining -= spent
-                memories_spent = spent
-        if not kept_facts and not kept_memories and not summary:
-            remaining += head_overhead + head_open
+def _key_facts(plan: _Plan, facts: Sequence[str], policy: Policy) -> None:
+    """Step 2: key facts, at most ``policy.facts`` lines within a quarter of what is left."""
+    cap = plan.spend.left // 4
+    for fact in facts[: policy.facts]:
+        line = plan.line_cost(f"- {fact}")
+        opening = plan.section_cost(FACTS_HEADER, bool(plan.facts))
+        if line + opening > cap or not plan.take_section(FACTS_HEADER, bool(plan.facts), line):
+            break
+        cap -= line + opening
+        plan.facts.append(fact)
 
-    # 4. Older turns, newest first, while they fit (leaving the summary its share).
-    reserve = min(max(remaining, 0), int(budget * SUMMARY_SHARE)) if summary else 0
-    remaining -= reserve
-    older = list(history[1:])
-    while older and turn_cost(older[0]) <= remaining:
-        remaining -= turn_cost(older[0])
-        shown.append(older.pop(0))
-    remaining += reserve
 
-    # 5. The stored session summary: bullets about turns older than the oldest shown.
-    if summary:
-        oldest = shown[-1].event_id if shown else 1 << 62
-        spent = count(SUMMARY_HEADER) + 2 * newline
-        for text, cited in summary:
-            cost = count(f"- {text}") + newline
-            if not any(c < oldest for c in cited) or spent + cost > remaining:
-                continue
-            kept_summary.append((text, cited))
-            spent += cost
-        if kept_summary:
-            remaining -= spent
-        elif not kept_facts and not kept_memories:
-            remaining += head_overhead + head_open
-        while older and turn_cost(older[0]) <= remaining:  # what the summary left
-            remaining -= turn_cost(older[0])
-            shown.append(older.pop(0))
+def _memories(
+    plan: _Plan, memories: list[Turn], query: str | None, policy: Policy, limit: int
+) -> None:
+    """Step 3: memories in recall order, spread over days and threads, each whole or
+    excerpted, until the budget is spent."""
+    if not memories or limit <= 0:
+        return
+    taken = [*plan.recent, *plan.memories]
+    shown = {t.event_id for t in taken}
+    said = {repeat_key(t.text) for t in taken} - {frozenset()}
+    terms = query_terms(query)
+    heap = [(float(rank), rank) for rank in range(len(memories))]  # (score, rank): lazy greedy
+    while heap and len(plan.memories) < limit and plan.spend.left >= SMALLEST_LINE:
+        score, rank = heapq.heappop(heap)
+        memory = memories[rank]
+        current = rank + policy.spread * plan.groups[group_key(memory)]
+        if current > score:  # its day/thread gained a memory since it was scored
+            heapq.heappush(heap, (current, rank))
+            continue
+        key = repeat_key(memory.text)
+        if memory.event_id in shown or (key and key in said):
+            continue
+        shown_memory = _shown_text(plan, memory, terms, policy.memory_tokens)
+        cost = plan.line_cost(turn_line(shown_memory, plan.human_prefix, plan.ai_prefix))
+        if group_key(memory) not in plan.groups:
+            cost += GROUP_HEADER_TOKENS
+        if not plan.take_section(MEMORIES_HEADER, bool(plan.memories), cost):
+            continue
+        plan.memories.append(shown_memory)
+        plan.groups[group_key(memory)] += 1
+        shown.add(memory.event_id)
+        if key:
+            said.add(key)
 
-    # 6. Start at a user message when one is shown (some chat APIs refuse a history that
-    # opens with the assistant): drop the older assistant turns in front of it.
-    if any(turn.role == "user" for turn in shown):
-        while shown[-1].role != "user":
-            remaining += turn_cost(shown.pop())
 
-    # 7. No turn twice: a memory shown in the recent turns goes (the next candidates
-    # not shown take its place, within its share), and so does a bullet whose turns are
-    # all shown (verbatim or as a memory): the summary stands only for turns left out.
-    shown.reverse()
-    head_before = bool(kept_facts or kept_memories or kept_summary)
-    shown_ids = {t.event_id for t in shown}
-    # a memory that says a shown turn's words again (another copy of it) is that turn too
-    # (the shown turns' words are only read when there are memories to check against them)
-    said = {repeat_key(t.text) for t in shown} - {frozenset()} if kept_memories else set()
-
-    def is_shown(memory: Turn) -> bool:
-        return memory.event_id in shown_ids or repeat_key(memory.text) in said
-
-    kept = [m for m in kept_memories if not is_shown(m)]
-    if len(kept) < len(kept_memories):
-        for memory in kept_memories:
-            if is_shown(memory):
-                remaining += memory_cost(memory)
-                memories_spent -= memory_cost(memory)
-        cap = int(budget * MEMORIES_SHARE)
-        taken = {m.event_id for m in kept}
-        for memory in memories:  # the next best ones not shown, within the share
-            if len(kept) >= memory_limit:
-                break
-            if is_shown(memory) or memory.event_id in taken:
-                continue
-            cost = memory_cost(memory)
-            if memories_spent + cost <= cap and cost <= remaining:
-                kept.append(memory)
-                taken.add(memory.event_id)
-                memories_spent += cost
-                remaining -= cost
-        if not kept:  # the section is gone: its header too
-            remaining += count(MEMORIES_HEADER) + 2 * newline
-        kept_memories = kept
-    oldest = shown[0].event_id if shown else 1 << 62
-    covered = shown_ids | {m.event_id for m in kept_memories}
-    bullets: list[str] = []
-    for text, cited in kept_summary:
-        if any(c < oldest and c not in covered for c in cited):
-            bullets.append(text)
-        else:
-            remaining += count(f"- {text}") + newline
-    if kept_summary and not bullets:
-        remaining += count(SUMMARY_HEADER) + 2 * newline
-    if head_before and not (kept_facts or kept_memories or bullets):
-        remaining += head_overhead + head_open
-
-    return Context(
-        session_id=session_id,
-        budget_tokens=budget,
-        tokens=max(budget, 0) - remaining,
-        counter=counter.name,
-        facts=kept_facts,
-        memories=kept_memories,
-        history=shown,
-        human_prefix=human_prefix,
-        ai_prefix=ai_prefix,
-        as_messages=as_messages,
-        summary=bullets,
+def _shown_text(plan: _Plan, memory: Turn, terms: frozenset[str], cap: int) -> Turn:
+    """``memory`` as shown: whole when it costs at most ``cap``; else its excerpt, or its
+    digest (``alt``) when that fits ``cap`` and holds at least as many query terms."""
+    if count_upto(plan.count.count, memory.text, cap) <= cap:
+        return memory
+    text, cut = excerpt(memory.text, terms, cap, plan.count)
+    summarized = memory.summarized
+    if (
+        memory.alt
+        and plan.count.count(memory.alt) <= cap
+        and len(terms & set(fts_tokens(memory.alt))) >= len(terms & set(fts_tokens(text)))
+    ):
+        text, cut, summarized = memory.alt, False, True
+    return Turn(
+        memory.role, text, memory.event_id, memory.ts, memory.session_id, summarized, excerpt=cut
     )
+
+
+def _summary(plan: _Plan, summary: Sequence[tuple[str, Sequence[int]]]) -> None:
+    """Step 4: the stored summary's bullets about turns of this thread that are not shown."""
+    covered = {t.event_id for t in plan.recent} | {m.event_id for m in plan.memories}
+    for text, cited in summary:
+        if all(c in covered for c in cited):
+            continue
+        cost = plan.line_cost(f"- {text}")
+        if plan.take_section(SUMMARY_HEADER, bool(plan.bullets), cost):
+            plan.bullets.append((text, cited))
+
+
+def _older_turns(plan: _Plan, history: list[Turn]) -> None:
+    """Step 5: older turns of the thread with what is left (a memory that is one of them
+    moves here), then drop what a shown history must not open with, and bullets whose turns
+    are now all shown."""
+    if not plan.recent:
+        return
+    as_memory = {m.event_id for m in plan.memories}
+    for turn in history[len(plan.recent) :]:
+        if not plan.spend.take(plan.turn_cost(turn)):
+            break
+        if turn.event_id in as_memory:  # its memory line goes (resync refunds it)
+            plan.memories = [m for m in plan.memories if m.event_id != turn.event_id]
+        plan.recent.append(turn)
+    if any(t.role == "user" for t in plan.recent):
+        while plan.recent[-1].role != "user":
+            plan.spend.refund(plan.turn_cost(plan.recent.pop()))
+
+
+def _drop_covered_bullets(plan: _Plan) -> None:
+    """A summary bullet whose turns are all shown (as turns or memories) goes."""
+    shown = {t.event_id for t in plan.recent} | {m.event_id for m in plan.memories}
+    plan.bullets = [(t, c) for t, c in plan.bullets if not all(i in shown for i in c)]
+
+
+def _render(plan: _Plan) -> Context:
+    """The context of what was packed, counted as rendered; never over the budget (the
+    last memory, bullet or fact taken goes while it is)."""
+    while True:
+        ctx = plan.context()
+        tokens = rendered_cost(ctx, plan.count)
+        if tokens <= plan.spend.budget:
+            return dataclasses.replace(ctx, tokens=tokens)
+        if plan.memories:
+            plan.memories.pop()
+        elif plan.bullets:
+            plan.bullets.pop()
+        elif plan.facts:
+            plan.facts.pop()
+        elif len(plan.recent) > 1:
+            plan.recent.pop()
+        else:
+            plan.recent.clear()
+
+
+def rendered_cost(ctx: Context, counter: TokenCounter) -> int:
+    """What ``ctx`` costs as the model receives it: its text, or (messages mode) each
+    message plus :data:`MESSAGE_OVERHEAD`."""
+    if ctx.as_messages:
+        return sum(counter.count(str(m.content)) + MESSAGE_OVERHEAD for m in ctx.messages())
+    return counter.count(ctx.text())

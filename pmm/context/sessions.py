@@ -19,12 +19,11 @@ What has been read of each session is kept and brought up to date incrementally.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pmm.context.assembly import Context, Turn, assemble
+from pmm.context.assembly import RECENT_FLOOR, Context, Policy, Turn, assemble
 from pmm.context.checks import default_recall_mode
 from pmm.context.recent_turns import RecentTurns
 from pmm.context.users import UserFacts, effective_scope
@@ -94,6 +93,10 @@ class SessionContexts:
         a thread of ``user`` when one is known: in the ``user`` scope (the default then)
         key facts and relevant memories come from all of her threads."""
         budget = self.settings.max_tokens if budget_tokens is None else budget_tokens
+        if isinstance(budget, bool) or not isinstance(budget, int):
+            raise InvalidInputError(
+                f"budget_tokens must be a whole number of tokens (an int), got {budget!r}"
+            )
         if budget < 0:
             raise InvalidInputError(f"budget_tokens must be >= 0, got {budget}")
         scope = effective_scope(self.settings.recall_scope, user)
@@ -101,8 +104,7 @@ class SessionContexts:
         if user is not None and scope != "session":
             facts = self._user_facts.lines(user)
         window, complete = self._history_window(session, clear_after, budget)
-        if self.settings.enable_summary:
-            facts += self._topic_lines(session, clear_after)
+        policy = self.policy()
         # Recall runs only when there is something older than the window to find.
         look_back = not complete or scope != "session"
         memories: list[Turn] = []
@@ -113,7 +115,8 @@ class SessionContexts:
                 session, clear_after, query or "", linked_turns + len(window)
             )
         elif query and query.strip() and self.settings.recall_k and look_back:
-            memories = self._memories(query, session, clear_after, window, scope, user)
+            floor = window[: max(policy.recent_turns, RECENT_FLOOR)]
+            memories = self._memories(query, session, clear_after, floor, scope, user, budget)
         return assemble(
             session_id=session,
             history=window,
@@ -126,6 +129,20 @@ class SessionContexts:
             as_messages=as_messages,
             summary=summary,
             memory_limit=linked_turns or None,
+            query=query,
+            policy=policy,
+        )
+
+    def policy(self) -> Policy:
+        """How the budget is spent, from the ``context_*`` settings and ``recall_k``."""
+        s = self.settings
+        return Policy(
+            recent_turns=s.context_recent_turns,
+            memory_tokens=s.context_memory_tokens,
+            spread=s.context_spread,
+            facts=s.context_facts,
+            max_memories=s.recall_k,
+            summary=s.context_summary,
         )
 
     def state(self, session: str) -> tuple[int, list[str]]:
@@ -258,39 +275,28 @@ class SessionContexts:
             before = rows[-1].id
         return turns, False
 
-    def _topic_lines(self, session: str, clear_after: int) -> list[str]:
-        """The most frequent keywords of this session's digested turns (a "Topics" line)."""
-        events = self.store.events(
-            session_id=session,
-            kinds=TURN_KINDS,
-            after_id=clear_after,
-            newest_first=True,
-            limit=200,
-        )
-        counts: Counter[str] = Counter()
-        for event in events:
-            counts.update({k.strip(): 1 for k in event.keywords if k.strip()})
-        top = [k for k, n in counts.most_common(8) if n > 1 or len(counts) <= 8]
-        return [f"Topics: {', '.join(top)}"] if top else []
-
     def _memories(
         self,
         query: str,
         session: str,
         clear_after: int,
-        window: list[Turn],
+        floor: list[Turn],
         scope: str,
         user: str | None,
+        budget: int,
     ) -> list[Turn]:
-        """Older turns relevant to ``query`` that are not in the recent window: of this
-        session, of all the user's sessions (``user`` scope) or of the whole log (``all``)."""
-        seen = {t.event_id for t in window}
+        """Turns relevant to ``query`` other than the recent ``floor`` (which the context
+        shows anyway), best first: of this session, of all the user's sessions (``user``
+        scope) or of the whole log (``all``); as many as ``budget`` could hold (see
+        :func:`memory_candidates`), at most ``recall_k``."""
+        seen = {t.event_id for t in floor}
         # Indexing new turns costs a write; within one session it can wait while every turn
-        # not yet indexed is in the window anyway (the background worker and dream index).
+        # not yet indexed is in the floor anyway (the background worker and dream index).
         sync = scope != "session" or not seen or self.store.search_index_upto() < min(seen) - 1
+        wanted = min(self.settings.recall_k, memory_candidates(budget))
         hits = self.recaller().recall(
             query,
-            self.settings.recall_k * 2,  # some may predate this session's clear marker
+            wanted + 8,  # some may predate this session's clear marker
             session_id=session if scope == "session" else None,
             user_id=user if scope == "user" else None,
             mode=default_recall_mode(self.settings),
@@ -303,12 +309,11 @@ class SessionContexts:
             if event.id in seen or (event.session_id == session and event.id <= clear_after):
                 continue
             role, text = turn_role(event)
+            digest = ""
             if self.settings.enable_summary and event.summary:
-                text = without_speaker(role, event.summary)
-            memories.append(
-                Turn(role, text, event.id, event.ts, event.session_id, bool(event.summary))
-            )
-            if len(memories) >= self.settings.recall_k:
+                digest = without_speaker(role, event.summary)
+            memories.append(Turn(role, text, event.id, event.ts, event.session_id, alt=digest))
+            if len(memories) >= wanted:
                 break
         return memories
 
@@ -353,3 +358,13 @@ class SessionContexts:
                 text = without_speaker(role, event.summary)
             out.append(Turn(role, text, event.id, event.ts, event.session_id, bool(event.summary)))
         return out
+
+
+MEMORY_CANDIDATES_PER_TOKEN = 1 / 15
+"""Recall hits a context asks for per token of budget: a memory line costs 15 tokens or
+more, so the budget never runs out of candidates before it runs out of tokens."""
+
+
+def memory_candidates(budget: int) -> int:
+    """How many memories a context of ``budget`` tokens asks recall for (10 at least)."""
+    return max(10, int(budget * MEMORY_CANDIDATES_PER_TOKEN))

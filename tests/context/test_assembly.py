@@ -1,4 +1,4 @@
-"""Context assembly: newest turns first, facts and memories in their share, never over budget."""
+"""Context assembly: the newest turns first, then facts and memories, never over budget."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_facts_and_memories_render_in_sections() -> None:
     )
     assert ctx.text() == (
         "Key information:\n- Name: Ana\n\n"
-        "Relevant memories:\n- [2026-01-02 (alice)] Human: I moved to Lisbon\n\n"
+        "Relevant memories:\n[2026-01-02, this thread]\nHuman: I moved to Lisbon\n\n"
         "Recent conversation:\nHuman: What's the weather?\nAI: Sunny."
     )
     messages = ctx.messages()
@@ -152,12 +152,11 @@ def test_the_window_starts_at_a_user_message_when_one_fits() -> None:
         assert ctx.history[0].role == "user"
         first = ctx.messages()[0]
         assert isinstance(first, HumanMessage)
-        assert ctx.tokens == sum(
-            (COUNTER.count(t.text) + MESSAGE_OVERHEAD)
+        assert ctx.tokens == (
+            sum(COUNTER.count(t.text) + MESSAGE_OVERHEAD for t in ctx.history)
             if as_messages
-            else COUNTER.count(f"{'Human' if t.role == 'user' else 'AI'}: {t.text}") + 1
-            for t in ctx.history
-        )
+            else COUNTER.count(ctx.text())
+        )  # what the rendering costs, counted as the model receives it
 
 
 def test_an_assistant_only_window_is_kept_when_no_user_turn_fits() -> None:

@@ -26,7 +26,7 @@ def test_older_relevant_turns_come_back(tmp_path: Path) -> None:
         assert [m.text for m in ctx.memories][:1] == [
             "My passport number ends in 4471 and expires in March 2027."
         ]
-        assert "Relevant memories:\n- [" in ctx.text()
+        assert "Relevant memories:\n[" in ctx.text()  # under a header of its day and thread
         assert mind.counter.count(ctx.text()) <= 600
         shown = {t.event_id for t in ctx.history}
         assert not shown & {m.event_id for m in ctx.memories}  # no turn twice
@@ -51,7 +51,8 @@ def test_scope_all_brings_other_sessions(tmp_path: Path) -> None:
     with Mind(path, max_tokens=600, recall_scope="all") as mind:
         ctx = mind.context("s", query="cabin wifi password")
         assert ctx.memories[0].session_id == "old-chat"
-        assert "(old-chat)] Human: The wifi password at the cabin is larch-42." in ctx.text()
+        assert "thread 1]\nHuman: The wifi password at the cabin is larch-42." in ctx.text()
+        assert "old-chat" not in ctx.text()  # a thread is labelled, its id stays out
 
 
 def test_turns_before_a_clear_are_not_recalled(tmp_path: Path) -> None:

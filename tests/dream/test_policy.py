@@ -159,7 +159,7 @@ def test_linked_turns_give_the_summary_and_its_best_turns(tmp_path: Path) -> Non
         again = mind.context("maya", "Roundhay park knee", budget_tokens=250, linked_turns=2)
         assert first == again
         assert first.memories[0].event_id == ids[4]  # Week 2: Roundhay park
-        assert len(first.memories) == 2 and first.summary
+        assert 1 <= len(first.memories) <= 2 and first.summary  # the others are recent turns
         # everything fits: no summary, no memory (the turns are all shown as they are)
         whole = mind.context("maya", "Roundhay park knee", budget_tokens=2000, linked_turns=2)
         assert len(whole.history) == 16 and not whole.memories and not whole.summary
