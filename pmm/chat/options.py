@@ -17,7 +17,7 @@ from pmm.settings import Settings
 HELP = """\
 commands:
   /help           this list
-  /memory         the memory the model sees for this session
+  /memory [TEXT]  the memory the model sees (with the memories relevant to TEXT)
   /stats          what the event log holds
   /verify         check the log's hash chain
   /search TEXT    recall the events most relevant to TEXT (all of the user's threads;

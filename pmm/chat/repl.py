@@ -16,7 +16,7 @@ tried anywhere; the banner says so once, the replies do not repeat it. Either wa
 exchange is saved as two chained events before the reply is shown: what you have seen
 answered is in the log.
 
-Commands: /help, /memory, /stats, /verify, /search TEXT, /session NAME, /user NAME, /quit.
+Commands: /help, /memory [TEXT], /stats, /verify, /search TEXT, /session NAME, /user NAME, /quit.
 
 ``--user alice`` (or ``/user alice``) makes the sessions Alice's threads: each keeps its own
 recent turns, her key facts and memories come from all of her threads, and ``/search``
@@ -117,7 +117,7 @@ class Chat:
         if name in ("/help", "/?"):
             self.write(HELP)
         elif name == "/memory":
-            self.show_memory()
+            self.show_memory(rest or None)
         elif name == "/stats":
             self.show_stats()
         elif name == "/verify":
@@ -171,8 +171,10 @@ class Chat:
             f"{_count(report.contradictions, 'contradiction')}"
         )
 
-    def show_memory(self) -> None:
-        context = self.mind.context(self.session, query=None, user_id=self.user)
+    def show_memory(self, query: str | None = None) -> None:
+        """What the model would read: the context of this session, with the memories
+        relevant to ``query`` (``/memory TEXT``: as if TEXT were the next message)."""
+        context = self.mind.context(self.session, query=query, user_id=self.user)
         body = context.text()
         if not body:
             self.write(f"(nothing remembered in session {self.session!r} yet)")

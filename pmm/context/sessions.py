@@ -19,7 +19,7 @@ What has been read of each session is kept and brought up to date incrementally.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -88,6 +88,7 @@ class SessionContexts:
         as_messages: bool = False,
         linked_turns: int = 0,
         user: str | None = None,
+        skip_turns: Collection[int] = (),
     ) -> Context:
         """The compact, role-labelled memory of ``session`` (see :meth:`pmm.Mind.context`),
         a thread of ``user`` when one is known: in the ``user`` scope (the default then)
@@ -104,6 +105,8 @@ class SessionContexts:
         if user is not None and scope != "session":
             facts = self._user_facts.lines(user)
         window, complete = self._history_window(session, clear_after, budget)
+        if skip_turns:  # the model sees them elsewhere: their tokens go to the rest
+            window = [t for t in window if t.event_id not in skip_turns]
         policy = self.policy()
         # Recall runs only when there is something older than the window to find.
         look_back = not complete or scope != "session"
@@ -116,7 +119,8 @@ class SessionContexts:
             )
         elif query and query.strip() and self.settings.recall_k and look_back:
             floor = window[: max(policy.recent_turns, RECENT_FLOOR)]
-            memories = self._memories(query, session, clear_after, floor, scope, user, budget)
+            seen = {t.event_id for t in floor} | set(skip_turns)
+            memories = self._memories(query, session, clear_after, seen, scope, user, budget)
         return assemble(
             session_id=session,
             history=window,
@@ -280,16 +284,16 @@ class SessionContexts:
         query: str,
         session: str,
         clear_after: int,
-        floor: list[Turn],
+        seen: set[int],
         scope: str,
         user: str | None,
         budget: int,
     ) -> list[Turn]:
-        """Turns relevant to ``query`` other than the recent ``floor`` (which the context
-        shows anyway), best first: of this session, of all the user's sessions (``user``
-        scope) or of the whole log (``all``); as many as ``budget`` could hold (see
-        :func:`memory_candidates`), at most ``recall_k``."""
-        seen = {t.event_id for t in floor}
+        """Turns relevant to ``query`` other than those ``seen`` (the recent floor, which
+        the context shows anyway, and turns the model sees elsewhere), best first: of this
+        session, of all the user's sessions (``user`` scope) or of the whole log (``all``);
+        as many as ``budget`` could hold (see :func:`memory_candidates`), at most
+        ``recall_k``."""
         # Indexing new turns costs a write; within one session it can wait while every turn
         # not yet indexed is in the floor anyway (the background worker and dream index).
         sync = scope != "session" or not seen or self.store.search_index_upto() < min(seen) - 1

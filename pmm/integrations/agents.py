@@ -59,7 +59,6 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -77,6 +76,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from pmm.errors import InvalidInputError
+from pmm.events.turns import TURN_KINDS
 from pmm.mind import Mind
 from pmm.records import NewEvent
 from pmm.storage.safe_append import prepare, warn_once
@@ -222,19 +222,28 @@ class PMMMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         budget -= self.mind.counter.count(CONTEXT_HEADER) + 1
         if budget <= 0:
             return ""
-        context = self.mind.context(session, query=query, budget_tokens=budget, user_id=user_id)
-        if context.history:
-            in_state = {m.id for m in messages if m.id}
-            events = self.mind.store.get_many(t.event_id for t in context.history)
-            kept = [
-                t
-                for t in context.history
-                if (events[t.event_id].meta or {}).get("message_id") not in in_state
-            ]
-            if len(kept) != len(context.history):
-                context = replace(context, history=kept)
+        context = self.mind.context(
+            session,
+            query=query,
+            budget_tokens=budget,
+            user_id=user_id,
+            skip_turns=self._turns_in(session, messages),
+        )
         text = context.text()
         return f"{CONTEXT_HEADER}\n{text}" if text else ""
+
+    def _turns_in(self, session: str, messages: Sequence[BaseMessage]) -> set[int]:
+        """The event ids of ``session``'s stored turns that are among ``messages`` (the
+        run's state, kept by a checkpointer): the context leaves them out and spends their
+        tokens on memories and older turns. Only the newest stored turns can be there:
+        as many as there are messages, read newest first."""
+        in_state = {m.id for m in messages if m.id}
+        if not in_state:
+            return set()
+        recent = self.mind.store.events(
+            session_id=session, kinds=TURN_KINDS, newest_first=True, limit=len(messages) + 1
+        )
+        return {e.id for e in recent if (e.meta or {}).get("message_id") in in_state}
 
     @staticmethod
     def _with_text(request: ModelRequest, text: str) -> ModelRequest:

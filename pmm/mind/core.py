@@ -6,7 +6,7 @@ from __future__ import annotations
 import atexit
 import logging
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pmm.context.checks import STORE_KINDS, default_recall_mode, recall_weights
@@ -186,6 +186,7 @@ class Mind(Writing, Administration):
         as_messages: bool = False,
         linked_turns: int = 0,
         user_id: str | None = None,
+        skip_turns: Collection[int] = (),
     ) -> Context:
         """The compact, role-labelled memory of a session within ``budget_tokens``.
 
@@ -211,6 +212,9 @@ class Mind(Writing, Administration):
             ai_prefix: Label of assistant turns in the text.
             as_messages: Also build LangChain messages (``Context.messages``).
             linked_turns: Show the stored summary's ``k`` best-matching turns.
+            user_id: The thread's user (default: the session's own user).
+            skip_turns: Event ids of turns the model already sees (an agent's state
+                messages): left out, their tokens spent on memories and older turns.
 
         Returns:
             The context; ``.text()`` is what the model sees.
@@ -225,6 +229,7 @@ class Mind(Writing, Administration):
             as_messages=as_messages,
             linked_turns=linked_turns,
             user=self._owners.resolve(session, user_id),
+            skip_turns=skip_turns,
         )
 
     def recall(
