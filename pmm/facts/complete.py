@@ -1,25 +1,25 @@
 """Whether a like or dislike reads as a complete statement about the user, out of its turn.
 
-    complete("cheese pizza", "")                # 'cheese pizza'
-    complete("also cheese pizza", "")           # 'cheese pizza'
-    complete("running my own studio", ".")      # 'running their own studio'
-    complete("the color", "")                   # None: which colour? (of a photo)
-    complete("making him happy", "")            # None: who is he?
-    complete("creating a safe", ", inviting place")   # None: cut inside "a safe, inviting place"
+    complete("fresh mango", "")                 # 'fresh mango'
+    complete("also fresh mango", "")            # 'fresh mango'
+    complete("growing my own tomatoes", ".")    # 'growing their own tomatoes'
+    complete("the shape", "")                   # None: the shape of what? (a photo)
+    complete("making her laugh", "")            # None: who is she?
+    complete("building a calm", ", friendly place")   # None: cut inside "a calm, friendly place"
 
 A key fact is shown alone, far from the turn it came from ("Likes: ..."), so a value that
 needs the turn to be understood is a fragment there. Dropped, because a doubtful fact costs
 more than a missing one:
 
 - a word that points into the conversation: a pronoun or demonstrative (``it``, ``this``,
-  ``those``, ``him``, ``their``, ...), a comparison (``scents like this``);
-- a definite description (``the energy``, ``all the yellow leaves``): it names something seen
+  ``those``, ``him``, ``their``, ...), a comparison (``sounds like this``);
+- a definite description (``the noise``, ``all the red roofs``): it names something seen
   or said in the conversation, unless a title (``the Beatles``) or a place everyone knows
   (``the ocean``);
 - a start that cannot begin an object: a verb (``is important``: the rule caught a relative
-  clause, "those we love is important"), a conjunction, a dash, a count (``two projects``);
+  clause, "the friends we love is important"), a conjunction, a dash, a count (``three plans``);
 - a bare gerund that needs an object (``playing``: playing what?);
-- a phrase cut at a comma inside a noun phrase (``a safe, inviting place``) or at a quotation.
+- a phrase cut at a comma inside a noun phrase (``a calm, friendly place``) or at a quotation.
 
 First-person words become third person (``my job`` → ``their job``): the line is about the
 user, and "my" in it would read as the assistant's.
@@ -89,7 +89,7 @@ def complete(value: str, after: str) -> str | None:
     if rest.startswith(",") and _ARTICLE_TAIL.search(value):
         following = _WORD.findall(rest)
         if following and following[0].lower() not in {"a", "an", "the", "and", "or"}:
-            return None  # "a safe, inviting place": the noun is after the comma
+            return None  # "a calm, friendly place": the noun is after the comma
     return re.sub(
         r"\b(?:my|our|me|us|myself|ourselves|mine|ours)\b",
         lambda m: _match_case(m.group(), _FIRST_PERSON[m.group().lower()]),

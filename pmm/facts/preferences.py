@@ -62,7 +62,7 @@ def _preferences(attribute: str, trigger: str) -> Rule:
                 value = complete(item, text[span[1] : end] if last else "")
                 if value is None:
                     if n == 0 and shares_determiner(item):
-                        break  # "the color and texture": the texture of the photo too
+                        break  # "the shape and light": the light of the photo too
                     continue
                 out.append(Candidate(Fact(attribute, value), item_start, item_start + len(item)))
         return out
@@ -79,14 +79,14 @@ _HEADS = frozenset(
 
 
 def _in_relative_clause(text: str, trigger: int) -> bool:
-    """ "things I love makes writing fun", "those we love": the liking is the clause's, and
+    """ "songs I love make driving fun", "the friends we love": the liking is the clause's, and
     what follows the verb is not its object."""
     before = re.search(r"([^\W\d_]+)\s+$", text[max(0, trigger - 40) : trigger])
     return before is not None and before.group(1).lower() in _GAP_NOUNS
 
 
 def _with_shared_head(items: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """ "action and sci-fi movies" → "action movies", "sci-fi movies": a one-word modifier
+    """ "horror and war movies" → "horror movies", "war movies": a one-word modifier
     before "and" shares the last item's head noun."""
     if len(items) < 2:
         return items

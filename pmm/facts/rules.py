@@ -278,7 +278,7 @@ def _relative_rule(text: str, start: int, end: int) -> list[Candidate]:
             if weak and any(c.start == span[0] for c in out):
                 continue
             if weak and "," in match.group() and _LIST_AFTER.match(text, span[1], end):
-                continue  # "my girlfriend, Toby and I": a list of people, not her name
+                continue  # "my brother, Sam and I": a list of people, not his name
             slot = _relative_slot(match.group(1))
             out.append(Candidate(Fact(slot, text[span[0] : span[1]]), *span, weak))
     return out

@@ -37,7 +37,7 @@ _CONNECTORS = frozenset(
 )
 _PHRASE_STOP = re.compile(
     r"\s*(?:[,.;!?:()\n\"“”–—]|$)"
-    r"|\s*(?<!\w)-(?!\w)"  # a dash between words ends the phrase: "savasana - aka ..."
+    r"|\s*(?<!\w)-(?!\w)"  # a dash between words ends the phrase: "hiking - it clears ..."
     r"|\s+(?:and|or)\s+(?:i|we|my|it|that|he|she|they|you|i'm|i've)\b"
     r"|\s+(?:but|because|since|so|when|while|though|although|especially|except|which|who|"
     r"whereas|if|as|whenever|unless|than|whom|whose)\b",

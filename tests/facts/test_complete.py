@@ -14,33 +14,33 @@ from pmm.facts import Fact, FactBook, extract_facts
     ("text", "expected"),
     [
         # a word that points into the conversation
-        ("Oh, I love making him happy.", []),
-        ("I love working on it to relax.", []),
+        ("Oh, I love making her laugh.", []),
+        ("I love fixing it up on Sundays.", []),
         ("Those birds are great, I like watching those birds.", []),
-        ("I'm a big fan of smells like this!", []),
+        ("I'm a fan of sounds like this!", []),
         # a definite description: something seen or said in the conversation
-        ("What a photo! I love the color and texture.", []),
-        ("I love all the yellow leaves, so cozy.", []),
-        ("I love the energy and food.", []),
+        ("Nice shot! I love the shape and light.", []),
+        ("I love all the red roofs, so pretty.", []),
+        ("I love the noise and crowds.", []),
         # the verb's object was not the liking's: a relative clause
-        ("Remembering the people we love is important.", []),
-        ("The books I love make reading fun.", []),
-        ("Doing something I love is awesome.", []),
+        ("Helping the friends we love is important.", []),
+        ("The songs I love make driving fun.", []),
+        ("Finding something I love is great.", []),
         # cut inside a noun phrase, at a quotation, or a count without its things
         ("I'm passionate about building a calm, friendly place for kids.", []),
         ('We love playing "Catan" together.', []),
-        ("I'm keen on two ideas in particular.", []),
-        ("It's a job I enjoy every day.", []),
+        ("I'm keen on three plans in particular.", []),
+        ("It's a town I enjoy every day.", []),
         # a list of people is not an introduction
-        ("My brother, Sam and I went fishing.", []),
+        ("My brother, Sam and I went sailing.", []),
         # cleaned, not dropped
-        ("I like also cheese pizza.", [Fact("likes", "cheese pizza")]),
-        ("I love running my own bakery.", [Fact("likes", "running their own bakery")]),
+        ("I like also fresh mango.", [Fact("likes", "fresh mango")]),
+        ("I love growing my own tomatoes.", [Fact("likes", "growing their own tomatoes")]),
         ("I'm a fan of hiking - it clears my head.", [Fact("likes", "hiking")]),
-        ("We love painting together lately.", [Fact("likes", "painting together")]),
+        ("We love baking together lately.", [Fact("likes", "baking together")]),
         (
-            "I love action and horror movies.",
-            [Fact("likes", "action movies"), Fact("likes", "horror movies")],
+            "I love horror and war movies.",
+            [Fact("likes", "horror movies"), Fact("likes", "war movies")],
         ),
         (
             "I'm into folk and jazz music.",
@@ -58,12 +58,12 @@ def test_a_fragment_is_dropped_or_completed(text: str, expected: list[Fact]) -> 
         ("I love the ocean.", [Fact("likes", "the ocean")]),
         ("I'm a huge fan of the Beatles.", [Fact("likes", "the Beatles")]),
         (
-            "I love stories that tackle hard questions.",
-            [Fact("likes", "stories that tackle hard questions")],
+            "I love songs that tell old legends.",
+            [Fact("likes", "songs that tell old legends")],
         ),
         ("I love dramas and slow films.", [Fact("likes", "dramas"), Fact("likes", "slow films")]),
         ("My son, Leo, is five.", [Fact("son's name", "Leo")]),
-        ("Max and I love taking long walks.", [Fact("likes", "taking long walks")]),
+        ("Ana and I love taking long walks.", [Fact("likes", "taking long walks")]),
     ],
 )
 def test_a_complete_statement_is_kept(text: str, expected: list[Fact]) -> None:
@@ -76,10 +76,10 @@ def test_the_book_shows_only_complete_likes() -> None:
     book = FactBook()
     book.extend(
         [
-            "What a photo! I love the color and texture.",
-            "I like also cheese pizza.",
-            "Oh, I love making him happy.",
-            "I love running my own bakery.",
+            "Nice shot! I love the shape and light.",
+            "I like also fresh mango.",
+            "Oh, I love making her laugh.",
+            "I love growing my own tomatoes.",
         ]
     )
-    assert book.lines() == ["Likes: cheese pizza, running their own bakery"]
+    assert book.lines() == ["Likes: fresh mango, growing their own tomatoes"]
