@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from pmm.facts.complete import complete, shares_determiner
 from pmm.facts.fact import Candidate, Fact, Rule
 from pmm.facts.spans import guarded, phrase
 from pmm.facts.words import WEAK_OBJECTS, WEAK_VERBS
@@ -42,12 +43,13 @@ def _preferences(attribute: str, trigger: str) -> Rule:
     def rule(text: str, start: int, end: int) -> list[Candidate]:
         out: list[Candidate] = []
         for match in pattern.finditer(text, start, end):
-            if guarded(text, start, match.start()):
+            if guarded(text, start, match.start()) or _in_relative_clause(text, match.start()):
                 continue
             span = phrase(text, match.end(), end, max_words=6)
             if span is None:
                 continue
-            for item_start, item in _items(text, span):
+            items = _with_shared_head(list(_items(text, span)))
+            for n, (item_start, item) in enumerate(items):
                 words = item.split()
                 first = words[0].lower()
                 if first in WEAK_OBJECTS or len(item) < 3:
@@ -56,12 +58,45 @@ def _preferences(attribute: str, trigger: str) -> Rule:
                     if len(words) < 2 or words[1].lower() in WEAK_VERBS:
                         continue
                     item = " ".join([_gerund(words[1].lower()), *words[2:]])
-                if item.lower().startswith(("the idea", "the way", "the fact")):
+                last = n == len(items) - 1
+                value = complete(item, text[span[1] : end] if last else "")
+                if value is None:
+                    if n == 0 and shares_determiner(item):
+                        break  # "the shape and light": the light of the photo too
                     continue
-                out.append(Candidate(Fact(attribute, item), item_start, item_start + len(item)))
+                out.append(Candidate(Fact(attribute, value), item_start, item_start + len(item)))
         return out
 
     return rule
+
+
+_GAP_NOUNS = frozenset(
+    "thing things something anything everything nothing stuff those what whatever one ones".split()
+)
+_HEADS = frozenset(
+    "movies films books music games shows novels series songs stories food dishes".split()
+)
+
+
+def _in_relative_clause(text: str, trigger: int) -> bool:
+    """ "songs I love make driving fun", "the friends we love": the liking is the clause's, and
+    what follows the verb is not its object."""
+    before = re.search(r"([^\W\d_]+)\s+$", text[max(0, trigger - 40) : trigger])
+    return before is not None and before.group(1).lower() in _GAP_NOUNS
+
+
+def _with_shared_head(items: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """ "horror and war movies" → "horror movies", "war movies": a one-word modifier
+    before "and" shares the last item's head noun."""
+    if len(items) < 2:
+        return items
+    head = items[-1][1].split()
+    if len(head) < 2 or head[-1].lower() not in _HEADS:
+        return items
+    return [
+        (at, f"{item} {head[-1]}") if " " not in item and not item.endswith("s") else (at, item)
+        for at, item in items[:-1]
+    ] + items[-1:]
 
 
 def _items(text: str, span: tuple[int, int]) -> Iterator[tuple[int, str]]:

@@ -258,6 +258,9 @@ _HAVE_REL = re.compile(
 )
 
 
+_LIST_AFTER = re.compile(r"\s+(?:and|or)\s", re.I)
+
+
 def _relative_slot(noun: str) -> str:
     noun = noun.lower()
     return f"{PET_KIND.get(noun, noun) if noun not in FAMILY else noun}'s name"
@@ -274,6 +277,8 @@ def _relative_rule(text: str, start: int, end: int) -> list[Candidate]:
                 continue
             if weak and any(c.start == span[0] for c in out):
                 continue
+            if weak and "," in match.group() and _LIST_AFTER.match(text, span[1], end):
+                continue  # "my brother, Sam and I": a list of people, not his name
             slot = _relative_slot(match.group(1))
             out.append(Candidate(Fact(slot, text[span[0] : span[1]]), *span, weak))
     return out

@@ -36,7 +36,8 @@ _CONNECTORS = frozenset(
     "de da do dos das del della di du des van von der den la le el nad am im upon on sur y".split()
 )
 _PHRASE_STOP = re.compile(
-    r"\s*(?:[,.;!?:()\n\"“”]|$)"
+    r"\s*(?:[,.;!?:()\n\"“”–—]|$)"
+    r"|\s*(?<!\w)-(?!\w)"  # a dash between words ends the phrase: "hiking - it clears ..."
     r"|\s+(?:and|or)\s+(?:i|we|my|it|that|he|she|they|you|i'm|i've)\b"
     r"|\s+(?:but|because|since|so|when|while|though|although|especially|except|which|who|"
     r"whereas|if|as|whenever|unless|than|whom|whose)\b",
@@ -44,7 +45,8 @@ _PHRASE_STOP = re.compile(
 )
 _TRAILING = re.compile(
     r"(?:\s+(?:too|a lot|so much|very much|as well|these days|nowadays|now|anymore|any more|"
-    r"at the moment|right now|in general|though))+$",
+    r"at the moment|right now|in general|though|lately|recently|in particular|every day|"
+    r"the most))+$",
     re.I,
 )
 
