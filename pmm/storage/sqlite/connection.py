@@ -104,6 +104,8 @@ def note_corruption(path: str, message: str) -> None:
 
 def corruption_seen(path: str, since: int) -> str | None:
     """The message of damage seen in ``path`` after mark ``since``, or None."""
+    if not _SEEN:  # every write asks: no path lookup while no damage was ever seen
+        return None
     key = _key(path)
     found = None if key is None else _SEEN.get(key)
     return found[1] if found is not None and found[0] > since else None

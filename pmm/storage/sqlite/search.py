@@ -113,15 +113,20 @@ class SearchIndex(SqliteBase):
         up to date (new turns, and the neighbours of turns appended, redacted or
         compacted since); returns how many events were newly indexed.
 
-        A store that cannot write (a read-only file, or one refused after damage) indexes
-        nothing in the file: the turn index is then built in the connection's own
-        temporary schema (:meth:`_shadow_index`), so keyword search still finds every
-        event; the window/date key stays as the file holds it (said once, in a warning)."""
+        A read-only store indexes nothing in the file: the turn index is then built in
+        the connection's own temporary schema (:meth:`_shadow_index`), so keyword search
+        still finds every event; the window/date key stays as the file holds it (said
+        once, in a warning). A store refused after damage searches the file's index as it
+        is, and says once how many events it lacks."""
         upto, newest = self._read(
             "SELECT (SELECT indexed_upto FROM fts_state), (SELECT max(id) FROM events)"
         )[0]
-        if self.read_only_reason is not None or self.refusal() is not None:
+        if self.read_only_reason is not None:
             self._shadow_index(upto, newest or 0)
+            return 0
+        if self.refusal() is not None:  # searched as the file holds it: no more reads of it
+            if newest and newest > upto:
+                self._warn_unindexed(newest - upto)
             return 0
         if (not newest or newest <= upto) and not self._windows_pending():
             return 0
@@ -223,16 +228,26 @@ class SearchIndex(SqliteBase):
             except sqlite3.Error as exc:
                 raise translate(exc, self.path) from exc
 
+    def _warn_unindexed(self, count: int) -> None:
+        if not getattr(self, "_warned_unindexed", False):
+            self._warned_unindexed = True
+            log.warning(
+                "%s: writes are refused after damage; its %d newest events are not in the "
+                "full-text index, so keyword search does not find them",
+                self.path,
+                count,
+            )
+
     def _warn_windows_unindexed(self) -> None:
         """Say once that the window/date key of a store that cannot write lacks the turns
         appended after the file last indexed them (that key is not built in memory)."""
-        if getattr(self, "_warned_unindexed", False):
+        if getattr(self, "_warned_windows", False):
             return
         upto, newest = self._read(
             "SELECT (SELECT indexed_upto FROM window_state), (SELECT max(id) FROM events)"
         )[0]
         if newest and newest > upto:
-            self._warned_unindexed = True
+            self._warned_windows = True
             log.warning(
                 "%s cannot be written: its %d newest events are not in the window/date "
                 "index, so a window search does not find them (copy the file somewhere "
@@ -284,7 +299,7 @@ class SearchIndex(SqliteBase):
             return []
         if sync:
             self.sync_search_index()
-        if key == "window" and (self.read_only_reason is not None or self.refusal() is not None):
+        if key == "window" and self.read_only_reason is not None:
             self._warn_windows_unindexed()
         terms = self._informative_terms(words)
         table, columns, rank = _SEARCH_KEYS[key]

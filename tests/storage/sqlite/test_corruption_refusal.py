@@ -42,8 +42,9 @@ def test_a_write_after_damage_was_seen_is_refused_and_writes_nothing(tmp_path: P
         assert "pmm check" in str(refused.value) and "pmm recover" in str(refused.value)
         with pytest.raises(StoreRefusedError):  # every write, not only the next one
             mind.store.append("prompt", "and another", session_id="s9", role="user")
-        assert _bytes(db) == before
         assert mind.store.get(300).content.startswith("turn 299")  # reads still work
+        assert mind.store.sync_search_index() == 0  # searched as the file holds it
+        assert _bytes(db) == before
     finally:
         mind.close()
 
