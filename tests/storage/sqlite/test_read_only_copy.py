@@ -78,3 +78,29 @@ def test_a_writable_file_still_indexes_in_the_file(tmp_path: Path) -> None:
         assert store.read_only_reason is None
         assert len(store.search_text("Lisbon", limit=10 * N)) == N
         assert store.search_index_upto() == N
+
+
+def test_a_read_only_connection_beside_a_writer_sees_its_appends_and_erasures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opened ``mode=ro`` (the file may be written by another process): the in-memory
+    index follows the writer's commits, and an erasure by the writer leaves no match."""
+    from pmm.storage.sqlite import store as store_module
+
+    db = tmp_path / "pmm.db"
+    with EventStore(db) as first:
+        for i in range(50):
+            first.append("prompt", f"turn {i} at pier{i}", session_id="s", role="user")
+    writer = EventStore(db)
+    monkeypatch.setattr(store_module, "read_only_reason", lambda path: "opened read-only")
+    reader = EventStore(db)
+    try:
+        assert [i for i, _ in reader.search_text("pier7")] == [8]
+        fresh = writer.append("prompt", "the lighthouse keeper", session_id="s", role="user")
+        assert [i for i, _ in reader.search_text("lighthouse")] == [fresh.id]
+        writer.forget(event_ids=[8], reason="asked")
+        assert reader.search_text("pier7") == []
+        assert [i for i, _ in reader.search_text("pier9")] == [10]
+    finally:
+        reader.close()
+        writer.close()
