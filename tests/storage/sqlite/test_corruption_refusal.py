@@ -34,8 +34,8 @@ def test_a_write_after_damage_was_seen_is_refused_and_writes_nothing(tmp_path: P
     damaged_log(db)
     mind = Mind(str(db))
     try:
-        with pytest.raises(CorruptDatabaseError):
-            list(mind.store.iter_events())
+        with pytest.raises(CorruptDatabaseError):  # the sequence: context, remember
+            mind.context("s1", query="lorem turn 150")
         before = _bytes(db)
         with pytest.raises(StoreRefusedError) as refused:
             mind.remember("one more turn", role="user", session_id="s9")
