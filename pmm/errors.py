@@ -32,6 +32,13 @@ class CorruptDatabaseError(NotADatabaseError):
     wrong path; ``pmm check``, ``pmm recover`` and ``pmm restore`` are the ways out."""
 
 
+class StoreRefusedError(CorruptDatabaseError):
+    """This store saw its database report damage earlier and refuses every later write
+    (nothing more goes into a file known to be corrupt). Reads still work, for salvage.
+    The refusal lasts until the file is opened again (a new :class:`pmm.Mind` or store)
+    after ``pmm check`` passes, or ``pmm recover`` / ``pmm restore`` replaced it."""
+
+
 class ReadOnlyDatabaseError(DatabaseError):
     """The database (or its folder) cannot be written."""
 
@@ -47,6 +54,11 @@ class UnsupportedOperationError(DatabaseError):
 
 class MigrationError(DatabaseError):
     """A schema migration could not be applied."""
+
+
+class NewerSchemaError(MigrationError):
+    """The database was written by a newer PMM (its schema version is above the newest
+    migration this PMM knows): it is neither read nor written; upgrade PMM."""
 
 
 class IntegrityError(DatabaseError):

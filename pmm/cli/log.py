@@ -43,7 +43,7 @@ from pmm.errors import (
 from pmm.events.export_file import read_export_file
 from pmm.events.turns import TURN_KINDS
 from pmm.records import Event, VerifyReport
-from pmm.storage import EventLog, open_store
+from pmm.storage import EventLog, is_postgres_url, open_store
 from pmm.text.sizes import format_size
 from pmm.text.words import snippet
 
@@ -52,6 +52,12 @@ from pmm.text.words import snippet
 
 def cmd_init(args: argparse.Namespace) -> int:
     path = _db_path(args)
+    if is_postgres_url(path):  # a wrong target for this command: a usage error (exit 2)
+        raise InvalidInputError(
+            "`pmm init` creates a SQLite file; a PostgreSQL database is set up when PMM "
+            "first connects to it (its migrations are applied then): run `pmm stats --db "
+            "URL` or open `Mind(URL)`"
+        )
     existed = Path(path).exists()
     with _opened(path) as (store, backups):
         stats = store.stats()

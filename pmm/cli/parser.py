@@ -119,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
         "init",
         cmd_init,
         "Create the database file (or open it) and apply the migrations.",
-        "Prints the path and the schema version. Safe to run on an existing database.",
+        "Prints the path and the schema version. Safe to run on an existing database.\n"
+        "A PostgreSQL URL is refused (exit 2): PMM sets it up when it first connects.",
     )
     command(
         "migrate",
@@ -168,7 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Write every event, every field, as JSON lines.",
         "One JSON object per line, oldest first: id, ts, kind, session_id, role, content,\n"
         "content_sha256, meta, prev_hash, hash, hash_version, summary, keywords,\n"
-        "digest_method. `pmm import` restores it exactly. Embeddings are not exported.",
+        "digest_method. `pmm import` restores it exactly. Embeddings are not exported.\n"
+        "The file starts with one `chain_key` line per chain it holds (with --user: hers),\n"
+        "holding that chain's secret: her rows need it to verify, and it links the keyed\n"
+        "digests of her ids back to them. Keep an export as private as the database.",
     )
     p.add_argument("file", metavar="FILE.jsonl", help="where to write ('-' = stdout)")
     p.add_argument("--user", metavar="U", help="only this user's events (all her threads)")

@@ -83,13 +83,14 @@ from pmm.integrations.store_items import (
     session_namespace,
     texts_at,
 )
-from pmm.integrations.store_search import SearchMode, StoreSearch
+from pmm.integrations.store_search import SearchMode, StoreSearch, checked_page
 from pmm.integrations.store_ttl import PUT_KIND, StoreTTL, checked_ttl, checked_ttl_config
 from pmm.integrations.store_users import (
     NamespaceUser,
     checked_namespace_user,
     namespace_user_id,
     own_session,
+    refuse_other_users,
 )
 from pmm.mind import Mind
 from pmm.records import Event, NewEvent
@@ -233,6 +234,7 @@ class PMMStore(StoreTTL, StoreSearch, BaseStore):
         latest = self._latest(op.namespace, op.key)
         if not latest or latest[0].kind != PUT_KIND:
             return None
+        refuse_other_users(self.namespace_user, latest[:1], session_namespace)
         if not self._visible(latest[:1], op.refresh_ttl):
             return None
         found = search_item(latest[0])
@@ -317,10 +319,14 @@ class PMMStore(StoreTTL, StoreSearch, BaseStore):
         ]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        live = self._visible(self._live_under(op.namespace_prefix), refresh=False)
+        checked_page(op.limit, op.offset)
+        found = self._live_under(op.namespace_prefix)
+        refuse_other_users(self.namespace_user, found, session_namespace)
+        live = self._visible(found, refresh=False)
         return self._search_live(op, live)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        checked_page(op.limit, op.offset)
         namespaces = {
             session_namespace(e.session_id)
             for e in self._visible(self._live_under(()), refresh=False)

@@ -15,6 +15,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import SearchItem, SearchOp
 
+from pmm.errors import InvalidInputError
 from pmm.integrations.store_filters import value_matches
 from pmm.integrations.store_items import item_value, search_item
 from pmm.integrations.store_ttl import PUT_KIND
@@ -25,6 +26,14 @@ if TYPE_CHECKING:
     from pmm.mind import Mind
 
 SearchMode = Literal["hybrid", "keyword", "semantic"]
+
+
+def checked_page(limit: object, offset: object) -> None:
+    """Raise :class:`~pmm.errors.InvalidInputError` unless ``limit`` and ``offset`` are
+    ints >= 0 (a negative slice bound would silently page from the end)."""
+    for name, value in (("limit", limit), ("offset", offset)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidInputError(f"{name} must be an int >= 0, got {value!r}")
 
 
 class StoreSearch:

@@ -9,10 +9,11 @@ from the namespace to the user id (None: no user).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from pmm.context.users import checked_user
 from pmm.errors import InvalidInputError
+from pmm.records import Event
 from pmm.storage import EventLog
 
 NamespaceUser = int | Callable[[tuple[str, ...]], str | None]
@@ -61,3 +62,30 @@ def own_session(log: EventLog, session: str, user: str | None) -> None:
     has_rows, owner = log.session_owner(session)
     if has_rows and owner is None:
         log.assign_user(session, user, reason="PMMStore namespace_user")
+
+
+def refuse_other_users(
+    how: NamespaceUser | None,
+    events: Iterable[Event],
+    namespace_of: Callable[[str], tuple[str, ...]],
+) -> None:
+    """Before a read returns ``events``: raise :class:`~pmm.errors.InvalidInputError` when
+    one of them belongs to a user other than the one this store's rule (``how``) names for
+    its namespace (a different rule, a callable that disagrees), so that reads cross no
+    more users than writes do. Items of no user, and a store whose rule names no user for
+    the namespace, are read as in any LangGraph store. The message names no user id."""
+    if how is None:
+        return
+    named: dict[str, str | None] = {}
+    for event in events:
+        if event.user_id is None or event.session_id is None:
+            continue
+        session = event.session_id
+        if session not in named:
+            named[session] = namespace_user_id(how, namespace_of(session))
+        if named[session] is not None and named[session] != event.user_id:
+            raise InvalidInputError(
+                f"namespace {namespace_of(session)!r} belongs to another user than the one "
+                "this store's namespace_user names for it: reading it is refused, as "
+                "writing it is. Use the rule its items were written with"
+            )

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pmm.errors import DatabaseError, MigrationError, MissingDependencyError
+from pmm.errors import DatabaseError, MigrationError, MissingDependencyError, NewerSchemaError
 
 if TYPE_CHECKING:
     import psycopg
@@ -174,6 +174,14 @@ class Database:
                     " name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
                 )
                 done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+                known = max(version for version, _, _ in migrations())
+                if done and max(done) > known:
+                    raise NewerSchemaError(
+                        f"PostgreSQL at {self.where} has schema version {max(done)}, newer "
+                        f"than the newest this PMM knows ({known}): it was written by a newer "
+                        "PMM. Upgrade PMM (pip install -U pmm-memory) to open it; nothing "
+                        "was written"
+                    )
                 for version, name, sql in migrations():
                     if version in done:
                         continue

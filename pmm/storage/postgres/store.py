@@ -109,7 +109,11 @@ class PostgresEventStore(
         self.appends = AppendCache(window_radius)
         """What this store remembers of its appends, for the one-call append
         (:mod:`pmm.storage.postgres.append_cache`; ``appends.fast`` counts those)."""
-        self.applied_migrations = self._db.migrate()
+        try:
+            self.applied_migrations = self._db.migrate()
+        except BaseException:
+            self._db.close()
+            raise
         if type(self)._append_locked is not PostgresEventStore._append_locked:
             self.fast_appends = False  # its own locks or checks must see every append
         if self.fast_appends:  # a schema migrated by this code has it; a test's may not

@@ -13,6 +13,7 @@ translation, and :class:`SqliteBase`, what every mixin of
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import sqlite3
@@ -29,6 +30,7 @@ from pmm.errors import (
     InvalidInputError,
     NotADatabaseError,
     ReadOnlyDatabaseError,
+    StoreRefusedError,
 )
 
 if TYPE_CHECKING:
@@ -45,6 +47,9 @@ class SqliteBase:
     _conn: sqlite3.Connection
     _lock: threading.RLock
     _text: StoredText
+    _opened_after: int
+    """The :func:`corruption_mark` when this store opened the file: damage seen later
+    refuses its writes (see :meth:`refusal`)."""
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -52,11 +57,79 @@ class SqliteBase:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise translate(exc, self.path) from exc
+            except CorruptDatabaseError as exc:  # a stored text that does not decode
+                note_corruption(self.path, str(exc))
+                raise
 
     def _write(self) -> WriteTransaction:
         if self.read_only_reason is not None:
             raise ReadOnlyDatabaseError(self.read_only_reason)
+        refused = self.refusal()
+        if refused is not None:
+            raise refused
         return WriteTransaction(self._conn, self.path)
+
+    def refusal(self) -> StoreRefusedError | None:
+        """The error every write raises once this process saw the file report damage
+        after this store opened it, else None."""
+        seen = corruption_seen(self.path, self._opened_after)
+        if seen is None:
+            return None
+        return StoreRefusedError(
+            f"{self.path}: writes refused, since reading it reported damage ({seen}); "
+            "nothing more is written to a file known to be corrupt. Run `pmm check` on it: "
+            "if it reports damage, `pmm recover BROKEN.db NEW.db` salvages every readable "
+            "row (or `pmm restore FILE` brings back a backup); then open the file again"
+        )
+
+
+_SEEN: dict[str, tuple[int, str]] = {}
+"""Real path -> (mark, message) of the newest damage this process saw in that file."""
+_MARKS = itertools.count(1)
+_SEEN_LOCK = threading.Lock()
+
+
+def _key(path: str) -> str | None:
+    return None if path == ":memory:" or not path else os.path.realpath(path)
+
+
+def note_corruption(path: str, message: str) -> None:
+    """Record that ``path`` reported damage: every store opened on it before now refuses
+    its writes from here on (:meth:`SqliteBase.refusal`)."""
+    key = _key(path)
+    if key is not None:
+        with _SEEN_LOCK:
+            _SEEN[key] = (next(_MARKS), message)
+
+
+def corruption_seen(path: str, since: int) -> str | None:
+    """The message of damage seen in ``path`` after mark ``since``, or None."""
+    if not _SEEN:  # every write asks: no path lookup while no damage was ever seen
+        return None
+    key = _key(path)
+    found = None if key is None else _SEEN.get(key)
+    return found[1] if found is not None and found[0] > since else None
+
+
+def corruption_mark(path: str, conn: sqlite3.Connection) -> int:
+    """The mark a store opening ``path`` on ``conn`` starts from. When this process saw
+    the file damaged, the file is checked first (``PRAGMA quick_check``, what ``pmm check``
+    runs): a file that passes (repaired, or replaced by ``pmm recover``/``restore``) starts
+    afresh; a file still damaged keeps its writes refused."""
+    key = _key(path)
+    with _SEEN_LOCK:
+        found = None if key is None else _SEEN.get(key)
+        now = next(_MARKS)
+    if found is None:
+        return now
+    try:
+        result = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+    except sqlite3.Error as exc:
+        result = [str(exc)]
+    if result == ["ok"]:
+        return now
+    note_corruption(path, "; ".join(map(str, result[:3])))
+    return 0
 
 
 class WriteTransaction:
@@ -196,7 +269,11 @@ def translated(path: str) -> Iterator[None]:
 
 
 def translate(exc: sqlite3.Error, path: str) -> DatabaseError:
+    """PMM's error for ``exc``, raised on ``path``. Damage is also recorded
+    (:func:`note_corruption`): stores on that file then refuse to write."""
     message = str(exc)
+    if "malformed" in message or "not a database" in message:
+        note_corruption(path, message)
     if "malformed" in message:
         return CorruptDatabaseError(
             f"{path} is corrupt ({message}): `pmm check` shows the damage, "

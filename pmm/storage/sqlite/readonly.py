@@ -6,16 +6,20 @@
         refuse_pending_migrations(conn, "archive/pmm.db")
 
 :class:`pmm.storage.sqlite.EventStore` uses these when the file (or its folder) is not writable: the
-connection is ``mode=ro`` (``immutable=1`` when SQLite cannot even create the ``-shm`` file
-and no ``-wal`` holds unmerged pages), no migration runs, and the full-text index is not
-brought up to date. ``verify``, reads, search and export work; an append raises
-:class:`~pmm.errors.ReadOnlyDatabaseError` with ``reason``.
+connection is ``mode=ro`` (``immutable=1``, which creates no ``-wal``/``-shm`` file, when no
+``-wal`` holds unmerged pages and the mode bits let nobody write the file or create files in
+its folder, or when SQLite cannot create the ``-shm`` file), no migration runs, and the
+full-text index is not brought up to date in the file (search builds the missing part in
+memory: :meth:`pmm.storage.sqlite.search.SearchIndex.sync_search_index`). ``verify``,
+reads, search and export work; an append raises :class:`~pmm.errors.ReadOnlyDatabaseError`
+with ``reason``.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from pathlib import Path
 from urllib.parse import quote
 
@@ -24,17 +28,25 @@ from pmm.storage.sqlite import schema
 from pmm.storage.sqlite.connection import tune_reads
 
 
+def nobody_writes(path: Path) -> bool:
+    """True when the mode bits let nobody write ``path`` (``chmod 0444``, a ``0555``
+    folder): a copy meant to be read only, even by root, whom ``os.access`` lets write
+    anything."""
+    return stat.S_IMODE(path.stat().st_mode) & 0o222 == 0
+
+
 def read_only_reason(path: str) -> str | None:
-    """Why the existing file at ``path`` cannot be written, or None (also for a new file)."""
+    """Why the existing file at ``path`` cannot be written, or None (also for a new file).
+    A file or folder whose mode lets nobody write it counts as read-only even for root."""
     target = Path(path)
     if not target.is_file():
         return None
-    if not os.access(target, os.W_OK):
+    if not os.access(target, os.W_OK) or nobody_writes(target):
         return (
             f"{target} is read-only: make it writable (chmod u+w {target}) or copy it "
             "somewhere writable; PMM needs to append to it"
         )
-    if not os.access(target.parent, os.W_OK):
+    if not os.access(target.parent, os.W_OK) or nobody_writes(target.parent):
         return (
             f"folder {target.parent} is not writable: SQLite needs to create its -wal and "
             "-shm files beside the database"
@@ -44,16 +56,24 @@ def read_only_reason(path: str) -> str | None:
 
 def open_read_only(path: str, timeout: float) -> sqlite3.Connection:
     """A read-only connection to ``path`` (see the module docstring)."""
-    uri = "file:" + quote(str(Path(path).resolve()))
+    target = Path(path)
+    uri = "file:" + quote(str(target.resolve()))
     wal = Path(path + "-wal")
     attempts = [uri + "?mode=ro"]
-    if not wal.exists() or wal.stat().st_size == 0:
-        attempts.append(uri + "?mode=ro&immutable=1")  # nothing unmerged: safe to read as is
+    if not wal.exists() and (nobody_writes(target) or nobody_writes(target.parent)):
+        # No connection has it open (no -wal) and no process may write it, nor create the
+        # -wal a writer needs: ``immutable`` reads it without creating -wal/-shm files,
+        # which ``mode=ro`` does in a writable folder. A file someone may write, or one a
+        # connection has open, is read with ``mode=ro``: its -shm file is how SQLite keeps
+        # a reader consistent beside a writer.
+        attempts.insert(0, uri + "?mode=ro&immutable=1")
+    elif not wal.exists() or wal.stat().st_size == 0:  # nothing unmerged: safe to read as is
+        attempts.append(uri + "?mode=ro&immutable=1")
     problem: sqlite3.Error | None = None
-    for target in attempts:
+    for attempt in attempts:
         try:
             conn = sqlite3.connect(
-                target, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+                attempt, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
             problem = exc
@@ -78,7 +98,9 @@ def open_read_only(path: str, timeout: float) -> sqlite3.Connection:
 
 
 def refuse_pending_migrations(conn: sqlite3.Connection, path: str) -> None:
-    """Raise :class:`ReadOnlyDatabaseError` if the file needs a migration PMM cannot write."""
+    """Raise :class:`ReadOnlyDatabaseError` if the file needs a migration PMM cannot write,
+    :class:`~pmm.errors.NewerSchemaError` if a newer PMM wrote it."""
+    schema.refuse_newer(conn, path)
     try:
         applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
     except sqlite3.Error:

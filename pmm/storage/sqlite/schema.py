@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
-from pmm.errors import MigrationError, NotADatabaseError
+from pmm.errors import MigrationError, NewerSchemaError, NotADatabaseError
 from pmm.events.hashing import LEGACY_HASH_VERSION, sha256_hex, utc_now
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,26 @@ def applied_versions(conn: sqlite3.Connection) -> set[int]:
     return {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
 
 
+def refuse_newer(conn: sqlite3.Connection, db_path: Path | str | None) -> None:
+    """Raise :class:`NewerSchemaError` when the file was written by a newer PMM: its schema
+    version (``PRAGMA user_version``, or the newest row of ``schema_migrations``) is above
+    the newest migration this PMM has. Only reads: such a file is never written."""
+    known = max(m.version for m in load_migrations())
+    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    has_table = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if has_table:
+        newest = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+        found = max(found, int(newest or 0))
+    if found > known:
+        raise NewerSchemaError(
+            f"{db_path or 'the database'} has schema version {found}, newer than the newest "
+            f"this PMM knows ({known}): it was written by a newer PMM. Upgrade PMM "
+            "(pip install -U pmm-memory) to open it; nothing was read or written"
+        )
+
+
 _LEGACY_COLUMNS = frozenset({"id", "ts", "kind", "content", "meta", "prev_hash", "hash"})
 
 
@@ -140,6 +160,7 @@ def migrate(conn: sqlite3.Connection, db_path: Path | None) -> list[Migration]:
     ``conn`` must be in autocommit mode (``isolation_level=None``).
     """
     _refuse_foreign(conn, db_path)
+    refuse_newer(conn, db_path)
     if is_legacy(conn):
         if db_path is None:
             raise MigrationError("an in-memory legacy database cannot be backed up")

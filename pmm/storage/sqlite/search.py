@@ -50,6 +50,15 @@ _SEARCH_KEYS = {
 """Search keys: (FTS table, columns searched, BM25 expression)."""
 
 
+SHADOW_FTS = (
+    "CREATE VIRTUAL TABLE temp.events_fts USING fts5(summary, keywords, content, tags,"
+    " content = '', detail = column, tokenize = 'porter unicode61 remove_diacritics 2')"
+)
+"""The turn index as migrations/0011 defines it, contentless (only ``rowid`` and ``bm25``
+are read from it), in the connection's temporary schema: see
+:meth:`SearchIndex._shadow_index`."""
+
+
 def _fts_phrase(text: str) -> str:
     """``text`` as an FTS5 string: searched as plain words, never as query syntax."""
     return '"' + text.replace('"', '""') + '"'
@@ -78,6 +87,9 @@ class SearchIndex(SqliteBase):
     """The full-text indexes and :meth:`search_text`."""
 
     _doc_freq: dict[str, tuple[int, int]]  # term -> (docs, indexed rows then)
+    _shadow: tuple[int, int] | None = None
+    """(``data_version``, newest id indexed) of the in-memory turn index of a store that
+    cannot write (:meth:`_shadow_index`), or None."""
 
     def rebuild_search_indexes(self, conn: sqlite3.Connection) -> None:
         """Rebuild every full-text index derived from event text, inside the caller's
@@ -99,11 +111,20 @@ class SearchIndex(SqliteBase):
     def sync_search_index(self) -> int:
         """Index every event appended since the last call, and bring the window/date keys
         up to date (new turns, and the neighbours of turns appended, redacted or
-        compacted since); returns how many events were newly indexed."""
+        compacted since); returns how many events were newly indexed.
+
+        A read-only store indexes nothing in the file: the turn index is then built in
+        the connection's own temporary schema (:meth:`_shadow_index`), so keyword search
+        still finds every event; the window/date key stays as the file holds it (said
+        once, in a warning). A store refused after damage searches the file's index as it
+        is, and says once how many events it lacks."""
         upto, newest = self._read(
             "SELECT (SELECT indexed_upto FROM fts_state), (SELECT max(id) FROM events)"
         )[0]
-        if self.read_only_reason is not None:  # searched as it was built
+        if self.read_only_reason is not None:
+            self._shadow_index(upto, newest or 0)
+            return 0
+        if self.refusal() is not None:  # searched as the file holds it: no more reads of it
             if newest and newest > upto:
                 self._warn_unindexed(newest - upto)
             return 0
@@ -111,6 +132,43 @@ class SearchIndex(SqliteBase):
             return 0
         with self._lock, self._write() as conn:
             return self._sync_locked(conn)
+
+    def _shadow_index(self, upto: int, newest: int) -> None:
+        """Give a store that cannot write a turn index holding every event: while the
+        file's index lags (``upto < newest``), a copy of it, built from the log, lives in
+        the connection's ``temp`` schema, where the unqualified name ``events_fts`` finds
+        it first (nothing is written to the file). It is rebuilt when another connection
+        commits (``PRAGMA data_version``), so a writer's redactions never linger in it,
+        and dropped once the file's own index is complete again."""
+        with self._lock:
+            try:
+                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+                if newest <= upto:
+                    if self._shadow is not None:
+                        self._conn.execute("DROP TABLE temp.events_fts")
+                        self._shadow = None
+                        self._doc_freq.clear()
+                    return
+                if self._shadow is not None and self._shadow[0] == version:
+                    return
+                self._conn.execute("DROP TABLE IF EXISTS temp.events_fts")
+                self._conn.execute(SHADOW_FTS)
+                self._conn.execute(
+                    "INSERT INTO temp.events_fts(rowid, summary, keywords, content, tags)"
+                    " SELECT id, summary, keywords, content, tags FROM main.events_fts_source"
+                    " WHERE id <= ?",
+                    (newest,),
+                )
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path) from exc
+            self._shadow = (version, newest)
+            self._doc_freq.clear()
+        log.info(
+            "%s cannot be written: its full-text index lacks %d events, so it was built "
+            "in memory for this connection",
+            self.path,
+            newest - upto,
+        )
 
     def _sync_locked(self, conn: sqlite3.Connection) -> int:
         """:meth:`sync_search_index` inside the caller's write transaction."""
@@ -174,16 +232,35 @@ class SearchIndex(SqliteBase):
         if not getattr(self, "_warned_unindexed", False):
             self._warned_unindexed = True
             log.warning(
-                "%s is read-only: its %d newest events are not in the full-text index, so "
-                "keyword search does not find them (copy the file somewhere writable to "
-                "index them)",
+                "%s: writes are refused after damage; its %d newest events are not in the "
+                "full-text index, so keyword search does not find them",
                 self.path,
                 count,
+            )
+
+    def _warn_windows_unindexed(self) -> None:
+        """Say once that the window/date key of a store that cannot write lacks the turns
+        appended after the file last indexed them (that key is not built in memory)."""
+        if getattr(self, "_warned_windows", False):
+            return
+        upto, newest = self._read(
+            "SELECT (SELECT indexed_upto FROM window_state), (SELECT max(id) FROM events)"
+        )[0]
+        if newest and newest > upto:
+            self._warned_windows = True
+            log.warning(
+                "%s cannot be written: its %d newest events are not in the window/date "
+                "index, so a window search does not find them (copy the file somewhere "
+                "writable to index them)",
+                self.path,
+                newest - upto,
             )
 
     def search_index_upto(self) -> int:
         """The newest event id the full-text index holds (later ones are indexed by the
         next :meth:`sync_search_index`)."""
+        if self._shadow is not None:
+            return self._shadow[1]
         return int(self._read("SELECT indexed_upto FROM fts_state")[0][0])
 
     def search_text(
@@ -222,6 +299,8 @@ class SearchIndex(SqliteBase):
             return []
         if sync:
             self.sync_search_index()
+        if key == "window" and self.read_only_reason is not None:
+            self._warn_windows_unindexed()
         terms = self._informative_terms(words)
         table, columns, rank = _SEARCH_KEYS[key]
         if key == "window":

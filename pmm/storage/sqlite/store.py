@@ -41,7 +41,11 @@ from pmm.records import Event, VerifyReport
 from pmm.retention.compression import CompressAfter
 from pmm.storage.sqlite import schema
 from pmm.storage.sqlite.chains import ChainCache
-from pmm.storage.sqlite.connection import default_busy_timeout, open_connection
+from pmm.storage.sqlite.connection import (
+    corruption_mark,
+    default_busy_timeout,
+    open_connection,
+)
 from pmm.storage.sqlite.consolidation import ConsolidationData
 from pmm.storage.sqlite.meta_keys import MetaKeys, StoreExpiry
 from pmm.storage.sqlite.readonly import (
@@ -119,6 +123,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
         if self.read_only_reason is not None:
             self._conn = open_read_only(self.path, timeout)
             self._text = StoredText(self._conn)
+            self._opened_after = corruption_mark(self.path, self._conn)
             self.applied_migrations = []
             try:
                 refuse_pending_migrations(self._conn, self.path)
@@ -130,6 +135,7 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
         self._conn = open_connection(self.path, timeout, synchronous)
         self._text = StoredText(self._conn)  # before migrating: 0008 calls pmm_unhex
         try:
+            self._opened_after = corruption_mark(self.path, self._conn)
             self.applied_migrations = schema.migrate(
                 self._conn, None if self.path == ":memory:" else Path(self.path)
             )

@@ -237,11 +237,11 @@ def test_unprivileged_user_can_write_own_file(shared_dir: Path):
 
 
 def test_read_only_file_with_chmod(tmp_path: Path):
-    if os.geteuid() == 0:
-        pytest.skip("root ignores file modes: covered by the unprivileged-user tests")
+    """Root too: a file whose mode lets nobody write it is opened read-only (issue 36)."""
     db = tmp_path / "pmm.db"
     before = _make_db(db)
     db.chmod(0o444)
-    with pytest.raises(ReadOnlyDatabaseError, match="read-only"):
-        EventStore(db)
+    with EventStore(db) as store, pytest.raises(ReadOnlyDatabaseError, match="read-only"):
+        store.append("prompt", "not stored", session_id="s", role="user")
     assert snapshot(db) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pmm.db"]
