@@ -158,8 +158,48 @@ def bytes_per_turn() -> Path:
     return _save(figure, "bytes-per-turn.svg")
 
 
+def _figures() -> Any:
+    """scripts/figures.py: the headline rows and how to read them."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("pmm_figures", ROOT / "scripts" / "figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def headline_recall() -> Path:
+    """The headline recall@k rows of scripts/figures.py, PMM beside its baseline."""
+    figures = _figures()
+    rows = [row for row in figures.ROWS if row.key[-1].startswith("R@")]
+    labels, pmm, base = [], [], []
+    for row in rows:
+        data = figures.load(row)
+        labels.append(row.label.replace("recall@10, ", "").replace(", beside", "\nbeside"))
+        pmm.append(figures.value(data, row.key, row.json))
+        base.append(figures.value(data, row.baseline, row.json))
+    figure, ax = plt.subplots(figsize=(6.4, 0.75 * len(rows) + 1.2))
+    ys = list(range(len(rows)))
+    bars = ax.barh([y - 0.2 for y in ys], pmm, height=0.4, color="tab:blue", label="PMM")
+    other = ax.barh(
+        [y + 0.2 for y in ys], base, height=0.4, color="tab:gray", label="baseline, same run"
+    )
+    ax.bar_label(bars, [f"{v:.3f}" for v in pmm], padding=3, fontsize=7)
+    ax.bar_label(other, [f"{v:.3f}" for v in base], padding=3, fontsize=7)
+    ax.set_yticks(ys, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.1)
+    ax.set_xlabel("recall@10 (share of the evidence turns in the top 10)")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("Recall@10: baselines are BM25, or mem0 for the peers row", fontsize=8)
+    return _save(figure, "headline-recall.svg")
+
+
 def main() -> None:
-    for draw in (recall_at_k, latency_against_events, bytes_per_turn):
+    for draw in (recall_at_k, latency_against_events, bytes_per_turn, headline_recall):
         print(f"wrote {draw().relative_to(ROOT)}")
 
 
