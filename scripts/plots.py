@@ -198,8 +198,39 @@ def headline_recall() -> Path:
     return _save(figure, "headline-recall.svg")
 
 
+PEERS = ROOT / "bench" / "results" / "peers.json"
+"""bench/peers.py's run: ``python bench/peers.py --json bench/results/peers.json``."""
+
+
+def peers() -> Path:
+    """R@10 of PMM and its peers on each dataset, from bench/peers.py's JSON."""
+    data = json.loads(PEERS.read_text("utf-8"))
+    datasets = list(data["datasets"])
+    systems = list(data["datasets"][datasets[0]]["systems"])
+    figure, axes = plt.subplots(1, len(datasets), figsize=(3.4 * len(datasets), 3.2), sharey=True)
+    for ax, name in zip(axes, datasets, strict=True):
+        rows = data["datasets"][name]["systems"]
+        shown = [s for s in systems if s in rows]
+        values = [rows[s]["R@10"] for s in shown]
+        colors = ["tab:blue" if s.startswith("pmm") else "tab:gray" for s in shown]
+        bars = ax.barh(shown, values, color=colors)
+        ax.bar_label(bars, [f"{v:.3f}" for v in values], padding=3, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_title(f"{name}: {data['datasets'][name]['questions']:,} questions", fontsize=8)
+        ax.set_xlabel("R@10")
+    machine = data["machine"]
+    figure.suptitle(
+        f"Recall@10 beside the peers, one run, the same MiniLM vectors ({machine['date'][:10]}, "
+        f"{machine['cpus']} CPUs); mem0 with infer=False",
+        fontsize=8,
+        y=1.03,
+    )
+    return _save(figure, "peers-recall.svg")
+
+
 def main() -> None:
-    for draw in (recall_at_k, latency_against_events, bytes_per_turn, headline_recall):
+    for draw in (recall_at_k, latency_against_events, bytes_per_turn, headline_recall, peers):
         print(f"wrote {draw().relative_to(ROOT)}")
 
 

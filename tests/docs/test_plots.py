@@ -31,6 +31,7 @@ def test_every_plot_is_drawn_from_the_data(tmp_path: Path, monkeypatch: pytest.M
         plots.latency_against_events(),
         plots.bytes_per_turn(),
         plots.headline_recall(),
+        plots.peers(),
     ]
     for path in drawn:
         assert path.read_text("utf-8").lstrip().startswith("<?xml")
