@@ -66,13 +66,12 @@ ROWS: tuple[Row, ...] = (
         label="recall@10, LoCoMo, beside mem0 and LangGraph stores",
         pmm_label="PMM default",
         baseline=("datasets", "locomo", "systems", "mem0", "R@10"),
-        baseline_label="mem0 (`infer=False`; LangGraph's stores rank the same MiniLM "
-        "vectors and score the same)",
+        baseline_label="mem0 (`infer=False`)",
         fmt="{:.3f}",
         footnote="One run, the same all-MiniLM-L6-v2 vectors for every system that embeds; "
         "mem0 open source with `add(infer=False)` (no LLM) on a local Qdrant; LangGraph "
-        "`InMemoryStore` / `SqliteStore` with a MiniLM `index`. PMM's default before the "
-        "learned fusion.",
+        "`InMemoryStore` / `SqliteStore` with a MiniLM `index` score as mem0 does. PMM's "
+        "default before the learned fusion.",
         page="peers.md",
     ),
     Row(
