@@ -158,8 +158,79 @@ def bytes_per_turn() -> Path:
     return _save(figure, "bytes-per-turn.svg")
 
 
+def _figures() -> Any:
+    """scripts/figures.py: the headline rows and how to read them."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("pmm_figures", ROOT / "scripts" / "figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def headline_recall() -> Path:
+    """The headline recall@k rows of scripts/figures.py, PMM beside its baseline."""
+    figures = _figures()
+    rows = [row for row in figures.ROWS if row.key[-1].startswith("R@")]
+    labels, pmm, base = [], [], []
+    for row in rows:
+        data = figures.load(row)
+        labels.append(row.label.replace("recall@10, ", "").replace(", beside", "\nbeside"))
+        pmm.append(figures.value(data, row.key, row.json))
+        base.append(figures.value(data, row.baseline, row.json))
+    figure, ax = plt.subplots(figsize=(6.4, 0.75 * len(rows) + 1.2))
+    ys = list(range(len(rows)))
+    bars = ax.barh([y - 0.2 for y in ys], pmm, height=0.4, color="tab:blue", label="PMM")
+    other = ax.barh(
+        [y + 0.2 for y in ys], base, height=0.4, color="tab:gray", label="baseline, same run"
+    )
+    ax.bar_label(bars, [f"{v:.3f}" for v in pmm], padding=3, fontsize=7)
+    ax.bar_label(other, [f"{v:.3f}" for v in base], padding=3, fontsize=7)
+    ax.set_yticks(ys, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.1)
+    ax.set_xlabel("recall@10 (share of the evidence turns in the top 10)")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("Recall@10: baselines are BM25, or mem0 for the peers row", fontsize=8)
+    return _save(figure, "headline-recall.svg")
+
+
+PEERS = ROOT / "bench" / "results" / "peers.json"
+"""bench/peers.py's run: ``python bench/peers.py --json bench/results/peers.json``."""
+
+
+def peers() -> Path:
+    """R@10 of PMM and its peers on each dataset, from bench/peers.py's JSON."""
+    data = json.loads(PEERS.read_text("utf-8"))
+    datasets = list(data["datasets"])
+    systems = list(data["datasets"][datasets[0]]["systems"])
+    figure, axes = plt.subplots(1, len(datasets), figsize=(3.4 * len(datasets), 3.2), sharey=True)
+    for ax, name in zip(axes, datasets, strict=True):
+        rows = data["datasets"][name]["systems"]
+        shown = [s for s in systems if s in rows]
+        values = [rows[s]["R@10"] for s in shown]
+        colors = ["tab:blue" if s.startswith("pmm") else "tab:gray" for s in shown]
+        bars = ax.barh(shown, values, color=colors)
+        ax.bar_label(bars, [f"{v:.3f}" for v in values], padding=3, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_title(f"{name}: {data['datasets'][name]['questions']:,} questions", fontsize=8)
+        ax.set_xlabel("R@10")
+    machine = data["machine"]
+    figure.suptitle(
+        f"Recall@10 beside the peers, one run, the same MiniLM vectors ({machine['date'][:10]}, "
+        f"{machine['cpus']} CPUs); mem0 with infer=False",
+        fontsize=8,
+        y=1.03,
+    )
+    return _save(figure, "peers-recall.svg")
+
+
 def main() -> None:
-    for draw in (recall_at_k, latency_against_events, bytes_per_turn):
+    for draw in (recall_at_k, latency_against_events, bytes_per_turn, headline_recall, peers):
         print(f"wrote {draw().relative_to(ROOT)}")
 
 

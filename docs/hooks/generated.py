@@ -1,7 +1,8 @@
 """MkDocs hook: pages that say ``<!-- pmm:settings -->`` or ``<!-- pmm:cli -->`` get the
 table of every setting (from :class:`pmm.settings.Settings`) or every command (from
 :func:`pmm.cli.parser.build_parser`) in their place, built from the code at build time,
-so the reference cannot drift from it.
+so the reference cannot drift from it; ``<!-- pmm:figures -->`` gets the headline figures
+that scripts/figures.py reads from the benches' JSON (the README's table is the same).
 
     mkdocs build --strict          # runs this hook on every page
 
@@ -23,6 +24,7 @@ if str(ROOT) not in sys.path:
 
 SETTINGS_MARKER = "<!-- pmm:settings -->"
 CLI_MARKER = "<!-- pmm:cli -->"
+FIGURES_MARKER = "<!-- pmm:figures -->"
 
 
 def _text(text: str) -> str:
@@ -126,9 +128,24 @@ def cli_reference() -> str:
     return "\n".join(out)
 
 
+def figures_table() -> str:
+    """The headline figures table of scripts/figures.py, with links relative to
+    docs/benchmarks/ (the index is the only page that shows it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pmm_figures", ROOT / "scripts" / "figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return str(module.table(""))
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
     if SETTINGS_MARKER in markdown:
         markdown = markdown.replace(SETTINGS_MARKER, settings_table())
     if CLI_MARKER in markdown:
         markdown = markdown.replace(CLI_MARKER, cli_reference())
+    if FIGURES_MARKER in markdown:
+        markdown = markdown.replace(FIGURES_MARKER, figures_table())
     return markdown

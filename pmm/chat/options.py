@@ -24,7 +24,8 @@ commands:
                   every session when no user is set)
   /dream          digest, embed and consolidate what is pending now (also done at exit)
   /session NAME   switch to another conversation
-  /user NAME [S]  act as user NAME (her thread S, or the current one if it is hers)
+  /user NAME [S]  act as user NAME: her thread S, else this one when new or hers, else
+                  her own thread named after her (never an anonymous one)
   /quit           leave (Ctrl-D and Ctrl-C at the prompt leave too)
 anything else is a message."""
 

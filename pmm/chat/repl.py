@@ -241,16 +241,35 @@ class Chat:
         self.write(f"switched to session {name!r} ({turns} turns remembered)")
 
     def switch_user(self, user: str, session: str | None = None) -> None:
-        """Act as ``user`` from now on, in her thread ``session`` (default: the current
-        session, when it is new or hers)."""
-        target = self.session if session is None else session
-        try:
-            turns = len(self.mind.history(target, user_id=user))
-        except InvalidInputError as exc:
-            self.write(f"(not switched: {exc}; name one of her threads: /user NAME SESSION)")
+        """Act as ``user`` from now on, in her thread ``session``. Without one: the current
+        session when it is new or hers, else her thread named after her (``alice``, or
+        ``alice-2``, ... when that name is taken by someone else), so that the next lines
+        are hers and never added to an anonymous or another user's thread."""
+        if session is not None:
+            try:
+                turns = len(self.mind.history(session, user_id=user))
+            except InvalidInputError as exc:
+                self.write(f"(not switched: {exc}; name one of her threads: /user NAME SESSION)")
+                return
+            self.user, self.session = user, session
+            self.write(f"user {user!r}, session {session!r} ({turns} turns remembered)")
             return
-        self.user, self.session = user, target
-        self.write(f"user {user!r}, session {target!r} ({turns} turns remembered)")
+        try:
+            checked_user(user)
+        except InvalidInputError as exc:
+            self.write(f"(not switched: {exc})")
+            return
+        previous = self.session
+        for target in [previous, user, *(f"{user}-{n}" for n in range(2, 100))]:
+            try:  # refused when the thread is anonymous with turns, or another user's
+                turns = len(self.mind.history(target, user_id=user))
+            except InvalidInputError:
+                continue
+            self.user, self.session = user, target
+            moved = "" if target == previous else f"; {previous!r} is not hers: her own thread"
+            self.write(f"user {user!r}, session {target!r} ({turns} turns remembered{moved})")
+            return
+        self.write(f"(not switched: no free thread name for {user!r}: /user {user} SESSION)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

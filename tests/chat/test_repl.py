@@ -102,6 +102,25 @@ def test_quit_command_and_bad_database(tmp_path: Path) -> None:
     assert "pmm-chat: error: folder" in output and "Traceback" not in output
 
 
+def test_user_on_an_anonymous_session_opens_her_own_thread(db: Path, tmp_path: Path) -> None:
+    chat = Chat("--db", str(db), "--session", "me", cwd=tmp_path)
+    chat.say(ZED)  # 'me' now holds turns without a user
+    switched = chat.say("/user alice")
+    assert "user 'alice', session 'alice' (0 turns remembered; 'me' is not hers" in switched
+    chat.say("I live in Lisbon")
+    assert "Lives in: Lisbon" in chat.say("/memory")
+    assert "user 'bob', session 'bob'" in chat.say("/user bob")  # 'alice' is not bob's either
+    chat.child.sendline("/quit")
+    assert "Goodbye." in chat.finish()
+    with EventStore(db) as store:
+        assert store.verify().ok
+        assert {e.user_id for e in store.events(session_id="me")} == {None}
+        assert store.events(session_id="me")[0].content == ZED
+        hers = store.events(session_id="alice")
+        assert hers[0].content == "I live in Lisbon"
+        assert {e.user_id for e in hers} == {"alice"}
+
+
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
     with FakeOpenAI(default_text="(unscripted)") as fake:

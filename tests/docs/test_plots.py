@@ -26,7 +26,13 @@ def _plots() -> ModuleType:
 def test_every_plot_is_drawn_from_the_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plots = _plots()
     monkeypatch.setattr(plots, "IMAGES", tmp_path)
-    drawn = [plots.recall_at_k(), plots.latency_against_events(), plots.bytes_per_turn()]
+    drawn = [
+        plots.recall_at_k(),
+        plots.latency_against_events(),
+        plots.bytes_per_turn(),
+        plots.headline_recall(),
+        plots.peers(),
+    ]
     for path in drawn:
         assert path.read_text("utf-8").lstrip().startswith("<?xml")
         assert (ROOT / "docs" / "images" / path.name).exists(), f"{path.name} is not committed"
