@@ -171,3 +171,32 @@ def test_a_thread_given_its_user_later_leaves_no_copy_behind(
     assert _holding(files, tokens) == set()
     assert _holding(files, control_tokens) == set()
     assert _holding(files, bystander.tokens()) >= _plain(bystander.tokens()) - {"user id"}
+
+
+def test_a_store_namespace_given_its_user_later_leaves_no_copy_behind(
+    target: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LangGraph's ``("memories", user_id)`` namespace written by a store without a user
+    rule, then by one with ``namespace_user=1``: its first put of hers assigns the
+    namespace's session to her (``assign_user``); ``pmm forget --user`` leaves nothing."""
+    from pmm.integrations import PMMStore
+
+    her = Person("her")
+    namespace = ("memories", her.user)
+    plain = PMMStore(target)
+    try:
+        plain.put(namespace, "locker", {"text": f"code {her.word}"})
+    finally:
+        plain.close()
+    ruled = PMMStore(target, namespace_user=1)
+    try:
+        ruled.put(namespace, "trip", {"text": f"Kyoto, with {her.word}"})
+        assert ruled.mind.store.count(user_id=her.user) >= 2  # both puts are hers now
+    finally:
+        ruled.close()
+    tokens = {**her.tokens(), **_secret_tokens(target, her.user)}
+    del tokens["thread 0"], tokens["thread 1"], tokens["thread 0 (hex)"], tokens["thread 1 (hex)"]
+    assert _holding(_files(target, request), tokens) >= {"user id", "words"}
+    _forget(capsys, target, her.user)
+    _nothing_of_her_left(capsys, target, her.user)
+    assert _holding(_files(target, request), tokens) == set()
