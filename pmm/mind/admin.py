@@ -112,8 +112,9 @@ class Administration(MindParts):
         rewrite of the file), and nothing of any other user; her user and thread ids leave
         the rows too (rows of hash version 3: the chain covers keyed digests of them, and
         her chain's secret is deleted, so the digests left link to no one); with ``session_id``,
-        ``event_ids`` or ``match`` it keeps to her events (another user's session or
-        event raises :class:`InvalidInputError`)::
+        ``session_ids``, ``event_ids`` or ``match`` it keeps to her events (another user's
+        session or event raises :class:`InvalidInputError`). ``pmm forget --user`` takes
+        this same path (:func:`pmm.context.users.user_erasure`)::
 
             mind.forget(user_id="alice", reason="account deleted")
 
