@@ -329,7 +329,8 @@ def test_cli_user_options(db: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0 and "forgot 2 events" in out
     with EventStore(db) as store:
         assert store.verify().ok
-        assert [e.content for e in store.events(user_id="bob", kinds=["prompt"])] == [None]
+        # as Mind.forget(user_id=...): her rows keep no user id, her chain's secret is gone
+        assert store.events(user_id="bob") == [] and store.chain_keys("bob") == []
         assert store.count(user_id="alice") == 4
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pmm.cli.output import (
     EXIT_FAILED,
@@ -43,7 +44,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from pmm.context.users import SessionOwners, checked_user, user_erasure_ids
+    from pmm.context.users import SessionOwners, user_erasure
     from pmm.retention.erasure import file_bytes
     from pmm.storage.sqlite.erasure import scrub
 
@@ -73,20 +74,21 @@ def cmd_forget(args: argparse.Namespace) -> int:
         )
     path = _existing_db(args)
     with open_store(path) as store:  # a SQLite file or a PostgreSQL URL
-        event_ids, match = args.event, args.match
-        if args.user is not None:  # only her events, every thread of hers in one request
-            user = str(checked_user(args.user))
-            if args.session is not None:
-                SessionOwners(store).resolve(args.session, user)
-            event_ids = user_erasure_ids(store, user, args.event, args.match, args.session)
-            match = None
-        report = store.forget(
-            event_ids=event_ids,
-            session_id=args.session,
-            match=match,
-            reason=args.reason,
-            dry_run=args.dry_run,
-        )
+        chosen: dict[str, Any] = {
+            "event_ids": args.event,
+            "session_id": args.session,
+            "match": args.match,
+        }
+        if args.user is not None:  # as Mind.forget(user_id=...): her ids and chain key too
+            chosen = user_erasure(
+                store,
+                SessionOwners(store),
+                args.user,
+                event_ids=args.event,
+                session_id=args.session,
+                match=args.match,
+            ).arguments()
+        report = store.forget(**chosen, reason=args.reason, dry_run=args.dry_run)
         events = store.get_many(report.erased)
     listed = [events[i] for i in report.erased if i in events]
     data = {**report.to_dict(), "events": [_listed(e, with_text=args.dry_run) for e in listed]}
@@ -108,6 +110,10 @@ def cmd_forget(args: argparse.Namespace) -> int:
         + f"; recorded as event(s) {', '.join(str(m.id) for m in report.markers)}",
     ]
     lines += _by_session(listed)
+    if chosen.get("identifiers_of") is not None:
+        lines.append(
+            "the user's id, her thread ids and her chain's secret left the log with her text"
+        )
     lines.append(f"size: {format_size(report.bytes_before)} -> {format_size(report.bytes_after)}")
     if is_postgres_url(path):
         lines.append(

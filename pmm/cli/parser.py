@@ -277,8 +277,9 @@ def _add_storage_commands(
     p.add_argument(
         "--user",
         metavar="U",
-        help="every event of every thread of this user (with --session/--event/--match: "
-        "only hers), in one rewrite; other users' events are untouched",
+        help="every event of every thread of this user, in one rewrite, with her user and "
+        "thread ids and her chain's secret (as Mind.forget(user_id=...)); with "
+        "--session/--event/--match only hers, and her ids stay; other users' events are untouched",
     )
     p.add_argument("--match", metavar="TEXT", help="every event whose text holds TEXT")
     p.add_argument(

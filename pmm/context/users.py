@@ -23,6 +23,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from pmm.errors import EventNotFoundError, InvalidInputError
@@ -178,6 +179,63 @@ class UserFacts:
             self._users.clear()
 
 
+@dataclass(frozen=True, slots=True)
+class UserErasure:
+    """What an erasure asked for one user erases (:func:`user_erasure`): the arguments of
+    ``forget`` on every store, so that ``Mind.forget(user_id=...)``, ``pmm forget --user``
+    and any other route erase a user the same way::
+
+        request = user_erasure(store, owners, "alice")
+        store.forget(**request.arguments(), reason="account deleted")
+    """
+
+    event_ids: list[int] | None
+    """Her events to erase (None: the sessions alone pick them)."""
+    session_id: str | None
+    session_ids: list[str] | None
+    whole_user: str | None
+    """The user when every event of hers goes: her user and thread ids and her chain's
+    secret go with them (``identifiers_of`` of the stores' ``forget``)."""
+
+    def arguments(self) -> dict[str, Any]:
+        """The selector arguments of the stores' ``forget``."""
+        return {
+            "event_ids": self.event_ids,
+            "session_id": self.session_id,
+            "session_ids": self.session_ids,
+            "match": None,
+            "identifiers_of": self.whole_user,
+        }
+
+
+def user_erasure(
+    store: EventLog,
+    owners: SessionOwners,
+    user_id: str,
+    *,
+    event_ids: Sequence[int] | None = None,
+    session_id: str | None = None,
+    session_ids: Sequence[str] | None = None,
+    match: str | None = None,
+) -> UserErasure:
+    """The one way a request to erase (some of) a user's events is resolved: with no other
+    selector, all of her, ids and chain key included (:attr:`UserErasure.whole_user`);
+    else only what is hers among ``event_ids``, her sessions ``session_id`` and
+    ``session_ids`` (each checked to be hers: another user's raises
+    :class:`InvalidInputError`) and her events whose text holds ``match``."""
+    user = str(checked_user(user_id))
+    sessions = list(session_ids) if session_ids is not None else None
+    named = ([session_id] if session_id is not None else []) + (sessions or [])
+    for session in named:
+        if not isinstance(session, str) or not session:
+            raise InvalidInputError(f"session ids are non-empty strings, got {session!r}")
+        owners.resolve(session, user)  # another user's (or no user's) session: refused
+    if not named and event_ids is None and match is None:
+        return UserErasure(user_erasure_ids(store, user, None, None, None), None, None, user)
+    ids = user_erasure_ids(store, user, event_ids, match, named[0] if named else None)
+    return UserErasure(ids, session_id, sessions, None)
+
+
 def user_erasure_ids(
     store: EventLog,
     user_id: str,
@@ -185,11 +243,11 @@ def user_erasure_ids(
     match: str | None,
     session_id: str | None,
 ) -> list[int] | None:
-    """The ids :meth:`pmm.Mind.forget` erases for ``user_id``: all her events (less the
+    """The ids :func:`user_erasure` erases for ``user_id``: all her events (less the
     records of earlier erasures and compactions, which hold no text, and rows of the
     earlier PMM, which cannot be erased) when nothing else is asked; else those of
     ``event_ids`` (each must be hers) and her events whose text holds ``match``. None
-    when only ``session_id`` was asked (the caller checked it is hers)."""
+    when only sessions were asked (the caller checked they are hers)."""
     from pmm.retention.erasure import PROTECTED_KINDS
 
     if event_ids is None and match is None:
@@ -201,7 +259,11 @@ def user_erasure_ids(
             if e.kind not in PROTECTED_KINDS and e.hash_version != LEGACY_HASH_VERSION
         ]
         if not ids:
-            raise EventNotFoundError(f"user {user_id!r} has no events to erase in {store.path}")
+            raise EventNotFoundError(
+                f"user {user_id!r} has no events to erase in {store.path} (an erasure of "
+                "hers that stopped before the rewrite of the file or tables is finished by "
+                "`pmm forget --scrub`)"
+            )
         return ids
     picked: list[int] = []
     if event_ids is not None:

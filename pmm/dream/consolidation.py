@@ -11,9 +11,10 @@ A session with at least ``session_summary_min_turns`` digested turns (after its 
 marker) gets a ``summary`` event whose text is cited bullets built from the digests
 (:mod:`pmm.dream.session_summaries`), ``SUMMARIZES`` edges to every covered turn, and a chained
 ``summary_created`` audit event (covered ids, method, prompt version). The stable key is
-``session:first-last:count`` of the covered turns, checked inside the write transaction, so
-dreaming twice, or in two processes at once, writes one summary. When more turns are
-digested, the next dream writes a new version whose meta names the summary it supersedes (a
+``first-last:count`` of the covered turns (no session id: see :func:`summary_key`), checked
+inside the write transaction, so dreaming twice, or in two processes at once, writes one
+summary. When more turns are digested, the next dream writes a new version whose meta names
+the summary it supersedes (a
 ``SUPERSEDES`` edge too); only the newest summary of a session is used.
 
 A summary over ``summary_word_limit`` words is compressed by the llm to about
@@ -69,9 +70,13 @@ class SummaryReport:
     llm_calls: int = 0
 
 
-def summary_key(session_id: str, covered: Sequence[int]) -> str:
-    """The stable identity of a summary: its session and the range of turns it covers."""
-    return f"{session_id}:{covered[0]}-{covered[-1]}:{len(covered)}"
+def summary_key(covered: Sequence[int]) -> str:
+    """The stable identity of a summary within its session: the range of turns it covers,
+    ``first-last:count``. No session id: the key is looked up within its session only, and
+    it sits in the hashed meta, which an erasure cannot change (a thread id there would
+    outlive ``forget(user_id=...)``; files of earlier versions hold
+    ``session:first-last:count``)."""
+    return f"{covered[0]}-{covered[-1]}:{len(covered)}"
 
 
 def current_summary(store: EventLog, session_id: str) -> Event | None:
@@ -202,7 +207,7 @@ class Consolidator:
         current: Event | None,
     ) -> tuple[Event, bool]:
         covered = [t.id for t in turns]
-        key = summary_key(session, covered)
+        key = summary_key(covered)
         text = render(bullets) or "(no content)"
         meta: dict[str, Any] = {
             "key": key,

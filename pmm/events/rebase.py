@@ -184,12 +184,16 @@ def remap_meta(event: Event, id_map: dict[int, int]) -> dict[str, Any]:
                 f"event {event.id} ({event.kind}): meta {name!r} should be a list of ids, "
                 f"got {value!r}; nothing was imported"
             )
-    if event.kind == "summary" and "key" in meta and event.session_id is not None:
-        # pmm.dream.consolidation.summary_key: "{session}:{first}-{last}:{count}"
-        old = f"{event.session_id}:{event.meta.get('covers_from')}-{event.meta.get('covers_upto')}"
-        if str(meta["key"]).startswith(old + ":"):
-            count = str(meta["key"])[len(old) + 1 :]
-            meta["key"] = f"{event.session_id}:{meta['covers_from']}-{meta['covers_upto']}:{count}"
+    if event.kind == "summary" and "key" in meta:
+        # pmm.dream.consolidation.summary_key: "{first}-{last}:{count}"; earlier versions
+        # wrote "{session}:{first}-{last}:{count}", which the new chain drops the session of
+        span = f"{event.meta.get('covers_from')}-{event.meta.get('covers_upto')}:"
+        key = str(meta["key"])
+        for old in (span, f"{event.session_id}:{span}"):
+            if key.startswith(old):
+                count = key[len(old) :]
+                meta["key"] = f"{meta['covers_from']}-{meta['covers_upto']}:{count}"
+                break
     return meta
 
 

@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, Any
 from pmm.context.users import (
     checked_user,
     export_events,
-    user_erasure_ids,
+    user_erasure,
     user_stats,
 )
 from pmm.errors import InvalidInputError
@@ -112,8 +112,9 @@ class Administration(MindParts):
         rewrite of the file), and nothing of any other user; her user and thread ids leave
         the rows too (rows of hash version 3: the chain covers keyed digests of them, and
         her chain's secret is deleted, so the digests left link to no one); with ``session_id``,
-        ``event_ids`` or ``match`` it keeps to her events (another user's session or
-        event raises :class:`InvalidInputError`)::
+        ``session_ids``, ``event_ids`` or ``match`` it keeps to her events (another user's
+        session or event raises :class:`InvalidInputError`). ``pmm forget --user`` takes
+        this same path (:func:`pmm.context.users.user_erasure`)::
 
             mind.forget(user_id="alice", reason="account deleted")
 
@@ -133,22 +134,24 @@ class Administration(MindParts):
             InvalidInputError: No selector was given, or a selector is not valid.
         """
         user = checked_user(user_id)
-        whole_user = None
-        if user is not None:
-            if session_id is None and not session_ids and event_ids is None and match is None:
-                whole_user = user  # all of her: her ids and chain key go with her text
-            if session_id is not None:
-                self._owners.resolve(self._session(session_id), user)
-            event_ids = user_erasure_ids(self.store, user, event_ids, match, session_id)
-            match = None
-        return self._upkeep.forget(
+        if user is None:
+            return self._upkeep.forget(
+                event_ids=event_ids,
+                session_id=session_id,
+                session_ids=session_ids,
+                match=match,
+                reason=reason,
+            )
+        request = user_erasure(  # the one path of every whole- or part-user erasure
+            self.store,
+            self._owners,
+            user,
             event_ids=event_ids,
-            session_id=session_id,
+            session_id=None if session_id is None else self._session(session_id),
             session_ids=session_ids,
             match=match,
-            reason=reason,
-            identifiers_of=whole_user,
         )
+        return self._upkeep.forget(**request.arguments(), reason=reason)
 
     # -- users -------------------------------------------------------------------------
 

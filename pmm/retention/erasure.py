@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pmm.errors import EventNotFoundError, InvalidInputError
+from pmm.errors import EventNotFoundError, InvalidInputError, PMMError
 from pmm.records import Event, NewEvent
 
 log = logging.getLogger(__name__)
@@ -207,6 +207,24 @@ def redaction_entries(sessions: dict[str | None, list[int]], reason: str) -> lis
         text = f"redacted event {ids[0]}" if len(ids) == 1 else f"redacted {len(ids)} events"
         entries.append(NewEvent(REDACTION_KIND, text, session, "system", meta))
     return entries
+
+
+def unfinished(
+    exc: PMMError, where: str, erased: int, markers: Sequence[Event], undone: str
+) -> PMMError:
+    """The error to raise when the rewrite after a committed erasure failed (a full disk:
+    SQLite's ``VACUUM`` and PostgreSQL's partition copies need room for a copy): of the
+    class of ``exc``, saying that the erasure was committed, what was ``undone`` and how
+    to finish it; never "retry" (nothing is left to erase: a retry only says so)::
+
+        raise unfinished(exc, store.path, 60, markers, "the file could not be rewritten ...")
+    """
+    cause = exc.__cause__ if exc.__cause__ is not None else exc
+    return type(exc)(
+        f"{where}: the erasure was committed ({erased} events erased, recorded as event(s) "
+        f"{', '.join(str(m.id) for m in markers)}), but {undone} ({cause}). Do not repeat "
+        "the forget: there is nothing left to erase"
+    )
 
 
 # -- internals -------------------------------------------------------------------------

@@ -63,7 +63,7 @@ def test_dream_writes_one_cited_summary_with_edges_and_a_chained_audit(tmp_path:
         [summary] = summaries(mind)
         assert summary.role == "system"
         assert summary.meta["covers_from"] == ids[0] and summary.meta["covers_upto"] == ids[-1]
-        assert summary.meta["key"] == f"maya:{ids[0]}-{ids[-1]}:{len(ids)}"
+        assert summary.meta["key"] == f"{ids[0]}-{ids[-1]}:{len(ids)}"  # no thread id
         assert mind.store.edge_targets([summary.id], SUMMARIZES) == {summary.id: ids}
         bullets = summary_bullets(summary)
         assert bullets and all(b.turns and set(b.turns) <= set(ids) for b in bullets)

@@ -44,11 +44,14 @@ def test_references_are_renumbered_by_kind_only() -> None:
     assert remap_meta(_event(8, REDACTION_KIND, {"targets": [5, 6]}), ids) == {
         "targets": [105, 106]
     }
-    summary = {"key": summary_key("s", [4, 5, 6]), "covers_from": 4, "covers_upto": 6,
+    summary = {"key": summary_key([4, 5, 6]), "covers_from": 4, "covers_upto": 6,
                "turns": 3, "supersedes": None}  # fmt: skip
     new = remap_meta(_event(8, SUMMARY_KIND, summary), ids)
-    assert new == {**summary, "key": summary_key("s", [104, 105, 106]), "covers_from": 104,
+    assert new == {**summary, "key": summary_key([104, 105, 106]), "covers_from": 104,
                    "covers_upto": 106}  # fmt: skip
+    # a key of an earlier version, "session:first-last:count": the new chain drops the session
+    old = remap_meta(_event(8, SUMMARY_KIND, {**summary, "key": "s:4-6:3"}), ids)
+    assert old["key"] == summary_key([104, 105, 106])
     audit = {"summary_id": 7, "covered_ids": [4, 5], "supersedes": 6, "method": "h"}
     assert remap_meta(_event(9, AUDIT_KIND, audit), ids) == {
         "summary_id": 107, "covered_ids": [104, 105], "supersedes": 106, "method": "h"

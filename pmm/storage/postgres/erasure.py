@@ -18,7 +18,9 @@ Then what held the erased rows is rewritten (:func:`rewrite`): ``events``, ``emb
 and ``event_windows`` are partitioned by user (migrations/0009), and only the partitions
 that held erased rows are rewritten, each copied beside the live one while other users go
 on appending to it and swapped in one short transaction (:mod:`pmm.storage.postgres.swap`:
-appends wait for that swap alone, tens of milliseconds); the small unpartitioned tables
+appends wait for that swap alone, tens of milliseconds), and so is the no-user partition when
+one of their sessions was moved out of it by ``assign_user`` (the move is an ``UPDATE`` of
+the partition key, which leaves dead copies behind); the small unpartitioned tables
 ``edges``, ``chains`` and ``session_owners`` get ``VACUUM FULL`` (an exclusive lock for the
 time of copying them). The dropped partition's files, TOAST and indexes (GIN included) are
 unlinked, so the dead row versions that still held the text leave the data files;
@@ -40,6 +42,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pmm.errors import DatabaseError
+from pmm.events.chain import ASSIGN_KIND
 from pmm.events.hashing import CHAIN_HASH_VERSION, LEGACY_HASH_VERSION
 from pmm.records import Event
 from pmm.retention.compaction import CompactionReport, compaction_marker, cutoff
@@ -53,6 +57,7 @@ from pmm.retention.erasure import (
     checked_request,
     matches,
     redaction_entries,
+    unfinished,
 )
 from pmm.storage.postgres.chains import lock_chains, lock_sessions
 from pmm.storage.postgres.connection import APPEND_LOCK, Database
@@ -76,6 +81,11 @@ UNPARTITIONED = ("edges", "chains", "session_owners")
 """The small tables that an erasure also rewrites (``VACUUM FULL``): the erased rows'
 edges, her chain's secret and her sessions' owners."""
 ALL_SHARDS = tuple(range(33))
+_UNDONE = (
+    "the tables could not be rewritten afterwards: until they are, dead row versions in "
+    "their data files may still hold the erased text. Free some space on the server (each "
+    "partition's copy needs room beside it), then run `pmm forget --scrub --db URL` to finish"
+)
 
 
 def table_bytes(db: Database) -> int:
@@ -198,7 +208,10 @@ def forget(
             markers = _erase(store, conn, targets | derived, reason, identifiers_of)
         how = "the exclusive append lock"
     log.debug("%.3f s: erasure under %s", time.perf_counter() - started, how)
-    rewrite(db, shards, pause=pause)
+    try:
+        rewrite(db, shards, pause=pause)
+    except DatabaseError as exc:  # the erasure is committed: say so, and what is left
+        raise unfinished(exc, db.where, len(targets | derived), markers, _UNDONE) from exc
     report = ErasureReport(
         erased=sorted(targets | derived),
         derived=sorted(derived),
@@ -294,13 +307,26 @@ def _within(needed: _Keys, held: _Keys) -> bool:
 
 
 def _shards(conn: psycopg.Connection[Any], ids: set[int]) -> list[int]:
-    """The partitions that hold the events ``ids`` (and their vectors and window keys)."""
-    return [
+    """The partitions that hold the events ``ids`` (and their vectors and window keys),
+    and every partition that ever held them: the no-user partition (0) when one of their
+    sessions was given its user later (``assign_user``), whose ``UPDATE`` of the partition
+    key left dead copies of the rows, text and thread id included, in partition 0's heap
+    and indexes (a ``VACUUM`` frees them for reuse but leaves the bytes)."""
+    held = {
         int(r[0])
         for r in conn.execute(
             "SELECT DISTINCT shard FROM events WHERE id = ANY(%s)", (sorted(ids),)
         ).fetchall()
-    ]
+    }
+    if 0 not in held:
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM events WHERE kind = %s AND session_id IN"
+            " (SELECT session_id FROM events WHERE id = ANY(%s)))",
+            (ASSIGN_KIND, sorted(ids)),
+        ).fetchone()
+        if row is not None and row[0]:
+            held.add(0)
+    return sorted(held)
 
 
 def _erase(

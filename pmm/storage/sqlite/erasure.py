@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from pmm.errors import DatabaseError
 from pmm.events.hashing import CHAIN_HASH_VERSION, LEGACY_HASH_VERSION
 from pmm.records import Event
 from pmm.retention.erasure import (
@@ -33,6 +34,7 @@ from pmm.retention.erasure import (
     file_bytes,
     matches,
     redaction_entries,
+    unfinished,
 )
 from pmm.storage.sqlite.compression import retrain_after_erasure
 from pmm.storage.sqlite.connection import translate
@@ -44,6 +46,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("pmm.retention.erasure")  # the logger erasure always warned on
 _CHUNK = 500
 _SCRUB_CACHE_KIB = 65_536
+_UNDONE = (
+    "the file could not be rewritten afterwards: until it is, pieces of the erased text may "
+    "remain in its free pages and its -wal file. Free some space (the rewrite needs room for "
+    "a copy of the file), then run `pmm forget --scrub` to finish"
+)
 
 
 def forget(
@@ -120,7 +127,10 @@ def erase(
             with store._write() as wconn:
                 targets, derived, skipped = _select(wconn, ids, sessions, match, require_text)
                 markers = _erase(store, wconn, targets, derived, reason, identifiers_of)
-            truncated = scrub(store)
+            try:
+                truncated = scrub(store)
+            except DatabaseError as exc:  # the erasure is committed: say so, and what is left
+                raise unfinished(exc, store.path, len(targets | derived), markers, _UNDONE) from exc
         finally:
             conn.execute(f"PRAGMA secure_delete = {int(secure)}")
             conn.execute(f"PRAGMA cache_size = {int(cache)}")

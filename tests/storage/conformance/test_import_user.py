@@ -120,8 +120,7 @@ def test_one_users_export_imports_into_a_database_of_other_users(
         assert covered and all(t.user_id == "alice" for t in covered)
         assert summary.meta["covers_from"] == covered[0].id
         assert summary.meta["key"] == (
-            f"a-work:{summary.meta['covers_from']}-{summary.meta['covers_upto']}:"
-            f"{summary.meta['turns']}"
+            f"{summary.meta['covers_from']}-{summary.meta['covers_upto']}:{summary.meta['turns']}"
         )
         covering = mind.store.edges_from(summary.id, "SUMMARIZES")
         assert covering and all(mind.store.get(i).user_id == "alice" for i in covering)
