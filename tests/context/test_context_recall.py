@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pmm import Mind, PersistentMindMemory
+from pmm.errors import InvalidInputError
 
 FILLER = "We chatted about the weather, the news and what to cook for dinner tonight. " * 3
 
@@ -80,3 +83,22 @@ def test_recall_k_zero_turns_memories_off(tmp_path: Path) -> None:
         mind.remember_turn("My locker code is 9912.", "Got it.", session_id="s")
         fill(mind, "s", 20)
         assert mind.context("s", query="locker code").memories == []
+
+
+@pytest.mark.parametrize("budget", ["100", 1.5, True])
+def test_a_budget_that_is_no_whole_number_is_refused(tmp_path: Path, budget: object) -> None:
+    with Mind(str(tmp_path / "pmm.db")) as mind:
+        mind.remember_turn("hello", "hi", session_id="s")
+        with pytest.raises(InvalidInputError, match="budget_tokens must be a whole number"):
+            mind.context("s", budget_tokens=budget)  # type: ignore[arg-type]
+
+
+def test_a_long_thread_id_costs_no_memory(tmp_path: Path) -> None:
+    """Memories are labelled by a short thread label: a 5,000-character thread id neither
+    reaches the prompt nor crowds memories out."""
+    long_id = "t" * 5000
+    with Mind(str(tmp_path / "pmm.db")) as mind:
+        mind.remember_turn("My locker code is 9912.", "Got it.", session_id=long_id, user_id="u")
+        mind.remember_turn("Hello again.", "Hi.", session_id="now", user_id="u")
+        ctx = mind.context("now", query="locker code", budget_tokens=200, user_id="u")
+    assert "9912" in ctx.text() and long_id not in ctx.text()
