@@ -166,7 +166,7 @@ def test_old_sessions_are_assigned_once_as_a_chained_event(db: Path) -> None:
             assert not mind.store.search_text("Porto", key=key, user_id="bob")
         mind.remember("what's new?", role="user", session_id="new", user_id="ana")
         text = mind.context("new", query="where do I live", user_id="ana").text()
-        assert "Lives in: Porto (thread old," in text
+        assert "Lives in: Porto (20" in text  # dated; the thread id stays out of the prompt
         assert mind.verify().ok
 
 
@@ -195,8 +195,9 @@ def test_user_scope_brings_a_users_facts_and_memories_to_her_new_thread(db: Path
         mind.remember_turn("anything new?", "not much", session_id="a2", user_id="alice")
         ctx = mind.context("a2", query="where do I live, and my cat Pixel?", user_id="alice")
         text = ctx.text()
-        assert "- Lives in: Lisbon (thread a1, " in text and "Pixel" in text
-        assert "(a1)] Human: Hi, I'm Alice" in text  # a memory labelled with thread and date
+        assert "- Lives in: Lisbon (20" in text and "Pixel" in text
+        assert "thread 1]\nHuman: Hi, I'm Alice" in text  # a memory under its date and thread
+        assert "a1" not in text  # thread ids stay out of the prompt
         assert [t.text for t in ctx.history] == ["anything new?", "not much"]  # this thread's
         for word in ("Bob", "Oslo", "Rex"):
             assert word not in text

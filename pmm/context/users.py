@@ -147,7 +147,7 @@ class UserFacts:
         self._lock = threading.RLock()
 
     def lines(self, user_id: str) -> list[str]:
-        """``Label: value (thread T, date)`` lines of the user's facts."""
+        """``Label: value (date)`` lines of the user's facts (the date it was said)."""
         with self._lock:
             scanned, book = self._users.get(user_id) or (0, FactBook(nlp=self.nlp))
             kinds = ("prompt", CLEAR_KIND, REDACTION_KIND)

@@ -81,7 +81,7 @@ class FactBook:
     clear marker drops that thread's values (:meth:`drop_source_session`)::
 
         book.add("I live in Porto", source=("thread-1", "2026-11-20"))
-        book.lines(sources=True)      # ['Lives in: Porto (thread thread-1, 2026-11-20)']
+        book.lines(sources=True)      # ['Lives in: Porto (2026-11-20)']
     """
 
     def __init__(self, max_values: int = 5, *, nlp: bool = False) -> None:
@@ -130,7 +130,7 @@ class FactBook:
 
     def lines(self, *, sources: bool = False) -> list[str]:
         """One ``Label: value, value`` line per attribute, names first (with ``sources``,
-        each value followed by the thread and date it was said in)."""
+        each value followed by the date it was said)."""
         order = list(LABELS)
         keys = sorted(self._facts, key=lambda a: (order.index(a) if a in order else len(order), a))
         return [
@@ -141,4 +141,6 @@ class FactBook:
 
     def _shown(self, attribute: str, value: str, sources: bool) -> str:
         source = self._sources.get((attribute, value.lower())) if sources else None
-        return value if source is None else f"{value} (thread {source[0]}, {source[1]})"
+        # the date it was said; the thread id stays out of the prompt (ids are often e-mail
+        # addresses, and can be thousands of characters)
+        return value if source is None else f"{value} ({source[1]})"
