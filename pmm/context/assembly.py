@@ -84,8 +84,11 @@ __all__ = [
 RECENT_FLOOR = 4
 """Recent turns always kept (two exchanges) when they fit in half the budget."""
 GROUP_HEADER_TOKENS = 12
-"""What a memory group's header (``[2023-05-08, thread 12]``) costs at most, plus its line
-break."""
+"""What a memory group's header costs at most with a thread label (``[2023-05-08, thread
+12]``), plus its line break."""
+DAY_HEADER_TOKENS = 8
+"""What a header of the day alone (``[2023-05-08]``, every memory of this thread) costs at
+most, plus its line break."""
 SMALLEST_LINE = 6
 """Below this many tokens left, no memory line fits: packing stops looking."""
 
@@ -280,7 +283,8 @@ def _memories(
         shown_memory = _shown_text(plan, memory, terms, policy.memory_tokens)
         cost = plan.line_cost(turn_line(shown_memory, plan.human_prefix, plan.ai_prefix))
         if group_key(memory) not in plan.groups:
-            cost += GROUP_HEADER_TOKENS
+            labelled = any(t != plan.session_id for _, t in (*plan.groups, group_key(memory)))
+            cost += GROUP_HEADER_TOKENS if labelled else DAY_HEADER_TOKENS
         if not plan.take_section(MEMORIES_HEADER, bool(plan.memories), cost):
             continue
         plan.memories.append(shown_memory)

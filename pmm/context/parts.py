@@ -16,7 +16,8 @@ Memories are grouped under a header per day and thread, ``[2023-05-08, thread 2]
 date costs its tokens once per group rather than once per line. Threads are labelled by
 number in the order they first appear (the current one is "this thread"): a label costs two
 or three tokens whatever the thread id is (ids can be 5,000 characters or an e-mail
-address, and need not reach the prompt).
+address, and need not reach the prompt). When every memory is of the current thread, the
+headers show the day alone.
 """
 
 from __future__ import annotations
@@ -145,7 +146,10 @@ def group_key(turn: Turn) -> tuple[str, str]:
 
 def thread_labels(memories: Sequence[Turn], session_id: str) -> dict[str, str]:
     """``{thread id: label}``: ``this thread`` for ``session_id``, else ``thread 1``,
-    ``thread 2``... in the order the threads first appear in ``memories`` (by date)."""
+    ``thread 2``... in the order the threads first appear in ``memories`` (by date); empty
+    when every memory is of ``session_id`` (the headers then show the day alone)."""
+    if all(m.session_id in (session_id, None) for m in memories):
+        return {}
     labels: dict[str, str] = {session_id: THIS_THREAD}
     for memory in sorted(memories, key=lambda m: (m.ts, m.event_id)):
         thread = memory.session_id or ""

@@ -65,7 +65,7 @@ def test_facts_and_memories_render_in_sections() -> None:
     )
     assert ctx.text() == (
         "Key information:\n- Name: Ana\n\n"
-        "Relevant memories:\n[2026-01-02, this thread]\nHuman: I moved to Lisbon\n\n"
+        "Relevant memories:\n[2026-01-02]\nHuman: I moved to Lisbon\n\n"
         "Recent conversation:\nHuman: What's the weather?\nAI: Sunny."
     )
     messages = ctx.messages()
