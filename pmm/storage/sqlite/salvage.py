@@ -1,0 +1,373 @@
+"""Reading what a damaged SQLite log still holds, for :func:`pmm.storage.sqlite.backup.recover`.
+
+    found = salvage("broken.db")
+    found.rows            # every event row a read still returns, by id (ids ascending)
+    found.top             # the highest id the file knows (chain heads, max(id), rows read)
+    found.lost            # every other id in 1..top: not readable, one by one either
+    found.damaged         # tables and indexes SQLite's integrity check names as damaged
+
+A range read (``WHERE id BETWEEN lo AND hi``) on a file with a damaged interior page can end
+early without an error, so no range read is trusted to have reached its end: ids it did not
+return are read again by later range reads that start after the last row returned, and
+every id still missing in ``1..top`` is then read on its own (``WHERE id = ?``). ``top`` is
+the highest of the chains' recorded heads (``chains.head_id``), ``sqlite_sequence`` and
+``max(id)`` (which the last page's damage can hide) and of every id read; a claim far past
+what the file holds (a damaged head) is not believed, and the report says so.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from pmm.errors import DatabaseError, PMMError
+from pmm.storage.sqlite.rows import COLUMNS
+from pmm.storage.sqlite.stored_text import unpack_digest
+from pmm.storage.text_codec import Dictionary, TextCodec
+
+PROBE_PAST_TOP = 1_000
+"""Ids past the highest known one that are still tried one by one (rows a damaged page
+hides from every range read and from ``max(id)``)."""
+_MARGIN = 1_000_000
+"""How far past the rows read a claimed highest id may lie and still be believed."""
+_MAX_ERRORS = 40
+"""Read errors quoted in the report (each failed id is listed in ``lost`` either way)."""
+
+
+@dataclass(slots=True)
+class Salvage:
+    """What :func:`salvage` read from a damaged file."""
+
+    rows: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    """Event rows by id, with hex digests and decoded text (as an export shows them)."""
+    failed: list[int] = field(default_factory=list)
+    """Ids whose read raised an error even on their own (a subset of ``lost``)."""
+    top: int = 0
+    """The highest id the file knows of."""
+    claims: dict[str, int] = field(default_factory=dict)
+    """Where ``top`` came from: ``chains.head_id``, ``sqlite_sequence``, ``max(id)``, rows read."""
+    edges: list[tuple[Any, ...]] = field(default_factory=list)
+    vectors: list[tuple[Any, ...]] = field(default_factory=list)
+    expiry: list[tuple[Any, ...]] = field(default_factory=list)
+    keys: list[tuple[str, bytes]] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    """Tables that could not be read to their end (``name: what happened``)."""
+    damaged: list[str] = field(default_factory=list)
+    """Tables and indexes ``PRAGMA integrity_check`` names as damaged."""
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def lost(self) -> list[int]:
+        """Every id in ``1..top`` that could not be read."""
+        return [i for i in range(1, self.top + 1) if i not in self.rows]
+
+
+def salvage(src: str) -> Salvage:
+    """Every readable row of the damaged file ``src`` (opened read-only) and what could
+    not be read; raises :class:`DatabaseError` when not even its schema can be read."""
+    try:
+        conn = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+        # damaged text that is no longer UTF-8 is still read (the row then fails its check)
+        conn.text_factory = lambda data: data.decode("utf-8", "replace")
+        conn.execute("SELECT 1 FROM events LIMIT 0")
+    except sqlite3.Error as exc:
+        raise DatabaseError(
+            f"{src} cannot be read at all ({exc}): its first page (the schema) is damaged; "
+            "`sqlite3 BROKEN.db .recover` may still find rows"
+        ) from exc
+    found = Salvage()
+    try:
+        columns = _columns(conn, found)
+        raw = _read_events(conn, columns, found)
+        found.rows = _plain_rows(conn, raw, found)
+        found.edges = _read_all(conn, "edges", "SELECT src, dst, kind FROM edges", found)
+        found.vectors = _read_all(
+            conn, "embeddings", "SELECT event_id, model, dim, vector FROM embeddings", found
+        )
+        if _has_table(conn, "store_expiry"):
+            found.expiry = _read_all(
+                conn,
+                "store_expiry",
+                "SELECT event_id, ttl_minutes, expires_at FROM store_expiry",
+                found,
+            )
+        if _has_table(conn, "chains"):  # migrations/0015
+            found.keys = [
+                (str(key), bytes(secret))
+                for key, secret in _read_all(
+                    conn, "chains", "SELECT chain, secret FROM chains", found
+                )
+                if isinstance(key, str) and isinstance(secret, bytes)
+            ]
+        found.damaged = _damaged(conn)
+    finally:
+        conn.close()
+    return found
+
+
+def compress_ids(ids: list[int]) -> list[tuple[int, int]]:
+    """Ascending ``ids`` as ``(first, last)`` runs: ``[1, 2, 3, 7]`` -> ``[(1, 3), (7, 7)]``."""
+    runs: list[tuple[int, int]] = []
+    for i in ids:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
+
+
+# -- events ----------------------------------------------------------------------------
+
+
+def _columns(conn: sqlite3.Connection, found: Salvage) -> str:
+    """The event columns to read; a file from before migrations/0013 (0015) has no user
+    column (digests): NULL stands in."""
+    columns = COLUMNS
+    try:
+        present = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
+    except sqlite3.Error as exc:
+        found.errors.append(f"the events table's columns are unreadable ({exc})")
+        return columns
+    for name in ("user_id", "user_digest", "session_digest"):
+        if name not in present:
+            columns = columns.replace(f", {name}", ", NULL")
+    return columns
+
+
+def _read_events(
+    conn: sqlite3.Connection, columns: str, found: Salvage
+) -> dict[int, tuple[Any, ...]]:
+    rows: dict[int, tuple[Any, ...]] = {}
+    tried: set[int] = set()
+    failed: set[int] = set()
+    _range(conn, columns, 1, 2**62, rows, found)  # the fast path: one pass, maybe cut short
+    found.claims = _claims(conn, found)
+    top = _believed_top(conn, found, rows)
+    start = 1
+    while True:
+        _fill(conn, columns, start, top, rows, tried, failed, found)
+        # rows past every claim, hidden from max(id) by a damaged last page
+        _range(conn, columns, top + 1, top + _MARGIN, rows, found)
+        for id_ in range(top + 1, top + PROBE_PAST_TOP + 1):
+            _point(conn, columns, id_, rows, tried, failed, found)
+        newest = max((i for i in rows if i <= top + _MARGIN), default=0)
+        if newest <= top:
+            break
+        start, top = top + 1, newest
+        found.claims["rows read"] = newest
+    found.top = top
+    found.failed = sorted(i for i in failed if i <= top and i not in rows)
+    return rows
+
+
+def _fill(
+    conn: sqlite3.Connection,
+    columns: str,
+    lo: int,
+    hi: int,
+    rows: dict[int, tuple[Any, ...]],
+    tried: set[int],
+    failed: set[int],
+    found: Salvage,
+) -> None:
+    """Read every id of ``lo..hi`` missing from ``rows``: a range read from each missing id
+    to the end of its gap (it may stop early: the next one starts after the last row it
+    returned), and a read of the id on its own where the range read did not return it."""
+    present = sorted(rows)
+    for id_ in range(lo, hi + 1):
+        if id_ in rows or id_ in tried:
+            continue
+        after = bisect.bisect_right(present, id_)
+        end = present[after] - 1 if after < len(present) and present[after] <= hi else hi
+        _range(conn, columns, id_, end, rows, found)
+        if id_ not in rows:
+            _point(conn, columns, id_, rows, tried, failed, found)
+
+
+def _range(
+    conn: sqlite3.Connection,
+    columns: str,
+    lo: int,
+    hi: int,
+    rows: dict[int, tuple[Any, ...]],
+    found: Salvage,
+) -> int:
+    """Add the rows a range read of ``lo..hi`` returns before it ends or fails; returns
+    how many new ones."""
+    new = 0
+    try:
+        for row in conn.execute(
+            f"SELECT {columns} FROM events WHERE id BETWEEN ? AND ? ORDER BY id", (lo, hi)
+        ):
+            if isinstance(row[0], int) and lo <= row[0] <= hi and row[0] not in rows:
+                rows[row[0]] = row
+                new += 1
+    except sqlite3.Error:
+        pass  # what it returned is kept; every id it missed is read on its own later
+    return new
+
+
+def _point(
+    conn: sqlite3.Connection,
+    columns: str,
+    id_: int,
+    rows: dict[int, tuple[Any, ...]],
+    tried: set[int],
+    failed: set[int],
+    found: Salvage,
+) -> None:
+    if id_ in rows or id_ in tried:
+        return
+    tried.add(id_)
+    try:
+        row = conn.execute(f"SELECT {columns} FROM events WHERE id = ?", (id_,)).fetchone()
+    except sqlite3.Error as exc:
+        failed.add(id_)
+        if len(found.errors) < _MAX_ERRORS:
+            found.errors.append(f"event {id_}: {exc}")
+        return
+    if row is not None:
+        rows[id_] = row
+
+
+def _claims(conn: sqlite3.Connection, found: Salvage) -> dict[str, int]:
+    """The highest event id each record of the file claims, where it can be read."""
+    claims: dict[str, int] = {}
+    queries = {
+        "max(id)": "SELECT max(id) FROM events",
+        "chains.head_id": "SELECT max(head_id) FROM chains",
+        "sqlite_sequence": "SELECT max(seq) FROM sqlite_sequence WHERE name = 'events'",
+    }
+    for name, sql in queries.items():
+        if name == "chains.head_id" and not _has_table(conn, "chains"):
+            continue
+        try:
+            value = conn.execute(sql).fetchone()[0]
+        except sqlite3.Error as exc:
+            found.errors.append(f"{name} unreadable ({exc})")
+            continue
+        if isinstance(value, int) and value > 0:
+            claims[name] = value
+    return claims
+
+
+def _believed_top(
+    conn: sqlite3.Connection, found: Salvage, rows: dict[int, tuple[Any, ...]]
+) -> int:
+    """The highest claimed id, unless a claim lies more than ``_MARGIN`` ids past twice the
+    rows the file holds (ids are dense) and no row of that id can be read: such a value is
+    the damage itself."""
+    try:
+        counted = int(conn.execute("SELECT count(*) FROM events").fetchone()[0] or 0)
+    except (sqlite3.Error, TypeError, ValueError):
+        counted = 0
+    bound = 2 * max(len(rows), counted) + _MARGIN
+    top = max((i for i in rows if i <= bound), default=0)
+    for name, value in found.claims.items():
+        if value <= bound or _exists(conn, value):
+            top = max(top, value)
+        else:
+            found.errors.append(
+                f"{name} says the newest id is {value}, far past the {max(len(rows), counted)}"
+                " rows found, and no row of that id can be read: taken as damage, not believed"
+            )
+    return top
+
+
+def _exists(conn: sqlite3.Connection, id_: int) -> bool:
+    try:
+        return conn.execute("SELECT 1 FROM events WHERE id = ?", (id_,)).fetchone() is not None
+    except sqlite3.Error:
+        return False
+
+
+# -- other tables ----------------------------------------------------------------------
+
+
+def _plain_rows(
+    conn: sqlite3.Connection, rows: dict[int, tuple[Any, ...]], found: Salvage
+) -> dict[int, tuple[Any, ...]]:
+    """Salvaged rows with hex digests and decoded text, as an export shows them (the new
+    file stores them plain). A text that cannot be decoded (its dictionary was lost) stays
+    a blob, so that the row is reported as not verifying."""
+    dictionaries: dict[int, Dictionary] = {}
+    if any(isinstance(r[5], bytes) for r in rows.values()):
+        for id_, codec, data in _read_all(
+            conn, "text_dictionaries", "SELECT id, codec, data FROM text_dictionaries", found
+        ):
+            try:
+                dictionaries[int(id_)] = Dictionary(int(id_), str(codec), bytes(data))
+            except (TypeError, ValueError, PMMError) as exc:
+                found.errors.append(f"text dictionary {id_!r} unreadable ({exc})")
+    codec = TextCodec(dictionaries)
+    plain: dict[int, tuple[Any, ...]] = {}
+    for id_ in sorted(rows):
+        fields = list(rows[id_])
+        if isinstance(fields[5], bytes):
+            try:
+                fields[5] = codec.decode(fields[5])
+            except PMMError as exc:
+                if len(found.errors) < _MAX_ERRORS:
+                    found.errors.append(f"event {id_}: its compressed text cannot be read ({exc})")
+        for i in (6, 8, 9, 15, 16):
+            fields[i] = unpack_digest(fields[i])
+        plain[id_] = tuple(fields)
+    return plain
+
+
+def _read_all(
+    conn: sqlite3.Connection, name: str, sql: str, found: Salvage
+) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+    try:
+        for row in conn.execute(sql):
+            rows.append(row)
+    except sqlite3.Error as exc:
+        found.unreadable.append(f"{name}: {len(rows)} rows read, then {exc}")
+    return rows
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    try:
+        return bool(
+            conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+            ).fetchone()
+        )
+    except sqlite3.Error:
+        return False
+
+
+_TREE = re.compile(r"\bTree (\d+) page")
+_NAMED = re.compile(r"\bindex (\w+)")
+
+
+def _damaged(conn: sqlite3.Connection) -> list[str]:
+    """The tables and indexes that ``PRAGMA integrity_check`` finds damaged, by name (a
+    b-tree named only by its root page when the schema does not name it)."""
+    try:
+        problems = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(10000)")]
+    except sqlite3.Error as exc:
+        return [f"(integrity_check failed: {exc})"]
+    if problems == ["ok"]:
+        return []
+    try:
+        roots = {
+            int(root): str(name)
+            for name, root in conn.execute("SELECT name, rootpage FROM sqlite_master")
+            if isinstance(root, int)
+        }
+    except sqlite3.Error:
+        roots = {}
+    names: dict[str, None] = {}
+    for line in problems:
+        for tree in _TREE.findall(line):
+            names[roots.get(int(tree), f"b-tree at page {tree}")] = None
+        for index in _NAMED.findall(line):
+            names[index] = None
+    if not names:
+        names["(unnamed: " + "; ".join(problems[:3]) + ")"] = None
+    return list(names)
