@@ -17,6 +17,7 @@ The source file is built once per test session; the trials take about 30 s on 2 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -175,3 +176,91 @@ def test_recover_never_under_reports(
         short += whole != len(readable)
     # the damage reached the events table in enough trials to matter
     assert short >= 3, f"only {short} of {TRIALS} trials damaged the events table"
+
+
+def _small_log(path: Path, n: int) -> None:
+    """``n`` events of two users, each with a vector and an edge to the one before."""
+    with EventStore(path) as store:
+        store.append_many(
+            NewEvent("prompt", f"turn {i} word{i}x " + "filler " * 60, f"u{i % 2}/t", "user",
+                     None, None, f"u{i % 2}")
+            for i in range(1, n + 1)
+        )  # fmt: skip
+        store.put_embeddings("m", 4, [(i, bytes(16)) for i in range(1, n + 1)])
+        store.add_edges((i, i - 1, "FOLLOWS") for i in range(2, n + 1))
+        store.sync_search_index()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def _leaf_pages(path: Path) -> list[int]:
+    """The events table's leaf pages (numbered from 1), in id order."""
+    conn = sqlite3.connect(path)
+    leaves = [
+        r[0]
+        for r in conn.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY path"
+        )
+    ]
+    conn.close()
+    return leaves
+
+
+def _smash(path: Path, page: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek((page - 1) * PAGE)
+        f.write(random.Random(page).randbytes(PAGE))
+
+
+def test_the_highest_id_comes_from_the_chain_heads_when_the_last_page_is_damaged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "pmm.db"
+    _small_log(db, 400)
+    last_leaf = _leaf_pages(db)[-1]
+    _smash(db, last_leaf)
+    assert main(["recover", str(db), "new.db", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    conn = sqlite3.connect(tmp_path / "new.db")
+    salvaged = {r[0] for r in conn.execute("SELECT id FROM events")}
+    conn.close()
+    assert 400 in report["lost"] and salvaged | set(report["lost"]) == set(range(1, 401))
+    assert report["top"] == 400 and report["top_sources"]["chains.head_id"] == 400
+    assert report["lost_ranges"][-1][1] == 400 and not salvaged & set(report["lost"])
+    assert report["damaged"]  # integrity_check names what it found damaged
+    assert main(["recover", str(db), "new2.db"]) == 1
+    out = capsys.readouterr().out
+    assert "lost ids: none" not in out and f"-400 ({len(report['lost'])} ids in all)" in out
+
+
+def test_the_report_is_true_about_derived_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "pmm.db"
+    _small_log(db, 400)
+    leaves = _leaf_pages(db)
+    _smash(db, leaves[len(leaves) // 2])
+    assert main(["recover", str(db), "new.db", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    conn = sqlite3.connect(tmp_path / "new.db")
+    salvaged = {r[0] for r in conn.execute("SELECT id FROM events")}
+    vectors = {r[0] for r in conn.execute("SELECT event_id FROM embeddings")}
+    edges = conn.execute("SELECT src, dst FROM edges").fetchall()
+    heads = dict(conn.execute("SELECT chain, head_id FROM chains").fetchall())
+    conn.close()
+    assert report["lost"] and salvaged | set(report["lost"]) == set(range(1, 401))
+    # vectors and edges of salvaged events are copied, those of lost events are not
+    assert vectors == salvaged and report["embeddings"] == len(salvaged)
+    assert set(edges) == {(i, i - 1) for i in salvaged if i - 1 in salvaged}
+    assert report["edges"] == len(edges)
+    assert f"embeddings: {len(salvaged)} of 400 read were copied" in " ".join(report["derived"])
+    assert f"edges: {len(edges)} of 399 read were copied" in " ".join(report["derived"])
+    # each chain's head is its newest salvaged row; the secrets came along
+    assert heads == {u: max(i for i in salvaged if i % 2 == int(u[1])) for u in ("u0", "u1")}
+    assert "chain secrets: 2 of 2 read were copied" in " ".join(report["derived"])
+    # the full-text index was rebuilt from the salvaged rows
+    kept, gone = min(salvaged), min(report["lost"])
+    with EventStore(tmp_path / "new.db") as store:
+        assert [i for i, _ in store.search_text(f"word{kept}x")] == [kept]
+        assert store.search_text(f"word{gone}x") == []
