@@ -189,10 +189,27 @@ def cmd_backup(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     from pmm.storage.sqlite.backup import restore
 
-    report = restore(args.file, _db_path(args), force=args.force)
+    path = _db_path(args)
+    if is_postgres_url(path):
+        raise InvalidInputError(
+            "pmm restore replaces a SQLite file; restore a PostgreSQL database with"
+            " PostgreSQL's own tools (pg_restore), or copy a SQLite backup into an empty"
+            " database with `pmm migrate-to URL --from BACKUP.db`"
+        )
+    report = restore(args.file, path, force=args.force)
     state = "verifies" if report.verify.ok else f"DOES NOT VERIFY ({report.verify.reason})"
-    text = f"restored {report.verify.rows} events from {report.source}; the chain {state}"
-    return _emit(args, report.to_dict(), text)
+    restored = report.verify.rows - len(report.markers)  # the markers came after the copy
+    lines = [f"restored {restored} events from {report.source}; the chain {state}"]
+    if report.reapplied:
+        lines.append(
+            f"the backup held what {report.target} recorded as erased: erased again,"
+            f" recorded as new event(s) {', '.join(map(str, report.markers))} (the event"
+            " ids below are those of the log before the restore, kept as"
+            f" {Path(report.target).name}.before-restore-*):"
+        )
+        lines += [f"  {e.describe()}" for e in report.reapplied]
+    lines += [f"warning: {w}" for w in report.warnings]
+    return _emit(args, report.to_dict(), "\n".join(lines))
 
 
 def cmd_recover(args: argparse.Namespace) -> int:

@@ -5,7 +5,8 @@ Usage::
     from pmm.storage.sqlite.backup import backup, restore, recover, check
 
     backup("pmm.db", "pmm-2026-11-22.db")       # online: writers may keep appending
-    restore("pmm-2026-11-22.db", "pmm.db")      # refuses a copy whose chain does not verify
+    restore("pmm-2026-11-22.db", "pmm.db")      # refuses a copy whose chain does not verify,
+                                                 # or that holds what was erased since
     report = recover("broken.db", "salvaged.db")
     report.lost, report.unverified               # exactly which ids are gone or do not verify
     report.top, report.damaged, report.derived   # the highest id known, what SQLite found
@@ -44,6 +45,13 @@ from pmm.storage.sqlite.files import (
     table_counts,
     write_salvaged,
 )
+from pmm.storage.sqlite.restore_erasures import (
+    ErasedDataInBackupError,
+    UncheckedErasuresError,
+    UndoneErasure,
+    reapply,
+    undone_erasures,
+)
 from pmm.storage.sqlite.salvage import Salvage, compress_ids, salvage
 
 
@@ -56,11 +64,24 @@ class BackupReport:
     bytes: int
     seconds: float
     verify: VerifyReport
+    reapplied: list[UndoneErasure] = field(default_factory=list)
+    """Restore ``--force`` only: the erasures the backup undid, applied again."""
+    markers: list[int] = field(default_factory=list)
+    """The ``redaction`` events that record the erasures applied again."""
+    warnings: list[str] = field(default_factory=list)
+    """What restore ``--force`` could not check (a current log too damaged to read)."""
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["verify"] = self.verify.to_dict()
-        return data
+        return {
+            "source": self.source,
+            "target": self.target,
+            "bytes": self.bytes,
+            "seconds": self.seconds,
+            "verify": self.verify.to_dict(),
+            "reapplied": [e.to_dict() for e in self.reapplied],
+            "markers": self.markers,
+            "warnings": self.warnings,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +187,15 @@ def restore(
     """Replace the log at ``db_path`` with the backup ``source``, through the backup API
     (safe while the file is open elsewhere: others see the restored log on their next read).
 
-    The backup's chain must verify, unless ``force``; the current file is first copied to
-    ``<db_path>.before-restore-<UTC time>``.
+    Refused (nothing changes) when the backup's chain does not verify, or when it still
+    holds what the current log records as erased (``redaction`` events newer than the
+    backup: see :mod:`pmm.storage.sqlite.restore_erasures`), raising
+    :class:`ErasedDataInBackupError` that names those erasures. With ``force`` it is
+    restored anyway, and those erasures are then applied again to the restored log (the
+    report's ``reapplied`` lists them, ``markers`` the new redaction events). A current
+    file too damaged to read is refused (:class:`UncheckedErasuresError`) unless ``force``:
+    then nothing is compared, and ``warnings`` says so. The current file is first copied
+    to ``<db_path>.before-restore-<UTC time>``.
     """
     src, dst = str(source), str(db_path)
     if not Path(src).is_file():
@@ -176,6 +204,8 @@ def restore(
     staged = dst + ".restoring"
     remove_files(staged)
     copy_file(src, staged)
+    markers: list[int] = []
+    warnings: list[str] = []
     try:
         with EventStore(staged) as copy:
             report = copy.verify()
@@ -184,13 +214,49 @@ def restore(
                 f"{src} does not verify at event {report.first_bad_id}: {report.reason}; "
                 "nothing was restored (--force restores it anyway)"
             )
+        undone, unchecked = _erasures(dst, staged, force)
+        if undone and not force:
+            raise ErasedDataInBackupError(
+                f"{src} still holds what {dst} records as erased since the backup was taken:\n"
+                + "\n".join(f"  {e.describe()}" for e in undone)
+                + (f"\n{unchecked}" if unchecked else "")
+                + "\nnothing was restored; --force restores it and erases these again"
+            )
+        if unchecked and not force:
+            raise UncheckedErasuresError(
+                f"{unchecked}: nothing was restored (--force restores it, erasing again"
+                " what the readable records say was erased)"
+            )
+        warnings = [unchecked] if unchecked else []
         if Path(dst).exists():
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             copy_file(dst, f"{dst}.before-restore-{stamp}")
         copy_file(staged, dst)
     finally:
         remove_files(staged)
-    return BackupReport(src, dst, Path(dst).stat().st_size, time.perf_counter() - started, report)
+    if undone:
+        with EventStore(dst) as store:
+            markers = reapply(store, undone, src)
+            report = store.verify()
+    size = Path(dst).stat().st_size
+    seconds = time.perf_counter() - started
+    return BackupReport(src, dst, size, seconds, report, undone, markers, warnings)
+
+
+def _erasures(dst: str, staged: str, force: bool) -> tuple[list[UndoneErasure], str | None]:
+    """The erasures of the current log ``dst`` that the backup ``staged`` would undo, and
+    what could not be checked; with ``force`` a log that cannot be read at all is that."""
+    if not Path(dst).exists():
+        return [], None
+    try:
+        return undone_erasures(dst, staged)
+    except UncheckedErasuresError as exc:
+        if not force:
+            raise
+        return [], (
+            f"{dst} cannot be read ({exc.__cause__}): no erasure it records was checked"
+            " against the backup or erased again"
+        )
 
 
 def check(path: str | os.PathLike[str], *, full: bool = False) -> CheckReport:
