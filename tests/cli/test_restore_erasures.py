@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -193,22 +195,30 @@ def test_a_damaged_current_log_is_read_row_by_row_and_what_it_hides_is_named(
 ) -> None:
     db = tmp_path / "pmm.db"
     with EventStore(db) as store:
-        store.append_many(
-            NewEvent("prompt", f"turn {i} " + "lorem ipsum " * 40, "s", "user") for i in range(600)
-        )
+        store.append_many(NewEvent("prompt", f"turn {i} " + "lorem " * 80, "s") for i in range(600))
         gone = store.append("prompt", "my pin is 4417-SECRET", session_id="s", role="user")
-    assert main(["backup", "b.db", "--db", str(db)]) == 0
+    assert main(["backup", "b.db", "--db", str(db)]) == 0  # holds ids 1..601
     with EventStore(db) as store:
-        marker = store.redact(gone.id, reason="typed by mistake")
+        store.append_many(
+            NewEvent("prompt", f"later {i} " + "lorem " * 80, "s") for i in range(300)
+        )
+        marker = store.redact(gone.id, reason="typed by mistake")  # id 902
     leaves = _leaves(db)
-    with open(db, "r+b") as f:  # a page in the middle: neither the marker's nor the pin's
-        f.seek((leaves[len(leaves) // 2] - 1) * 4096)
-        f.write(bytes(4096))
+    intact = tmp_path / "intact.db"
+    shutil.copyfile(db, intact)
     capsys.readouterr()
-    assert main(["restore", "b.db", "--db", str(db)]) == 1
-    err = capsys.readouterr().err
-    assert f"erasure recorded as event(s) {marker.id} " in err and f"ids {gone.id})" in err
-    assert "is damaged: its events " in err and "cannot be checked" in err
+    for fraction, hides_later_rows in ((0.2, False), (0.8, True)):
+        shutil.copyfile(intact, db)
+        with open(db, "r+b") as f:  # a page of rows the backup holds, or of rows after it
+            f.seek((leaves[int(len(leaves) * fraction)] - 1) * 4096)
+            f.write(bytes(4096))
+        assert main(["restore", "b.db", "--db", str(db)]) == 1
+        err = capsys.readouterr().err
+        assert f"erasure recorded as event(s) {marker.id} " in err and f"ids {gone.id})" in err
+        # only rows newer than the backup may have recorded an erasure it predates
+        assert ("cannot be checked" in err) == hides_later_rows, err
+        hidden = re.search(r"is damaged: its events (\d+)", err)
+        assert bool(hidden) == hides_later_rows and (not hidden or int(hidden[1]) > 601), err
     assert main(["restore", "b.db", "--db", str(db), "--force"]) == 0
     out = capsys.readouterr().out
     assert "erased again" in out and "warning: " in out and "cannot be checked" in out

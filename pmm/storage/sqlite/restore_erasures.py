@@ -71,7 +71,7 @@ class UndoneErasure:
             "a user whose every event was erased (her user and thread ids, her chain"
             f" secret and {len(self.ids)} events: ids {runs}{more})"
             if self.whole_user
-            else f"{len(self.ids)} erased events (ids {runs}{more})"
+            else f"{len(self.ids)} erased event{'s' * (len(self.ids) != 1)} (ids {runs}{more})"
         )
         events = ", ".join(map(str, self.markers))
         return f"erasure recorded as event(s) {events} (reason: {self.reason!r}): {what}"
@@ -112,7 +112,7 @@ def undone_erasures(current: str, backup: str) -> tuple[list[UndoneErasure], str
             f"{current} cannot be read ({exc}), so the erasures it records cannot be compared"
             " with the backup: nothing was restored (--force restores without this check)"
         ) from exc
-    lost = compress_ids(found.lost)
+    lost = compress_ids(_unchecked(found, backup))
     if not lost:
         return undone, None
     runs = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in lost[:10])
@@ -120,6 +120,23 @@ def undone_erasures(current: str, backup: str) -> tuple[list[UndoneErasure], str
         f"{current} is damaged: its events {runs}{', ...' if len(lost) > 10 else ''} cannot be"
         " read, and any erasure recorded there cannot be checked against the backup"
     )
+
+
+def _unchecked(found: Salvage, backup: str) -> list[int]:
+    """The ids lost from the damaged current log that may have recorded an erasure the
+    backup predates: those past the backup's newest id (an erasure's records are appended
+    after every event there was), or every lost id when the two logs differ where both
+    can be read (then the backup is not an earlier state of this log)."""
+    old = _open(backup)
+    try:
+        top = int(old.execute("SELECT max(id) FROM events").fetchone()[0] or 0)
+        shared = sorted(i for i in found.rows if i <= top)
+        theirs = _column(old, "hash", shared)
+    finally:
+        old.close()
+    if any(theirs.get(i) != pack_digest(found.rows[i][9]) for i in shared):
+        return found.lost
+    return [i for i in found.lost if i > top]
 
 
 def _compare(log: _ReadLog | _SalvagedLog, backup: str) -> list[UndoneErasure]:
