@@ -10,9 +10,10 @@ A range read (``WHERE id BETWEEN lo AND hi``) on a file with a damaged interior 
 early without an error, so no range read is trusted to have reached its end: ids it did not
 return are read again by later range reads that start after the last row returned, and
 every id still missing in ``1..top`` is then read on its own (``WHERE id = ?``). ``top`` is
-the highest of the chains' recorded heads (``chains.head_id``), ``sqlite_sequence`` and
-``max(id)`` (which the last page's damage can hide) and of every id read; a claim far past
-what the file holds (a damaged head) is not believed, and the report says so.
+the chains' highest recorded head (``chains.head_id``), or where the file has none the
+highest of ``sqlite_sequence``, ``max(id)`` (which the last page's damage can hide) and the
+ids read; ids just past it are tried too, and each row found there extends it. A claim far
+past what the file holds (a damaged head) is not believed, and the report says so.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from pmm.storage.sqlite.stored_text import unpack_digest
 from pmm.storage.text_codec import Dictionary, TextCodec
 
 PROBE_PAST_TOP = 1_000
-"""Ids past the highest known one that are still tried one by one (rows a damaged page
-hides from every range read and from ``max(id)``)."""
+"""Ids past the highest known one that are still tried (rows a damaged page hides from
+every range read and from ``max(id)``); each row found there moves the window on."""
 _MARGIN = 1_000_000
 """How far past the rows read a claimed highest id may lie and still be believed."""
 _MAX_ERRORS = 40
@@ -75,8 +76,9 @@ def salvage(src: str) -> Salvage:
         conn.execute("SELECT 1 FROM events LIMIT 0")
     except sqlite3.Error as exc:
         raise DatabaseError(
-            f"{src} cannot be read at all ({exc}): its first page (the schema) is damaged; "
-            "`sqlite3 BROKEN.db .recover` may still find rows"
+            f"{src} cannot be read at all ({exc}): its schema (sqlite_master) is damaged,"
+            " so not one row can be found by id; `sqlite3 BROKEN.db .recover` may still find"
+            " rows"
         ) from exc
     found = Salvage()
     try:
@@ -149,12 +151,13 @@ def _read_events(
     start = 1
     while True:
         _fill(conn, columns, start, top, rows, tried, failed, found)
-        # rows past every claim, hidden from max(id) by a damaged last page
-        _range(conn, columns, top + 1, top + _MARGIN, rows, found)
+        # rows just past the highest id known, hidden from max(id) by a damaged last page;
+        # a row far past it is kept but moves no bound (a damaged cell's id is anything)
+        _range(conn, columns, top + 1, top + PROBE_PAST_TOP, rows, found)
         for id_ in range(top + 1, top + PROBE_PAST_TOP + 1):
             _point(conn, columns, id_, rows, tried, failed, found)
-        newest = max((i for i in rows if i <= top + _MARGIN), default=0)
-        if newest <= top:
+        newest = max((i for i in rows if top < i <= top + PROBE_PAST_TOP), default=top)
+        if newest == top:
             break
         start, top = top + 1, newest
         found.claims["rows read"] = newest
@@ -257,24 +260,27 @@ def _claims(conn: sqlite3.Connection, found: Salvage) -> dict[str, int]:
 def _believed_top(
     conn: sqlite3.Connection, found: Salvage, rows: dict[int, tuple[Any, ...]]
 ) -> int:
-    """The highest claimed id, unless a claim lies more than ``_MARGIN`` ids past twice the
-    rows the file holds (ids are dense) and no row of that id can be read: such a value is
-    the damage itself."""
+    """The highest id the file knows: its chains' recorded heads where readable (the log's
+    own record of its newest rows), else the highest of the other claims and the rows read.
+    A claim more than ``_MARGIN`` ids past twice the rows the file holds (ids are dense),
+    with no row of that id, is the damage itself and is not believed."""
     try:
         counted = int(conn.execute("SELECT count(*) FROM events").fetchone()[0] or 0)
     except (sqlite3.Error, TypeError, ValueError):
         counted = 0
     bound = 2 * max(len(rows), counted) + _MARGIN
-    top = max((i for i in rows if i <= bound), default=0)
+    believed: dict[str, int] = {}
     for name, value in found.claims.items():
         if value <= bound or _exists(conn, value):
-            top = max(top, value)
+            believed[name] = value
         else:
             found.errors.append(
                 f"{name} says the newest id is {value}, far past the {max(len(rows), counted)}"
                 " rows found, and no row of that id can be read: taken as damage, not believed"
             )
-    return top
+    if "chains.head_id" in believed:
+        return believed["chains.head_id"]  # ids past it count only where rows follow on
+    return max([*believed.values(), *(i for i in rows if i <= bound)], default=0)
 
 
 def _exists(conn: sqlite3.Connection, id_: int) -> bool:
