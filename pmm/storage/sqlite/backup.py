@@ -122,8 +122,9 @@ class RecoveryReport:
     """Read errors (the first few ids whose read failed, claims not believed)."""
     verify: VerifyReport | None = None
     top: int = 0
-    """The highest id the damaged file knows of: its chains' recorded heads, ``max(id)``
-    and every id read, whichever is highest (``top_sources`` says which said what)."""
+    """The highest id the damaged file knows of: its chains' highest recorded head (else
+    ``max(id)`` and the ids read), moved on by rows found just past it (``top_sources``
+    says which record said what)."""
     top_sources: dict[str, int] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)
     """Tables that could not be read to their end (``name: rows read, then the error``)."""
