@@ -171,6 +171,12 @@ def test_recover_never_under_reports(
         assert code == (0 if complete else 1), context
         conn = sqlite3.connect(f"file:{broken}?mode=ro", uri=True)
         try:
+            intact = conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        except sqlite3.Error:
+            intact = False
+        # the report names what SQLite finds damaged: "none found" only for an intact file
+        assert ("(integrity_check): none found" in out) == intact, context
+        try:
             conn.execute("SELECT id FROM events WHERE id BETWEEN 1 AND ?", (EVENTS,)).fetchall()
             whole = len(conn.execute("SELECT id FROM events").fetchall())
         except sqlite3.Error:

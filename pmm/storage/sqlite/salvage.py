@@ -349,31 +349,64 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
 
 _TREE = re.compile(r"\bTree (\d+) page")
 _NAMED = re.compile(r"\bindex (\w+)")
+_PAGE = re.compile(r"\b(?:[Tt]ree|[Pp]age) (\d+)")
+"""A page an integrity-check message names (a b-tree's root, or a page in one)."""
 
 
 def _damaged(conn: sqlite3.Connection) -> list[str]:
-    """The tables and indexes that ``PRAGMA integrity_check`` finds damaged, by name (a
-    b-tree named only by its root page when the schema does not name it)."""
+    """The tables and indexes found damaged, by name: those ``PRAGMA integrity_check``
+    names (or whose pages it names; where it fails outright, it is run one table at a
+    time), and those whose b-tree cannot be walked page by page (SQLite's ``dbstat``)."""
     try:
         problems = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(10000)")]
     except sqlite3.Error as exc:
-        return [f"(integrity_check failed: {exc})"]
-    if problems == ["ok"]:
-        return []
+        problems = [f"integrity_check failed: {exc}"]
     try:
-        roots = {
-            int(root): str(name)
+        trees = [
+            (str(name), int(root))
             for name, root in conn.execute("SELECT name, rootpage FROM sqlite_master")
-            if isinstance(root, int)
-        }
+            if isinstance(root, int) and root > 0
+        ]
     except sqlite3.Error:
-        roots = {}
+        trees = []
+    roots = {root: name for name, root in trees}
+    pages = {int(p) for line in problems for p in _PAGE.findall(line)}
     names: dict[str, None] = {}
     for line in problems:
         for tree in _TREE.findall(line):
             names[roots.get(int(tree), f"b-tree at page {tree}")] = None
         for index in _NAMED.findall(line):
             names[index] = None
-    if not names:
-        names["(unnamed: " + "; ".join(problems[:3]) + ")"] = None
+    if problems and problems[0].startswith("integrity_check failed"):
+        for name in _tables(conn):  # checked one table (with its indexes) at a time
+            try:
+                found = [str(r[0]) for r in conn.execute(f"PRAGMA integrity_check('{name}')")]
+            except sqlite3.Error:
+                found = ["failed"]
+            if found != ["ok"]:
+                names[name + " (or one of its indexes)"] = None
+    for name, _ in trees:
+        try:
+            held = {
+                int(r[0]) for r in conn.execute("SELECT pageno FROM dbstat WHERE name = ?", (name,))
+            }
+        except sqlite3.Error:
+            names[name] = None  # its b-tree cannot be walked
+            continue
+        if held & pages:
+            names[name] = None
+    if not names and problems != ["ok"]:
+        flat = "; ".join(" ".join(p.split()) for p in problems[:3])
+        names[f"(not named by SQLite: {flat})"] = None
     return list(names)
+
+
+def _tables(conn: sqlite3.Connection) -> list[str]:
+    try:
+        return [
+            str(r[0])
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if "'" not in str(r[0])
+        ]
+    except sqlite3.Error:
+        return []
