@@ -195,23 +195,46 @@ def cmd_backup(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     from pmm.storage.sqlite.backup import restore
 
-    report = restore(args.file, _db_path(args), force=args.force)
+    path = _db_path(args)
+    if is_postgres_url(path):
+        raise InvalidInputError(
+            "pmm restore replaces a SQLite file; restore a PostgreSQL database with"
+            " PostgreSQL's own tools (pg_restore), or copy a SQLite backup into an empty"
+            " database with `pmm migrate-to URL --from BACKUP.db`"
+        )
+    report = restore(args.file, path, force=args.force)
     state = "verifies" if report.verify.ok else f"DOES NOT VERIFY ({report.verify.reason})"
-    text = f"restored {report.verify.rows} events from {report.source}; the chain {state}"
-    return _emit(args, report.to_dict(), text)
+    restored = report.verify.rows - len(report.markers)  # the markers came after the copy
+    lines = [f"restored {restored} events from {report.source}; the chain {state}"]
+    if report.reapplied:
+        lines.append(
+            f"the backup held what {report.target} recorded as erased: erased again,"
+            f" recorded as new event(s) {', '.join(map(str, report.markers))} (the event"
+            " ids below are those of the log before the restore, kept as"
+            f" {Path(report.target).name}.before-restore-*):"
+        )
+        lines += [f"  {e.describe()}" for e in report.reapplied]
+    lines += [f"warning: {w}" for w in report.warnings]
+    return _emit(args, report.to_dict(), "\n".join(lines))
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
     from pmm.storage.sqlite.backup import recover
 
     report = recover(args.broken, args.new)
+    sources = ", ".join(f"{k} {v}" for k, v in report.top_sources.items()) or "no record"
     lines = [
         f"salvaged {report.salvaged} events into {report.target}"
         f" (newest id {report.last_id}; {report.edges} edges, {report.embeddings} vectors)",
-        f"lost ids: {_id_list(report.lost)}",
+        f"highest id the damaged file knows: {report.top} ({sources})",
+        f"lost ids: {_id_ranges(report.lost_ranges)}",
         f"rows that no longer verify: {_id_list(report.unverified)}",
         f"rows whose link to the previous row is cut: {_id_list(report.broken_links)}",
+        *(f"could not be read to the end: {u}" for u in report.unreadable),
+        "damaged tables and indexes (integrity_check): "
+        + (", ".join(report.damaged) if report.damaged else "none found"),
         *(f"read error: {e}" for e in report.errors),
+        *(f"derived: {d}" for d in report.derived),
     ]
     if report.verify is not None:
         lines.append(
@@ -310,3 +333,13 @@ def _id_list(ids: Sequence[int]) -> str:
         return "none"
     shown = ", ".join(map(str, ids[:50]))
     return shown + (f" ... ({len(ids)} in all)" if len(ids) > 50 else "")
+
+
+def _id_ranges(runs: Sequence[tuple[int, int]]) -> str:
+    """``1-5, 9, 12-40 (38 ids in all)``: runs of ids, the first 50 of them."""
+    if not runs:
+        return "none"
+    shown = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in runs[:50])
+    total = sum(b - a + 1 for a, b in runs)
+    more = f"; {len(runs) - 50} more runs, --json lists them" if len(runs) > 50 else ""
+    return f"{shown} ({total} ids in all{more})"

@@ -308,18 +308,29 @@ def _add_storage_commands(
     p = command(
         "restore",
         cmd_restore,
-        "Replace the log with a backup whose chain verifies.",
-        "The current file is first copied to <db>.before-restore-<time>. A backup that\n"
-        "does not verify is refused (exit 1) unless --force.",
+        "Replace the log (a SQLite file) with a backup whose chain verifies.",
+        "The current file is first copied to <db>.before-restore-<time>. Refused (exit 1,\n"
+        "nothing changed) unless --force: a backup that does not verify, and a backup that\n"
+        "still holds what the log records as erased since it was taken (redacted or\n"
+        "forgotten events, a forgotten user): the erasures are named. With --force the\n"
+        "backup is restored and those erasures are applied again, and the output says so.",
     )
     p.add_argument("file", metavar="FILE", help="the backup to restore")
-    p.add_argument("--force", action="store_true", help="restore even if it does not verify")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="restore even if it does not verify or holds erased data (then erased again)",
+    )
     p = command(
         "recover",
         cmd_recover,
         "Salvage every readable row of a damaged database into a new one.",
-        "Re-verifies every salvaged row and prints exactly which ids were lost or no\n"
-        "longer verify. Exit 0 when nothing was lost, 1 otherwise.",
+        "Every id up to the highest the file knows (its chains' heads, max(id)) that a\n"
+        "range read missed is read on its own. Re-verifies every salvaged row and prints\n"
+        "the lost ids (as runs), the rows that no longer verify, the tables and indexes\n"
+        "SQLite finds damaged, and what became of the indexes (rebuilt), vectors, edges\n"
+        "and chain secrets (copied where their events were salvaged). Exit 0 when every\n"
+        "row was salvaged and verifies and every table read, 1 otherwise.",
     )
     p.add_argument("broken", metavar="BROKEN.db", help="the damaged database")
     p.add_argument("new", metavar="NEW.db", help="the new database to write (must not exist)")

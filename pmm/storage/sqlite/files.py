@@ -1,28 +1,28 @@
 """The file primitives behind backup, restore, recovery and checks
-(:mod:`pmm.storage.sqlite.backup`): the online backup API, page checks, and salvaging the
-readable rows of a damaged file.
+(:mod:`pmm.storage.sqlite.backup`): the online backup API, page checks, and writing the rows
+salvaged from a damaged file (:mod:`pmm.storage.sqlite.salvage` reads them).
 
     copy_file("pmm.db", "copy.db")                    # one-step online backup
     page_check("pmm.db", "quick_check")               # (True, [])
-    rows, failed, edges, vectors = salvage("broken.db", errors := [])
-    write_salvaged("salvaged.db", rows, edges, vectors).ok
+    found = salvage("broken.db")                      # pmm.storage.sqlite.salvage
+    report, refused, mended = write_salvaged("salvaged.db", list(found.rows.values()), ...)
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pmm.errors import DatabaseError, PMMError
+from pmm.errors import DatabaseError
 from pmm.events.chains import key_heads
-from pmm.records import VerifyReport, event_from_row
+from pmm.records import Event, VerifyReport, event_from_row
 from pmm.storage.sqlite.rows import COLUMNS
 from pmm.storage.sqlite.store import EventStore
-from pmm.storage.sqlite.stored_text import pack_digest, unpack_digest
-from pmm.storage.text_codec import Dictionary, TextCodec
+from pmm.storage.sqlite.stored_text import pack_digest
 
 
 def copy_file(source: str, target: str) -> None:
@@ -61,65 +61,25 @@ def page_check(path: str, pragma: str) -> tuple[bool, list[str]]:
     return rows == ["ok"], [] if rows == ["ok"] else rows
 
 
-def salvage(
-    src: str, errors: list[str]
-) -> tuple[list[tuple[Any, ...]], list[int], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """``(event rows, ids that failed to read, edge rows, embedding rows)`` readable in the
-    damaged file ``src``; what could not be read is described in ``errors``."""
-    try:
-        conn = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-        conn.execute("SELECT 1 FROM events LIMIT 0")
-    except sqlite3.Error as exc:
-        raise DatabaseError(
-            f"{src} cannot be read at all ({exc}): its first page (the schema) is damaged; "
-            "`sqlite3 BROKEN.db .recover` may still find rows"
-        ) from exc
-    try:
-        rows, failed = _salvage_events(conn, errors)
-        rows = _plain_rows(conn, rows, errors)
-        edges = _salvage_all(conn, "SELECT src, dst, kind FROM edges", errors)
-        vectors = _salvage_all(conn, "SELECT event_id, model, dim, vector FROM embeddings", errors)
-    finally:
-        conn.close()
-    return rows, failed, edges, vectors
-
-
-def salvage_keys(src: str, errors: list[str]) -> list[tuple[str, bytes]]:
-    """The chain secrets readable in ``src`` (none before migrations/0015)."""
-    try:
-        conn = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        errors.append(f"chains: unreadable ({exc})")
-        return []
-    try:
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chains'").fetchone():
-            return []
-        found = _salvage_all(conn, "SELECT chain, secret FROM chains", errors)
-    finally:
-        conn.close()
-    return [(str(key), bytes(secret)) for key, secret in found]
-
-
 def write_salvaged(
     dst: str,
-    rows: list[tuple[Any, ...]],
-    edges: list[tuple[Any, ...]],
-    vectors: list[tuple[Any, ...]],
+    rows: Sequence[tuple[Any, ...]],
+    edges: Sequence[tuple[Any, ...]],
+    vectors: Sequence[tuple[Any, ...]],
     keys: Sequence[tuple[str, bytes]] = (),
-) -> VerifyReport:
-    """Write salvaged rows (and chain secrets) verbatim into the new log ``dst``; returns
-    its verify report."""
-    heads = key_heads([event_from_row(r) for r in rows], keys)
+    expiry: Sequence[tuple[Any, ...]] = (),
+) -> tuple[VerifyReport, dict[int, str], dict[int, str]]:
+    """Write salvaged rows (ascending ids), chain secrets, edges, vectors and store TTLs
+    verbatim into the new log ``dst``; the full-text and window indexes are built anew
+    from the rows. Returns its verify report, the rows that could not be written and
+    those written with damaged fields replaced (each ``{id: why}``)."""
+    refused: dict[int, str] = {}
+    mended: dict[int, str] = {}
     with EventStore(dst) as store:
         with store._write() as wconn:
-            wconn.executemany(
-                f"INSERT INTO events({COLUMNS}) VALUES ({','.join('?' * 17)})",
-                [
-                    (*r[:6], pack_digest(r[6]), r[7], pack_digest(r[8]), pack_digest(r[9]),
-                     *r[10:15], pack_digest(r[15]), pack_digest(r[16]))
-                    for r in rows
-                ],
-            )  # fmt: skip
+            _insert_rows(wconn, rows, refused, mended)
+            written = [r for r in rows if r[0] not in refused]
+            heads = key_heads(_events(written), keys)
             wconn.executemany(
                 "INSERT INTO chains(chain, secret, head_id, head_hash) VALUES (?, ?, ?, ?)",
                 [
@@ -128,92 +88,138 @@ def write_salvaged(
                     for key, secret in keys
                 ],
             )  # fmt: skip
-            wconn.executemany(
+            _insert_where_events(
+                wconn,
                 "INSERT OR IGNORE INTO edges(src, dst, kind) SELECT ?, ?, ?"
                 " WHERE ?1 IN (SELECT id FROM events) AND ?2 IN (SELECT id FROM events)",
                 edges,
             )
-            wconn.executemany(
+            _insert_where_events(
+                wconn,
                 "INSERT OR IGNORE INTO embeddings(event_id, model, dim, vector)"
                 " SELECT ?, ?, ?, ? WHERE ?1 IN (SELECT id FROM events)",
                 vectors,
             )
+            _insert_where_events(
+                wconn,
+                "INSERT OR IGNORE INTO store_expiry(event_id, ttl_minutes, expires_at)"
+                " SELECT ?, ?, ? WHERE ?1 IN (SELECT id FROM events)",
+                expiry,
+            )
         store.sync_search_index()
         report = store.verify()
-    return report
+    return report, refused, mended
 
 
-def _salvage_events(
-    conn: sqlite3.Connection, errors: list[str]
-) -> tuple[list[tuple[Any, ...]], list[int]]:
+def table_counts(path: str, tables: Sequence[str]) -> dict[str, int]:
+    """Rows in each of ``tables`` of the (intact) file ``path``."""
     try:
-        top = int(conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0)
-    except sqlite3.Error as exc:
-        errors.append(f"max(id) unreadable ({exc}): searching every id up to 2**40")
-        top = 2**40
-    rows: list[tuple[Any, ...]] = []
-    failed: list[int] = []
-    pending = [(1, top)] if top else []
-    columns = COLUMNS
-    try:  # a file from before migrations/0013 (0015) has no user column (digests)
-        present = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
-        for name in ("user_id", "user_digest", "session_digest"):
-            if name not in present:
-                columns = columns.replace(f", {name}", ", NULL")
-    except sqlite3.Error as exc:
-        errors.append(f"the events table's columns are unreadable ({exc})")
-    while pending:
-        lo, hi = pending.pop()
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            rows.extend(
-                conn.execute(
-                    f"SELECT {columns} FROM events WHERE id BETWEEN ? AND ?", (lo, hi)
-                ).fetchall()
-            )
-        except sqlite3.Error as exc:
-            if lo == hi:
-                failed.append(lo)
-                if len(errors) < 20:
-                    errors.append(f"event {lo}: {exc}")
-                continue
-            mid = (lo + hi) // 2
-            pending += [(mid + 1, hi), (lo, mid)]
-    return rows, failed
-
-
-def _plain_rows(
-    conn: sqlite3.Connection, rows: list[tuple[Any, ...]], errors: list[str]
-) -> list[tuple[Any, ...]]:
-    """Salvaged rows with hex digests and decoded text, as an export shows them (the new
-    file stores them plain). A text that cannot be decoded (its dictionary was lost) stays
-    a blob, so that the row is reported as not verifying."""
-    dictionaries: dict[int, Dictionary] = {}
-    if any(isinstance(r[5], bytes) for r in rows):
-        for id_, codec, data in _salvage_all(
-            conn, "SELECT id, codec, data FROM text_dictionaries", errors
-        ):
-            dictionaries[int(id_)] = Dictionary(int(id_), str(codec), bytes(data))
-    codec = TextCodec(dictionaries)
-    plain: list[tuple[Any, ...]] = []
-    for row in rows:
-        fields = list(row)
-        if isinstance(fields[5], bytes):
-            try:
-                fields[5] = codec.decode(fields[5])
-            except PMMError as exc:
-                if len(errors) < 20:
-                    errors.append(f"event {row[0]}: its compressed text cannot be read ({exc})")
-        for i in (6, 8, 9, 15, 16):
-            fields[i] = unpack_digest(fields[i])
-        plain.append(tuple(fields))
-    return plain
-
-
-def _salvage_all(conn: sqlite3.Connection, sql: str, errors: list[str]) -> list[tuple[Any, ...]]:
-    found: list[tuple[Any, ...]] = []
-    try:
-        for row in conn.execute(sql):
-            found.append(row)
+            return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in tables}
+        finally:
+            conn.close()
     except sqlite3.Error as exc:
-        errors.append(f"{sql.split(' FROM ')[1]}: kept {len(found)} rows, then {exc}")
-    return found
+        raise DatabaseError(f"could not count the rows of {path}: {exc}") from exc
+
+
+_INSERT_ROW = f"INSERT INTO events({COLUMNS}) VALUES ({','.join('?' * 17)})"
+
+
+def _stored(r: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (*r[:6], _pack(r[6]), r[7], _pack(r[8]), _pack(r[9]), *r[10:15], _pack(r[15]),
+            _pack(r[16]))  # fmt: skip
+
+
+def _pack(value: Any) -> Any:
+    return pack_digest(value) if isinstance(value, str) else value
+
+
+def _insert_rows(
+    conn: sqlite3.Connection,
+    rows: Sequence[tuple[Any, ...]],
+    refused: dict[int, str],
+    mended: dict[int, str],
+) -> None:
+    """Insert ``rows`` at once; where a damaged row breaks a column's rule (NOT NULL, a
+    type, meta that is not JSON: the meta indexes parse it), again one by one: such a row
+    is written with the broken fields replaced (``mended`` says which; its hash no longer
+    matches, so it is reported as not verifying), or left out (``refused``)."""
+    conn.execute("SAVEPOINT salvaged")
+    try:
+        conn.executemany(_INSERT_ROW, [_stored(r) for r in rows])
+    except (sqlite3.Error, TypeError, ValueError):
+        conn.execute("ROLLBACK TO salvaged")
+    else:
+        conn.execute("RELEASE salvaged")
+        return
+    conn.execute("RELEASE salvaged")
+    for row in rows:
+        try:
+            conn.execute(_INSERT_ROW, _stored(row))
+            continue
+        except (sqlite3.Error, TypeError, ValueError) as exc:
+            error = str(exc)
+        fixed, changed = _mend(row)
+        try:
+            conn.execute(_INSERT_ROW, _stored(fixed))
+            mended[int(row[0])] = f"{error}: stored with {', '.join(changed)} replaced"
+        except (sqlite3.Error, TypeError, ValueError) as exc:
+            refused[int(row[0])] = f"{error}; {exc}"
+
+
+_REQUIRED_TEXT = {1: "ts", 2: "kind", 6: "content_sha256", 9: "hash"}
+"""The NOT NULL text columns of an event row, by position."""
+
+
+def _mend(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[str]]:
+    """A damaged row with each field that breaks a column's rule replaced (meta that is not
+    a JSON object by ``{}``, a missing or non-text required field by ``''``, a hash
+    version that is not a number by 0), and the names of the fields replaced."""
+    fields, changed = list(row), list[str]()
+    try:
+        meta_ok = isinstance(fields[7], str) and isinstance(json.loads(fields[7]), dict)
+    except ValueError:
+        meta_ok = False
+    if not meta_ok:
+        fields[7], changed = "{}", [*changed, "meta"]
+    for i, name in _REQUIRED_TEXT.items():
+        if not isinstance(fields[i], str):
+            fields[i], changed = "", [*changed, name]
+    if not isinstance(fields[10], int):
+        fields[10], changed = 0, [*changed, "hash_version"]
+    for i, name in {3: "session_id", 4: "role", 14: "user_id"}.items():
+        if fields[i] is not None and not isinstance(fields[i], str):
+            fields[i], changed = None, [*changed, name]
+    return tuple(fields), changed
+
+
+def _insert_where_events(
+    conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """Insert the rows of a table that refers to events, one by one where a damaged row
+    breaks a rule (such a row is left out: it was read from a damaged page)."""
+    try:
+        conn.execute("SAVEPOINT derived")
+        conn.executemany(sql, rows)
+        conn.execute("RELEASE derived")
+        return
+    except (sqlite3.Error, TypeError, ValueError):
+        conn.execute("ROLLBACK TO derived")
+        conn.execute("RELEASE derived")
+    for row in rows:
+        try:
+            conn.execute(sql, row)
+        except (sqlite3.Error, TypeError, ValueError):
+            continue  # a damaged edge/vector/TTL row; counted as not copied by the caller
+
+
+def _events(rows: Sequence[tuple[Any, ...]]) -> list[Event]:
+    """The rows that parse as events (a damaged row's meta may not be JSON)."""
+    events: list[Event] = []
+    for row in rows:
+        try:
+            events.append(event_from_row(row))
+        except (TypeError, ValueError):
+            continue  # it is reported as not verifying; it just heads no chain
+    return events
