@@ -2,7 +2,8 @@
 plain BM25, under the shared retrieval protocol (``../shared/data/locomo/README.md``).
 
     python bench/locomo.py                          # all 10 conversations, 1,536 questions
-    python bench/locomo.py --conversations 2 --limit 50      # a quick run
+    python bench/locomo.py --conversations 2 --limit 50      # a short run
+    python bench/locomo.py --quick                  # 1 conversation, 20 questions, no MiniLM
     python bench/locomo.py --json out.json --lists /tmp/pmm-locomo/lists.json
     python bench/locomo_cv.py --lists /tmp/pmm-locomo/lists.json   # folds and levers
 
@@ -28,7 +29,6 @@ and the levers by cross-validation offline. Without ``../shared/data/locomo/`` (
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -48,6 +48,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
+from harness import Bench  # noqa: E402
 from locomo_data import (  # noqa: E402
     CATEGORIES,
     KS,
@@ -308,7 +309,8 @@ def print_tables(table: dict[str, dict[str, dict[str, float]]]) -> None:
 
 def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     """``embedder``: use this one instead of MiniLM (tests pass a small one)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    bench = Bench("locomo", __doc__)
+    parser = bench.parser
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help="folder holding locomo10.json, or the file")  # fmt: skip
     parser.add_argument("--conversations", type=int, default=0, help="only the first N")
@@ -316,7 +318,6 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     parser.add_argument("--no-dense", action="store_true", help="no embeddings: keyword only")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "pmm-locomo-vectors")  # fmt: skip
-    parser.add_argument("--json", type=Path, help="write the tables here as JSON")
     parser.add_argument("--lists", type=Path, help="write every question's lists here")
     parser.add_argument("--prf", type=int, default=0, metavar="N",
                         help="also the window key re-searched with N feedback words")  # fmt: skip
@@ -327,7 +328,10 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     parser.add_argument("--query-encoder", default=Settings().query_encoder,
                         choices=("fp32", "fp16", "int8"),
                         help="PMM_QUERY_ENCODER: the model that embeds questions")  # fmt: skip
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.conversations, args.limit = args.conversations or 1, args.limit or 20
+        args.no_dense = True
 
     path = args.data / "locomo10.json" if args.data.is_dir() else args.data
     if not path.is_file():
@@ -365,18 +369,8 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     print("\nrecall p50 (ms, k=50, whole conversation): "
           + ", ".join(f"{m} {v:.1f}" for m, v in latency.items()))  # fmt: skip
     print(f"({seconds:.0f} s for {len(records)} questions)")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        from provenance import stamp
-
-        command = "python " + " ".join(
-            ["bench/locomo.py", *(sys.argv[1:] if argv is None else argv)]
-        )
-        out = {"bench": "bench/locomo.py", **stamp(command), "data": path.name,
-               "questions": len(records), "tables": table, "latency_p50_ms": latency,
-               "seconds": seconds}  # fmt: skip
-        args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
+    bench.finish({"data": path.name, "questions": len(records), "tables": table,
+                  "latency_p50_ms": latency})  # fmt: skip
     if args.lists:
         args.lists.parent.mkdir(parents=True, exist_ok=True)
         args.lists.write_text(json.dumps(records) + "\n", encoding="utf-8")
