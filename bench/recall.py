@@ -30,7 +30,7 @@ relative to the baseline; then R@10 / H@10 / MRR per question type. Each ranker'
 is ``Recaller.rankings(query, depth=...)``.
 
 ``--quick``: the first 2 conversations, without an embedder and without digests (seconds);
-with ``--synthetic N``, N = 5,000 and 30 queries. The cross-validation of weighted-RRF
+with ``--synthetic N``, N = 5,000 and 30 queries (MiniLM embeds the queries). The cross-validation of weighted-RRF
 fusion weights this script once ran (``--cv``, ``--weights``) is in git history
 (commit ``a200e3d``); docs/benchmarks/fusion.md records its finding.
 """
@@ -452,7 +452,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     args = bench.parse(argv)
     if args.quick:
         args.conversations = args.conversations or 2
-        args.no_dense, args.digests = True, "without"
+        args.no_dense, args.digests = not args.synthetic, "without"
         args.synthetic, args.queries = min(args.synthetic, 5000), min(args.queries, 30)
 
     if embedder is None and not args.no_dense:
