@@ -407,7 +407,7 @@ def run_quality(args: argparse.Namespace, embedder: Any | None) -> dict[str, Any
     seconds = time.perf_counter() - started
     summary = print_tables(systems(records))
     print(f"\n({seconds:.1f} s: ingest, digest, embed and recall of {len(records)} records)")
-    return {"dataset": path.name, "summary": summary, "seconds": seconds}
+    return {"dataset": path.name, "summary": summary, "collect_seconds": seconds}
 
 
 def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:

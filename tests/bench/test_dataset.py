@@ -144,3 +144,14 @@ def test_recall_harness_runs_on_a_tiny_generated_subset(
         assert 0.0 <= row["R@1"] <= row["R@5"] <= row["R@10"] <= row["R@25"] <= 1.0
         assert row["H@10"] >= row["R@10"]
     assert results["bench"] == "recall" and results["commit"]
+
+
+def test_committed_recall_dataset_is_its_generators_output() -> None:
+    """bench/data/make_recall_dataset.py rebuilds bench/data/recall_dataset.json byte for byte."""
+    sys.path.insert(0, str(DATA))
+    try:
+        recall = importlib.import_module("make_recall_dataset")
+    finally:
+        sys.path.remove(str(DATA))
+    committed = (DATA / "recall_dataset.json").read_text(encoding="utf-8")
+    assert committed == json.dumps(recall.build(), indent=1, ensure_ascii=False) + "\n"
