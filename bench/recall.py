@@ -30,9 +30,9 @@ relative to the baseline; then R@10 / H@10 / MRR per question type. Each ranker'
 is ``Recaller.rankings(query, depth=...)``.
 
 ``--quick``: the first 2 conversations, without an embedder and without digests (seconds);
-with ``--synthetic N``, N = 5,000 and 30 queries (MiniLM embeds the queries). The cross-validation of weighted-RRF
-fusion weights this script once ran (``--cv``, ``--weights``) is in git history
-(commit ``a200e3d``); docs/benchmarks/fusion.md records its finding.
+with ``--synthetic N``, N = 5,000 and 30 queries (MiniLM embeds the queries). The
+cross-validation of weighted-RRF fusion weights this script once ran (``--cv``,
+``--weights``) is in git at commit ``a200e3d``; docs/benchmarks/fusion.md records its finding.
 """
 
 from __future__ import annotations
