@@ -2,7 +2,7 @@
 
     from harness import Bench
 
-    bench = Bench("context", __doc__)              # name = the JSON's stem
+    bench = Bench("context", __doc__)              # name = the script's stem
     bench.parser.add_argument("--budgets", default="500,1000,2000,4000")
     args = bench.parse(argv)                       # + --json PATH, --quick, --seed N
     rows = [["1000", "0.81", "0.55"]]
@@ -11,9 +11,9 @@
                                                    # writes figures + provenance there
 
 Every maintained bench prints PMM beside a baseline measured in the same run and, given
-``--json``, writes ``{"bench", "args", "seconds", **provenance, **figures}``: the
+``--json``, writes ``{"bench": "bench/NAME.py", "args", "seconds", **provenance, **figures}``: the
 documentation's tables and plots are drawn from these files (``docs/benchmarks/data/``).
-``--quick`` asks a bench for its small input (what ``bench/quick.sh`` and the bench tests
+``--quick`` asks a bench for its small input (what ``bench/quick.py`` and the bench tests
 run); each bench says in its docstring what it shrinks.
 """
 
@@ -86,7 +86,7 @@ class Bench:
         """Print the wall time and, with ``--json``, write ``figures`` with provenance."""
         command = " ".join([f"python bench/{self.name}.py", *self._argv])
         record = {
-            "bench": self.name,
+            "bench": f"bench/{self.name}.py",
             "args": {k: _plain(v) for k, v in vars(self.args or argparse.Namespace()).items()},
             "seconds": round(self.seconds, 1),
             **stamp(command),

@@ -143,7 +143,7 @@ def test_recall_harness_runs_on_a_tiny_generated_subset(
     for row in summary.values():
         assert 0.0 <= row["R@1"] <= row["R@5"] <= row["R@10"] <= row["R@25"] <= 1.0
         assert row["H@10"] >= row["R@10"]
-    assert results["bench"] == "recall" and results["commit"]
+    assert results["bench"] == "bench/recall.py" and results["commit"]
 
 
 def test_committed_recall_dataset_is_its_generators_output() -> None:

@@ -209,7 +209,7 @@ def test_every_installed_system_runs_on_a_generated_chat(
     assert report["embedding"]["cache_added"] == len(texts)  # each text embedded once
     assert report["embedding"]["cache_misses"] == 0  # every system embedded item texts only
     printed = capsys.readouterr().out
-    assert report["bench"] == "peers" and report["commit"] and report["machine"]
+    assert report["bench"] == "bench/peers.py" and report["commit"] and report["machine"]
     assert "== chat: 2 conversations, 72 messages, 8 questions ==" in printed
     # a second run reads the vectors from the cache file instead of embedding them again
     again = run(peers, tmp_path, "--datasets", "chat", "--chat", str(data), "--systems", "bm25")

@@ -49,6 +49,6 @@ def test_bench_runs_on_its_small_input(name: str, tmp_path: Path) -> None:
         pytest.skip("no LoCoMo data on this machine")
     record = json.loads(out.read_text(encoding="utf-8"))
     script = QUICK.QUICK[name][0].removesuffix(".py")
-    assert record["bench"] == script and record["args"]["quick"] is True
+    assert record["bench"] == f"bench/{script}.py" and record["args"]["quick"] is True
     assert record["commit"] and record["machine"] and record["seconds"] > 0
     assert record["command"].startswith(f"python bench/{script}.py")
