@@ -166,31 +166,9 @@ class Question:
         return [self.ids[j] for j in order]
 
 
-WINDOW_LISTS = ("window", "prf", "prf-rrf")
-"""``--window``: the window ranker's list as recall reads it, the list of the window key
-searched again with pseudo-relevance feedback words (``bench/locomo.py --prf N`` writes it
-as ``window_prf``), or both fused by reciprocal rank."""
-
-
-def feedback_window(rankers: dict[str, list[str]], how: str) -> list[str]:
-    """The window list that ``--window how`` stands for (see :data:`WINDOW_LISTS`)."""
-    if how == "window":
-        return rankers["window"]
-    if "window_prf" not in rankers:
-        raise SystemExit("these lists hold no window_prf: write them with locomo.py --prf N")
-    if how == "prf":
-        return rankers["window_prf"]
-    fused: dict[str, float] = {}
-    for ids in (rankers["window"], rankers["window_prf"]):
-        for rank, dia in enumerate(ids, start=1):
-            fused[dia] = fused.get(dia, 0.0) + 1.0 / (60 + rank)
-    return sorted(fused, key=lambda d: -fused[d])
-
-
 def load(
     lists: Path,
     data: Path,
-    window: str = "window",
     depth: int = DEPTH,
     vectors: Path | None = None,
     drop: tuple[str, ...] = (),
@@ -209,7 +187,6 @@ def load(
     records = json.loads(lists.read_text(encoding="utf-8"))
     out = []
     for rec in records:
-        rec["rankers"]["window"] = feedback_window(rec["rankers"], window)
         conv = convs[rec["conversation"]]
         position = {t.dia_id: n for n, t in enumerate(conv.turns, start=1)}
         out.append(Question(rec, conv, position, depth, inputs, drop))
@@ -326,12 +303,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA / "locomo10.json")
     parser.add_argument("--vectors", type=Path, default=DEFAULT_VECTORS,
                         help="bench/locomo.py's MiniLM vector cache (session_dense)")  # fmt: skip
-    parser.add_argument("--window", choices=WINDOW_LISTS, default="window",
-                        help="the window ranker's list (pseudo-relevance feedback)")  # fmt: skip
     args = bench.parse(argv)
-    qs = load(args.lists, args.data, args.window, vectors=args.vectors)
+    qs = load(args.lists, args.data, vectors=args.vectors)
     # keyword mode's candidates, as recall has them: no dense list
-    keyword_qs = load(args.lists, args.data, args.window, vectors=None, drop=("dense",))
+    keyword_qs = load(args.lists, args.data, vectors=None, drop=("dense",))
     convs = {c.sample_id: c for c in load_locomo(args.data)}
     for q in [*qs, *keyword_qs]:
         q.rec["_order"] = {t.dia_id: None for t in convs[q.conv].turns}
