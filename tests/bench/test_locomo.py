@@ -168,7 +168,8 @@ def test_cv_fits_the_shipped_features_on_ten_tiny_conversations(
     assert locomo.main(argv, embedder=WordHashEmbedder()) == 0
     capsys.readouterr()
     out = tmp_path / "cv.json"
-    assert cv.main(["--lists", str(lists), "--data", str(data), "--json", str(out)]) == 0
+    argv = ["--lists", str(lists), "--data", str(data), "--json", str(out)]
+    assert cv.main([*argv, "--vectors", str(tmp_path / "no-cache.npz")]) == 0
     printed = capsys.readouterr().out
     assert "learned: shipped, held out: R@10" in printed and "never below" in printed
     record = json.loads(out.read_text(encoding="utf-8"))
