@@ -2,7 +2,8 @@
 
     python bench/agent_soak.py                       # 2 processes x 8 threads, 60 s, SQLite
                                                      # and PostgreSQL (when its binaries exist)
-    python bench/agent_soak.py --seconds 10 --backend sqlite --json
+    python bench/agent_soak.py --seconds 10 --backend sqlite --json /tmp/soak.json
+    python bench/agent_soak.py --quick       # 4 s, 1 process x 2 threads, SQLite
     python bench/agent_soak.py --seconds 0 --long-thread 1000   # only the long-thread figure
 
 Each of ``--processes`` processes opens one ``PMMMiddleware`` on the shared log (one SQLite
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing as mp
 import os
 import random
@@ -53,6 +53,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "storage"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from harness import Bench  # noqa: E402
 
 BAD_KINDS = ("oversized", "empty", "nul", "surrogate", "huge_tool")
 TOOL_PREFIX = "Read the table"
@@ -380,7 +383,8 @@ def long_thread(target: str, messages: int, rounds: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    bench = Bench("agent_soak", __doc__, seed=22)
+    parser = bench.parser
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8, help="threads per process")
@@ -389,9 +393,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--long-thread", type=int, default=1000, help="messages (0 = skip)")
     parser.add_argument("--long-rounds", type=int, default=20)
-    parser.add_argument("--seed", default="22")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.seconds, args.processes, args.threads, args.backend = 4.0, 1, 2, "sqlite"
+        args.long_thread, args.long_rounds = 40, 2
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="pmm-agent-soak-") as folder:
         targets: list[tuple[str, str]] = []
@@ -426,10 +431,8 @@ def main(argv: list[str] | None = None) -> int:
             if cluster is not None:
                 cluster.stop()
     ok = all(r.get("ok", True) for r in results.values())
-    if args.json:
-        print(json.dumps({**results, "ok": ok}, indent=2))
-    else:
-        _print(results, args)
+    _print(results, args)
+    bench.finish({**results, "ok": ok})
     return 0 if ok else 1
 
 

@@ -1,7 +1,8 @@
 """Append and verify speed of PMM's event log, against LangChain's SQLChatMessageHistory.
 
     python bench/append.py                    # 20,000 events
-    python bench/append.py --events 5000 --out-json bench/results/append.json
+    python bench/append.py --events 5000 --json /tmp/append.json
+    python bench/append.py --quick            # 1,000 events, baseline 5 s at most
 
 Appends N events, one transaction each, to a fresh temporary file with ``EventStore`` and
 reports the per-event latency (p50/p99, microseconds) and events per second. Then makes the
@@ -24,10 +25,7 @@ throughput; verify >= 100,000 rows/s. This is a report: it always exits 0.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import sqlite3
 import statistics
 import sys
@@ -38,6 +36,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import Bench
 
 from pmm.records import NewEvent
 from pmm.storage.sqlite import EventStore
@@ -158,7 +159,8 @@ def verdict(ok: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    bench = Bench("append", __doc__)
+    parser = bench.parser
     parser.add_argument("--events", type=int, default=20_000, help="events to append (20000)")
     parser.add_argument(
         "--baseline-seconds",
@@ -178,8 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         default=5_000,
         help="events appended for one user (her own chain) beside the default (5000; 0 = skip)",
     )
-    parser.add_argument("--out-json", type=Path, help="also write the numbers here as JSON")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.events, args.full_events, args.user_events = 1000, 300, 300
+        args.baseline_seconds = min(args.baseline_seconds, 5.0)
     n = max(1, args.events)
     n_full = min(n, max(0, args.full_events))
     n_user = min(n, max(0, args.user_events))
@@ -266,17 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             verdict(pmm["verify_ok"] and pmm["verify_rows_per_s"] >= TARGET_VERIFY_ROWS_S),
         )
     )
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    print()
-    for index, row in enumerate(rows):
-        print(
-            "  ".join(
-                cell.rjust(w) if 0 < i < 3 else cell.ljust(w)
-                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-            ).rstrip()
-        )
-        if index == 0:
-            print("  ".join("-" * w for w in widths))
+    bench.table(rows[0], rows[1:])
     print()
     print(
         f"PMM: {pmm['events']:,} events in {pmm['seconds']:.2f} s, {pmm['bytes']:,} bytes on "
@@ -300,35 +294,20 @@ def main(argv: list[str] | None = None) -> int:
             f"SQLChatMessageHistory: {base['events']:,} messages in {base['seconds']:.2f} s, "
             f"journal_mode={base['journal_mode']}{note}"
         )
-    print(
-        f"machine: {platform.platform()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
+    bench.finish(
+        {
+            "pmm": pmm,
+            "pmm_synchronous_full": full,
+            "pmm_one_user": mine,
+            "sql_chat_message_history": base,
+            "ratio": ratio,
+            "targets": {
+                "append_p50_us": TARGET_P50_US,
+                "ratio": TARGET_RATIO,
+                "verify_rows_per_s": TARGET_VERIFY_ROWS_S,
+            },
+        }
     )
-
-    if args.out_json:
-        args.out_json.parent.mkdir(parents=True, exist_ok=True)
-        args.out_json.write_text(
-            json.dumps(
-                {
-                    "pmm": pmm,
-                    "pmm_synchronous_full": full,
-                    "pmm_one_user": mine,
-                    "sql_chat_message_history": base,
-                    "ratio": ratio,
-                    "targets": {
-                        "append_p50_us": TARGET_P50_US,
-                        "ratio": TARGET_RATIO,
-                        "verify_rows_per_s": TARGET_VERIFY_ROWS_S,
-                    },
-                    "sqlite": sqlite3.sqlite_version,
-                    "python": platform.python_version(),
-                    "cpus": os.cpu_count(),
-                },
-                indent=2,
-            )
-            + "\n"
-        )
-        print(f"wrote {args.out_json}")
     return 0
 
 

@@ -4,6 +4,7 @@ verify of one user against verify of the whole log, all baselines measured in th
     python bench/chains.py                       # a throwaway durable cluster, small sizes
     python bench/chains.py --events 1000000      # verify figures at 1,000,000 events
     python bench/chains.py --url postgresql://u@host/db --seconds 10
+    python bench/chains.py --quick               # 0.5 s runs of one writer, 2,000 events
 
 Without ``--url`` it starts a throwaway cluster (tests/storage/pg_cluster.py) with
 PostgreSQL's *default durability* (fsync, synchronous commit and full page writes on: each
@@ -40,7 +41,6 @@ writers append for others: the longest wait of their appends meanwhile (target <
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing as mp
 import os
 import statistics
@@ -56,6 +56,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "storage"))
 warnings.filterwarnings("ignore")
+
+from harness import Bench  # noqa: E402
 
 from pmm.records import NewEvent  # noqa: E402
 from pmm.storage.postgres import PostgresEventStore  # noqa: E402
@@ -486,8 +488,9 @@ def append_figures(
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    bench = Bench("chains", __doc__)
+    parser = bench.parser
     parser.add_argument(
         "--url",
         help="an existing server (its admin database); default: a throwaway durable cluster",
@@ -508,7 +511,10 @@ def main() -> None:
         default="prompt",
         help="kind of the appended events (prompt: a turn, with its window keys; note: none)",
     )
-    args = parser.parse_args()
+    args = bench.parse(argv)
+    if args.quick:
+        args.seconds, args.events, args.users, args.writers = 0.5, 2000, 50, "1"
+        args.erase_events, args.erase_users = 3000, 60
     writers = [int(w) for w in args.writers.split(",") if w]
 
     cluster = None
@@ -553,6 +559,7 @@ def main() -> None:
             f" ({figures['full_rows']:,.0f} rows)"
             f"  = {figures['full_ms'] / figures['user_ms']:,.0f}x one user's"
         )
+        erased: dict[str, Any] = {}
         if args.erase_events:
             erased = erase_figures(admin, args.erase_events, args.erase_users)
             print(
@@ -567,6 +574,9 @@ def main() -> None:
             for where in ("same", "other"):
                 waits = ", ".join(f"{w} {n}" for w, n in erased[f"{where}_waited_on"].items())
                 print(f"  {where}: the longest append's samples, 10 ms apart: {waits or 'none'}")
+        appends = {f"{how} x{n}": rate for (how, n), rate in rates.items()}
+        bench.finish({"postgres": settings, "appends_per_s": appends, "verify": figures,
+                      "erase_stall": erased})  # fmt: skip
     finally:
         if cluster is not None:
             cluster.stop()

@@ -4,6 +4,7 @@
     python bench/digest.py --model PATH       # local with a real model folder (or hub id)
     python bench/digest.py --skip-local --turns 5000
     python bench/digest.py --backlog 2000,20000   # dream() over a backlog, both sizes
+    python bench/digest.py --quick            # 300 turns, 5 rounds, 8 local turns (tiny BART)
 
 It also prints save_context p50/p99 per summary mode with the llm summarizer (ChatOpenAI
 against a local fake OpenAI server that answers after --llm-delay seconds) beside
@@ -25,7 +26,6 @@ it measures PMM's batching and tokenisation overhead, NOT the speed of DistilBAR
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import sys
@@ -37,6 +37,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from harness import Bench  # noqa: E402
 
 PEOPLE = ["Ana", "Maria", "Jonas", "Priya", "Tomás", "Elena", "Henrik", "Okafor", "Wei", "Sam"]
 PLACES = ["Lisbon", "Porto", "Oslo", "Berlin", "Munich", "Buenos Aires", "Nairobi", "Kyoto"]
@@ -371,7 +375,8 @@ def bench_prompt_tokens(turns: int) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    bench = Bench("digest", __doc__)
+    parser = bench.parser
     parser.add_argument("--turns", type=int, default=2000, help="turns for the heuristic")
     parser.add_argument("--local-turns", type=int, default=64, help="turns for the local model")
     parser.add_argument("--model", help="local seq2seq model folder or hub id (default: tiny)")
@@ -386,24 +391,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N,N",
         help="only dream() over N pending turns, each size, e.g. 2000,20000",
     )
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.turns, args.local_turns, args.rounds, args.llm_delay = 300, 8, 5, 0.05
+        args.conversation = 40
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    figures: dict[str, Any] = {}
     if args.backlog:
         print(f"pmm dream backlog bench: python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
         for size in (int(n) for n in args.backlog.split(",")):
             for old_query in (True, False):
-                print("\n".join(bench_backlog(size, old_query=old_query)), flush=True)
+                lines = bench_backlog(size, old_query=old_query)
+                print("\n".join(lines), flush=True)
+                figures.setdefault("backlog", []).extend(lines)
+        bench.finish(figures)
         return 0
 
     texts, roles = realistic_turns(args.turns)
     print(f"pmm digest bench: python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-    for result in bench_heuristic(texts, roles):
+    results = bench_heuristic(texts, roles)
+    for result in results:
         print(result.line())
-    print()
-    print("\n".join(bench_prompt_tokens(args.conversation)))
-    print()
-    print("\n".join(bench_save_context(args.rounds, args.llm_delay)))
+    figures["heuristic"] = [vars(r) for r in results]
+    for part, lines in (
+        ("prompt_tokens", bench_prompt_tokens(args.conversation)),
+        ("save_context", bench_save_context(args.rounds, args.llm_delay)),
+    ):
+        print("\n" + "\n".join(lines))
+        figures[part] = lines
     if args.skip_local:
+        bench.finish(figures)
         return 0
     print()
 
@@ -430,6 +447,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     for result in results:
         print(result.line())
+    figures["local"] = [vars(r) for r in results]
+    bench.finish(figures)
     return 0
 
 

@@ -2,6 +2,7 @@
 
     python bench/erase_stall.py              # throwaway cluster, fsync on, 1,000,000 events
     python bench/erase_stall.py --events 100000 --users 200 --writers 4
+    python bench/erase_stall.py --quick      # 3,000 events, 30 users, 2 writers
     python bench/erase_stall.py --url postgresql://u@host/db      # an empty database
     python bench/erase_stall.py --erasures swap,swap:0.02,swap,swap:0.02   # PMM's, paused
     python bench/erase_stall.py --stats database --erasures vacuum,swap    # before 2026-11-25
@@ -37,8 +38,6 @@ PostgreSQL's default durability: fsync on, synchronous commit.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import multiprocessing as mp
 import os
@@ -53,8 +52,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "storage"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import psycopg  # noqa: E402
+from harness import Bench  # noqa: E402
 
 import pmm.storage.postgres.erasure as pg_erasure  # noqa: E402
 import pmm.storage.postgres.swap as pg_swap  # noqa: E402
@@ -463,8 +464,9 @@ def _print(result: dict[str, Any]) -> None:
         print(f"  samples with a VACUUM running (autovacuum's included): {vacuums or 'none'}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    bench = Bench("erase_stall", __doc__)
+    parser = bench.parser
     parser.add_argument("--url", help="an empty database (default: a throwaway cluster)")
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--users", type=int, default=1000)
@@ -486,8 +488,9 @@ def main() -> None:
         action="store_true",
         help="VACUUM after loading (autovacuum's work on the new rows done before measuring)",
     )
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
-    args = parser.parse_args()
+    args = bench.parse(argv)
+    if args.quick:
+        args.events, args.users, args.writers, args.before = 3000, 30, 2, 1.0
     cluster = None
     url = args.url
     if url is None:
@@ -508,8 +511,7 @@ def main() -> None:
             vacuum=args.vacuum,
         )
         _print(result)
-        if args.json:
-            print(json.dumps(result, indent=2))
+        bench.finish(result)
     finally:
         if cluster is not None:
             cluster.stop()

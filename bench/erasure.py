@@ -6,6 +6,7 @@ leave the indexes, the segments are merged, one VACUUM), on copies of the same f
     python bench/erasure.py                      # 100,000 events, no vectors (the default)
     python bench/erasure.py --vectors 384        # with a 384-dim vector per turn (MiniLM's)
     python bench/erasure.py --events 20000 --sessions 1 3
+    python bench/erasure.py --quick              # 6,000 events
 
 The file: turns of 50 per thread, 3 threads per user, made-up Zipf-distributed words,
 each turn digested (summary and keywords), as ``pmm dream`` leaves a file. Each run checks
@@ -22,7 +23,6 @@ from the start and no VACUUM: the share of erased rows whose text is still in th
 
 from __future__ import annotations
 
-import argparse
 import random
 import shutil
 import sys
@@ -36,6 +36,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from harness import Bench  # noqa: E402
 
 from pmm.records import NewEvent  # noqa: E402
 from pmm.retention.erasure import file_bytes  # noqa: E402
@@ -227,13 +230,16 @@ def secure_delete_only(folder: Path, seed: int) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    bench = Bench("erasure", __doc__)
+    parser = bench.parser
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--vectors", type=int, default=0, metavar="DIM", help="0 = none")
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 3])
-    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--secure-delete-check", action="store_true")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.events = 6000
+    figures: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="pmm-erasure-") as tmp:
         base = Path(tmp) / "base.db"
         started = time.perf_counter()
@@ -256,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             old_s, before, old_after = erase(base, Path(tmp), sessions, True, old_phases)
             new_s, _, new_after = erase(base, Path(tmp), sessions, False, new_phases)
             label = f"{count} thread{'s' if count > 1 else ''} of a user"
+            figures[label] = {"old_s": old_s, "new_s": new_s, "bytes_after_new": new_after}
             print(
                 f"{label:<22}{old_s:>9.2f}{new_s:>9.2f}{old_s / new_s:>8.1f}x{before:>16,}"
                 f"{old_after:>19,}{new_after:>19,}"
@@ -278,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"secure_delete on, no VACUUM: {left} of {erased:,} erased rows still readable "
                 "in the file"
             )
+    bench.finish({"events": args.events, "erase": figures})
     return 0
 
 

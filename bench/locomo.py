@@ -2,7 +2,8 @@
 plain BM25, under the shared retrieval protocol (``../shared/data/locomo/README.md``).
 
     python bench/locomo.py                          # all 10 conversations, 1,536 questions
-    python bench/locomo.py --conversations 2 --limit 50      # a quick run
+    python bench/locomo.py --conversations 2 --limit 50      # a short run
+    python bench/locomo.py --quick                  # 1 conversation, 20 questions, no MiniLM
     python bench/locomo.py --json out.json --lists /tmp/pmm-locomo/lists.json
     python bench/locomo_cv.py --lists /tmp/pmm-locomo/lists.json   # folds and levers
 
@@ -28,7 +29,6 @@ and the levers by cross-validation offline. Without ``../shared/data/locomo/`` (
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -48,6 +48,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
+from harness import Bench  # noqa: E402
 from locomo_data import (  # noqa: E402
     CATEGORIES,
     KS,
@@ -62,14 +63,13 @@ from pmm import Mind  # noqa: E402
 from pmm.recall.fusion import EVIDENCE_HITS, lexical_coverage  # noqa: E402
 from pmm.recall.recaller import (  # noqa: E402
     RECALL_MODES,
-    TEMPORAL_DATE_WEIGHT,
     Recaller,
 )
-from pmm.recall.sources import keyword_ids, query_idf, searchable  # noqa: E402
+from pmm.recall.sources import query_idf, searchable  # noqa: E402
 from pmm.records import NewEvent  # noqa: E402
 from pmm.settings import Settings  # noqa: E402
 from pmm.text.window_keys import is_temporal  # noqa: E402
-from pmm.text.words import STOPWORDS, search_terms, words  # noqa: E402
+from pmm.text.words import words  # noqa: E402
 
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "locomo"
 DEPTH = 100
@@ -153,61 +153,21 @@ def ingest(mind: Mind, conv: Conversation) -> dict[int, str]:
     return out
 
 
-PRF_FEEDBACK = 5
-"""Pseudo-relevance feedback (``--prf``): the window key's top hits whose words expand the query."""
-
-
-def prf_query(
-    question: str, feedback: Sequence[str], df: dict[str, int], n_turns: int, terms: int
-) -> str:
-    """``question`` and the ``terms`` words of the ``feedback`` turns that are most often
-    in them, weighed by their rarity in the conversation (idf), not already asked."""
-    asked = set(search_terms(question))
-    counts: dict[str, int] = {}
-    for text in feedback:
-        for w in set(search_terms(text)) - asked - STOPWORDS:
-            if len(w) > 2 and w.isalpha():
-                counts[w] = counts.get(w, 0) + 1
-    idf = {w: np.log(n_turns / (1 + df.get(w, 0))) for w in counts}
-    best = sorted(counts, key=lambda w: (-counts[w] * idf[w], w))[:terms]
-    return " ".join([question, *best])
-
-
-def digest_turns(mind: Mind) -> None:
-    """Give every turn the heuristic digester's summary and keywords (``--digests``: the
-    turn key then holds them, and the ``digest`` ranker reads them alone)."""
-    from pmm.digest.heuristic import HeuristicDigester
-
-    events = mind.store.events(kinds=("prompt", "response"))
-    made = HeuristicDigester().digest_many([e.text for e in events], [e.role for e in events])
-    mind.store.set_digests(
-        (e.id, d.summary, d.keywords, d.method) for e, d in zip(events, made, strict=True)
-    )
-
-
 def collect(
     convs: list[Conversation],
     embedder: Any | None,
     limit: int,
     tmp: Path,
-    prf: int = 0,
-    digests: bool = False,
     depth: int = DEPTH,
 ) -> list[dict[str, Any]]:
     """One record per question: its lists (dia_ids, best first) from every mode, every
     ranker and the baseline, the fusion weights the engine chose, and mode latencies.
-    Levers measured offline: ``digests`` digests every turn first; ``prf`` > 0 adds
-    ``window_prf``, the window key searched again with the question and ``prf`` words of
-    its top :data:`PRF_FEEDBACK` hits. ``depth``: how deep each ranker's list is recorded."""
+    ``depth``: how deep each ranker's list is recorded."""
     records: list[dict[str, Any]] = []
     modes = [m for m in RECALL_MODES if embedder is not None or m == "keyword"]
     for conv in convs:
         questions = conv.questions[:limit] if limit else conv.questions
         bm25 = PlainBM25([t.dia_id for t in conv.turns], [t.text for t in conv.turns])
-        df: dict[str, int] = {}
-        for t in conv.turns:
-            for w in set(search_terms(t.text)):
-                df[w] = df.get(w, 0) + 1
         path = tmp / f"{conv.sample_id}.db"
         with Mind(
             str(path),
@@ -216,8 +176,6 @@ def collect(
             embedder=embedder,
         ) as mind:
             to_dia = ingest(mind, conv)
-            if digests:
-                digest_turns(mind)
             started = time.perf_counter()
             mind.dream()  # embeds every turn
             embed_s = time.perf_counter() - started
@@ -238,18 +196,6 @@ def collect(
                     rec["modes"][mode] = [to_dia[h.event.id] for h in hits]
                 lists = recaller.ranker_lists(q.question, depth=depth)
                 rec["rankers"] = {r: [to_dia[i] for i in ids] for r, ids in lists.items()}
-                if prf:
-                    top = mind.store.get_many(lists["window"][:PRF_FEEDBACK])
-                    texts = [top[i].text for i in lists["window"][:PRF_FEEDBACK] if i in top]
-                    expanded = prf_query(q.question, texts, df, len(conv.turns), prf)
-                    temporal = is_temporal(words(q.question.lower()))
-                    found = keyword_ids(
-                        recaller.store, recaller.session_ranker, recaller.user_ranker,
-                        expanded, "window", session_id=None, kinds=recaller.default_kinds,
-                        depth=depth, date_weight=TEMPORAL_DATE_WEIGHT if temporal else 1.0,
-                    )  # fmt: skip
-                    rec["rankers"]["window_prf"] = [to_dia[i] for i in found]
-                    rec["prf_query"] = expanded
                 rec["modes"][BASELINE] = bm25.search(q.question, depth)
                 rec["weights"] = recaller.fusion_weights(q.question)
                 rec["temporal"] = is_temporal(words(q.question.lower()))
@@ -308,7 +254,8 @@ def print_tables(table: dict[str, dict[str, dict[str, float]]]) -> None:
 
 def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     """``embedder``: use this one instead of MiniLM (tests pass a small one)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    bench = Bench("locomo", __doc__)
+    parser = bench.parser
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help="folder holding locomo10.json, or the file")  # fmt: skip
     parser.add_argument("--conversations", type=int, default=0, help="only the first N")
@@ -316,18 +263,16 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     parser.add_argument("--no-dense", action="store_true", help="no embeddings: keyword only")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "pmm-locomo-vectors")  # fmt: skip
-    parser.add_argument("--json", type=Path, help="write the tables here as JSON")
     parser.add_argument("--lists", type=Path, help="write every question's lists here")
-    parser.add_argument("--prf", type=int, default=0, metavar="N",
-                        help="also the window key re-searched with N feedback words")  # fmt: skip
-    parser.add_argument("--digests", action="store_true",
-                        help="heuristic digests of every turn as extra keys (a lever)")  # fmt: skip
     parser.add_argument("--depth", type=int, default=DEPTH,
                         help="how deep each ranker's list is recorded (the ceiling)")  # fmt: skip
     parser.add_argument("--query-encoder", default=Settings().query_encoder,
                         choices=("fp32", "fp16", "int8"),
                         help="PMM_QUERY_ENCODER: the model that embeds questions")  # fmt: skip
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.conversations, args.limit = args.conversations or 1, args.limit or 20
+        args.no_dense = True
 
     path = args.data / "locomo10.json" if args.data.is_dir() else args.data
     if not path.is_file():
@@ -352,9 +297,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pmm-locomo-") as tmp:
         try:
-            records = collect(
-                convs, embedder, args.limit, Path(tmp), args.prf, args.digests, args.depth
-            )
+            records = collect(convs, embedder, args.limit, Path(tmp), args.depth)
         finally:
             if cached is not None:
                 cached.save()
@@ -365,18 +308,8 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     print("\nrecall p50 (ms, k=50, whole conversation): "
           + ", ".join(f"{m} {v:.1f}" for m, v in latency.items()))  # fmt: skip
     print(f"({seconds:.0f} s for {len(records)} questions)")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        from provenance import stamp
-
-        command = "python " + " ".join(
-            ["bench/locomo.py", *(sys.argv[1:] if argv is None else argv)]
-        )
-        out = {"bench": "bench/locomo.py", **stamp(command), "data": path.name,
-               "questions": len(records), "tables": table, "latency_p50_ms": latency,
-               "seconds": seconds}  # fmt: skip
-        args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
+    bench.finish({"data": path.name, "questions": len(records), "tables": table,
+                  "latency_p50_ms": latency})  # fmt: skip
     if args.lists:
         args.lists.parent.mkdir(parents=True, exist_ok=True)
         args.lists.write_text(json.dumps(records) + "\n", encoding="utf-8")

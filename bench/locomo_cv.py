@@ -1,6 +1,7 @@
 """Choosing recall's fusion and levers on LoCoMo by cross-validation by conversation, from
 the lists ``bench/locomo.py --lists`` wrote (no memory is built here: every figure is
-computed offline from each ranker's ids).
+computed offline from each ranker's ids). It prints the coefficients
+:mod:`pmm.recall.rerank` ships; ``--quick`` changes nothing (the lists are the input).
 
     python bench/locomo.py --lists /tmp/pmm-locomo/lists.json     # once (minutes)
     python bench/locomo_cv.py --lists /tmp/pmm-locomo/lists.json  # folds, levers (seconds)
@@ -10,18 +11,14 @@ is fitted or chosen on the eight training conversations and scored on the two he
 the held-out figures are pooled over the five folds (each question is held out once):
 
 - ``engine``: the lists ``Mind.recall`` returned in that run, per mode;
-- ``policy``: the best weighted-RRF policy of :mod:`fusion_grid`'s grid (weights,
-  temporal override, low-evidence switch), chosen by training R@10;
 - ``learned:<features>``: logistic regression over :func:`pmm.recall.rerank.candidate_features`
   (a lever is a feature group; each is measured by adding it to the ranks alone and by
   removing it from the full set);
-- ``lambdamart``: LightGBM's LambdaMART over the same features (measured, not shippable);
 - ``shipped``: :func:`pmm.recall.rerank.rerank` with the coefficients in the code.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -33,11 +30,10 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import numpy as np  # noqa: E402
-from fusion_grid import hybrid_grid, keyword_grid, label  # noqa: E402
+from harness import Bench  # noqa: E402
 from locomo import DEFAULT_DATA  # noqa: E402
 from locomo_data import CATEGORIES, load_locomo, mean_table, scores  # noqa: E402
 
-from pmm.recall.fusion import FusionPolicy  # noqa: E402
 from pmm.recall.rerank import (  # noqa: E402
     FEATURES,
     RANKED,
@@ -170,31 +166,9 @@ class Question:
         return [self.ids[j] for j in order]
 
 
-WINDOW_LISTS = ("window", "prf", "prf-rrf")
-"""``--window``: the window ranker's list as recall reads it, the list of the window key
-searched again with pseudo-relevance feedback words (``bench/locomo.py --prf N`` writes it
-as ``window_prf``), or both fused by reciprocal rank."""
-
-
-def feedback_window(rankers: dict[str, list[str]], how: str) -> list[str]:
-    """The window list that ``--window how`` stands for (see :data:`WINDOW_LISTS`)."""
-    if how == "window":
-        return rankers["window"]
-    if "window_prf" not in rankers:
-        raise SystemExit("these lists hold no window_prf: write them with locomo.py --prf N")
-    if how == "prf":
-        return rankers["window_prf"]
-    fused: dict[str, float] = {}
-    for ids in (rankers["window"], rankers["window_prf"]):
-        for rank, dia in enumerate(ids, start=1):
-            fused[dia] = fused.get(dia, 0.0) + 1.0 / (60 + rank)
-    return sorted(fused, key=lambda d: -fused[d])
-
-
 def load(
     lists: Path,
     data: Path,
-    window: str = "window",
     depth: int = DEPTH,
     vectors: Path | None = None,
     drop: tuple[str, ...] = (),
@@ -213,7 +187,6 @@ def load(
     records = json.loads(lists.read_text(encoding="utf-8"))
     out = []
     for rec in records:
-        rec["rankers"]["window"] = feedback_window(rec["rankers"], window)
         conv = convs[rec["conversation"]]
         position = {t.dia_id: n for n, t in enumerate(conv.turns, start=1)}
         out.append(Question(rec, conv, position, depth, inputs, drop))
@@ -226,41 +199,6 @@ def metric_rows(qs: Sequence[Question], lists: Sequence[list[int]]) -> dict[str,
     )
 
 
-def policy_scores(q: Question, grid: list[FusionPolicy]) -> np.ndarray:
-    """Candidates x policies: each policy's weighted RRF score (as pmm.recall.fusion does)."""
-    col = {"turn": 0, "window": 1, "dense": 2}
-    m = np.zeros((len(q.ids), 3))
-    where = {i: n for n, i in enumerate(q.ids)}
-    for r, ids in q.lists.items():
-        if r in col:
-            for rank, i in enumerate(ids, 1):
-                m[where[i], col[r]] = 1.0 / (60 + rank)
-    temporal, coverage = bool(q.rec["temporal"]), float(q.rec["coverage"])
-    w = np.array(
-        [
-            [p.weights_for(temporal=temporal, coverage=coverage).get(r, 0.0) for p in grid]
-            for r in col
-        ]
-    )
-    return m @ w
-
-
-def recall_at(q: Question, s: np.ndarray, k: int) -> np.ndarray:
-    """recall@k of every column of scores ``s`` (ties at the cut counted in)."""
-    n = len(q.ids)
-    if n == 0:
-        return np.zeros(s.shape[1])
-    kth = -np.partition(-s, min(k, n) - 1, axis=0)[min(k, n) - 1]
-    return ((s >= kth) & (s > 0) & (q.y[:, None] > 0)).sum(axis=0) / len(q.evidence)
-
-
-def choose_policy(train: Sequence[Question], grid: list[FusionPolicy]) -> int:
-    total = np.zeros(len(grid))
-    for q in train:
-        total += recall_at(q, policy_scores(q, grid), 10)
-    return int(np.argmax(total))
-
-
 def fit_logistic(train: Sequence[Question], cols: list[int]) -> np.ndarray:
     from sklearn.linear_model import LogisticRegression
 
@@ -269,17 +207,6 @@ def fit_logistic(train: Sequence[Question], cols: list[int]) -> np.ndarray:
     model = LogisticRegression(C=1.0, max_iter=2000, class_weight="balanced")
     model.fit(x, y)
     return np.asarray(model.coef_[0])
-
-
-def fit_lambdamart(train: Sequence[Question]) -> Any:
-    import lightgbm as lgb
-
-    model = lgb.LGBMRanker(n_estimators=100, learning_rate=0.1, num_leaves=15,
-                           min_child_samples=20, n_jobs=2, verbose=-1)  # fmt: skip
-    qs = [q for q in train if len(q.ids)]
-    model.fit(np.vstack([q.x for q in qs]), np.concatenate([q.y for q in qs]),
-              group=[len(q.ids) for q in qs])  # fmt: skip
-    return model
 
 
 def cross_validate(
@@ -327,19 +254,6 @@ def learned(cols_names: Sequence[str]) -> Callable[[list[Question]], Any]:
     return fit
 
 
-def policy_fit(grid: list[FusionPolicy]) -> Callable[[list[Question]], Any]:
-    def fit(train: list[Question]) -> Any:
-        best = choose_policy(train, grid)
-
-        def rank(q: Question) -> list[int]:
-            return q.ranked(policy_scores(q, [grid[best]])[:, 0])
-
-        rank.label = label(grid[best])  # type: ignore[attr-defined]
-        return rank
-
-    return fit
-
-
 def engine_fit(mode: str) -> Callable[[list[Question]], Any]:
     def fit(train: list[Question]) -> Any:
         def rank(q: Question) -> list[int]:
@@ -351,16 +265,6 @@ def engine_fit(mode: str) -> Callable[[list[Question]], Any]:
         return rank
 
     return fit
-
-
-def lambdamart_fit(train: list[Question]) -> Any:
-    model = fit_lambdamart(train)
-
-    def rank(q: Question) -> list[int]:
-        return q.ranked(model.predict(q.x)) if len(q.ids) else []
-
-    rank.label = "lambdamart"  # type: ignore[attr-defined]
-    return rank
 
 
 def row(name: str, table: dict[str, Any]) -> str:
@@ -393,30 +297,16 @@ def check_rules(results: dict[str, Any], default: str, keyword: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    bench = Bench("locomo_cv", __doc__)
+    parser = bench.parser
     parser.add_argument("--lists", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA / "locomo10.json")
     parser.add_argument("--vectors", type=Path, default=DEFAULT_VECTORS,
                         help="bench/locomo.py's MiniLM vector cache (session_dense)")  # fmt: skip
-    parser.add_argument("--grid", action="store_true", help="also the RRF policy grid (slow)")
-    parser.add_argument("--lambdamart", action="store_true", help="also LightGBM LambdaMART")
-    parser.add_argument("--json", type=Path)
-    parser.add_argument(
-        "--lever",
-        action="append",
-        default=[],
-        metavar="FEATURE",
-        help="compare the shipped fusion with and without these features",
-    )
-    parser.add_argument("--levers-only", action="store_true", help="only the --lever report")
-    parser.add_argument("--shipped-only", action="store_true",
-                        help="only the shipped fusion, per fold and category")  # fmt: skip
-    parser.add_argument("--window", choices=WINDOW_LISTS, default="window",
-                        help="the window ranker's list (pseudo-relevance feedback)")  # fmt: skip
-    args = parser.parse_args(argv)
-    qs = load(args.lists, args.data, args.window, vectors=args.vectors)
+    args = bench.parse(argv)
+    qs = load(args.lists, args.data, vectors=args.vectors)
     # keyword mode's candidates, as recall has them: no dense list
-    keyword_qs = load(args.lists, args.data, args.window, vectors=None, drop=("dense",))
+    keyword_qs = load(args.lists, args.data, vectors=None, drop=("dense",))
     convs = {c.sample_id: c for c in load_locomo(args.data)}
     for q in [*qs, *keyword_qs]:
         q.rec["_order"] = {t.dia_id: None for t in convs[q.conv].turns}
@@ -430,9 +320,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     systems: dict[str, Any] = {}
     for mode in ("bm25", "keyword", "semantic", "hybrid", "turn", "window", "dense"):
         systems[f"engine {mode}"] = engine_fit(mode)
-    if args.grid:
-        systems["policy grid (hybrid)"] = policy_fit(hybrid_grid(idf=True))
-        systems["policy grid (keyword)"] = policy_fit(keyword_grid())
     systems["learned: ranks"] = learned(GROUPS["ranks"])
     for name, group in GROUPS.items():
         if name != "ranks":
@@ -468,12 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shipped = {f: round(float(w), 3) for f, w in zip(cols, coef, strict=True)}
         results[f"coefficients {name}"] = shipped
         print(f"  {name!r}: {shipped},")
-    if args.lambdamart:
-        table, _ = cross_validate(qs, lambdamart_fit)
-        results["lambdamart: all"] = {"table": table}
-        print("\n" + row("lambdamart: all", table))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1, default=str) + "\n", encoding="utf-8")
+    bench.finish({"results": results})
     return 0
 
 

@@ -2,7 +2,8 @@
 
     python bench/memory.py                 # 100,000 events in 1,000 sessions, 300 rounds
     python bench/memory.py --events 20000 --rounds 100
-    python bench/memory.py --json bench/results/memory-100000.json   # also the figures as JSON
+    python bench/memory.py --json docs/benchmarks/data/memory-100000.json   # + JSON
+    python bench/memory.py --quick         # 2,000 events in 20 sessions, 30 rounds
 
 Prints p50/p95/p99 per call for PersistentMindMemory (summaries off, the default; with and
 without the "Relevant memories" search, with that search through SQLite FTS5 as before the
@@ -17,7 +18,6 @@ with relevant memories on (issue 8).
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import itertools
 import json
@@ -30,6 +30,9 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+from harness import Bench
 
 warnings.filterwarnings("ignore")
 
@@ -116,14 +119,16 @@ def run_rounds(memory: Any, rounds: int, rng: random.Random) -> dict[str, list[f
     return {"save_context": saves, "load_memory_variables": loads}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    bench = Bench("memory", __doc__)
+    parser = bench.parser
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--max-tokens", type=int, default=2000)
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
-    args = parser.parse_args()
+    args = bench.parse(argv)
+    if args.quick:
+        args.events, args.sessions, args.rounds = 2000, 20, 30
 
     from langchain_classic.memory import ConversationBufferMemory
     from langchain_community.chat_message_histories import SQLChatMessageHistory
@@ -190,20 +195,14 @@ def main() -> None:
         "\nPMM_RECALL_K=0 leaves out the 'Relevant memories' search of the session's older"
         " turns;\nthe buffer memory returns the whole session, unbudgeted."
     )
-    if args.json:
-        from provenance import stamp
-
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        record = {
-            "bench": "bench/memory.py",
+    bench.finish(
+        {
             "events": args.events,
             "sessions": args.sessions,
             "rounds": args.rounds,
-            **stamp("python " + " ".join(["bench/memory.py", *sys.argv[1:]])),
             "figures": figures,
         }
-        args.json.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
+    )
 
 
 if __name__ == "__main__":

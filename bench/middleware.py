@@ -3,6 +3,7 @@
     python bench/middleware.py                    # 100,000 events, 200 rounds
     python bench/middleware.py --events 20000 --rounds 50
     python bench/middleware.py --thread-events 20000   # one long session of 20,000 events
+    python bench/middleware.py --quick            # 2,000 events, 20 rounds
 
 The file gets N events (prompt/response turns of Zipf-distributed made-up words, 50 turns
 per session, each with a LangChain message id in its meta, as the middleware stores them),
@@ -23,7 +24,6 @@ Prints p50 and p90 in milliseconds.
 
 from __future__ import annotations
 
-import argparse
 import platform
 import random
 import sys
@@ -37,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from harness import Bench
 from memory import percentile, sentence  # bench/memory.py: the Zipf vocabulary
 
 from pmm.records import NewEvent
@@ -76,11 +77,11 @@ def row(name: str, samples: list[float]) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    bench = Bench("middleware", __doc__, seed=0)
+    parser = bench.parser
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--thread-events",
         type=int,
@@ -88,7 +89,9 @@ def main() -> None:
         help="events already in the bench thread's session (its length drives the "
         "exactly-once check)",
     )
-    args = parser.parse_args()
+    args = bench.parse(argv)
+    if args.quick:
+        args.events, args.rounds = 2000, 20
 
     from fake_models import fake_model  # tests/integrations/fake_models.py
     from langchain.agents import create_agent
@@ -152,6 +155,9 @@ def main() -> None:
     print(row("baseline: agent step, no memory (fake model)", plain))
     print(row("agent step with PMMMiddleware (fake model)", with_pmm))
     print(row(f"baseline: InMemoryStore.search, {args.events:,} items", in_memory))
+    steps = {"before_model": before, "after_agent": after, "mind_context": core}
+    steps |= {"agent_plain": plain, "agent_with_pmm": with_pmm, "in_memory_store": in_memory}
+    bench.finish({"events": events, "p50_ms": {k: percentile(v, 0.5) for k, v in steps.items()}})
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
     python bench/peers.py                                  # LoCoMo + chat, every system
     python bench/peers.py --conversations 1 --limit 20     # a quick look
     python bench/peers.py --systems pmm,bm25 --datasets chat --json /tmp/peers.json
-    python bench/peers.py --json bench/results/peers.json --markdown bench/results/peers.md
+    python bench/peers.py --json docs/benchmarks/data/peers.json   # the page's figures
+    python bench/peers.py --quick        # chat only, 1 conversation, 10 questions, no mem0
     python bench/peers.py --no-embed-cache                 # the model runs inside each add
 
 Systems (``--systems``, see bench/peers_systems.py): ``pmm`` (PMM's default with embeddings
@@ -44,17 +45,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import traceback
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +66,7 @@ for _var, _value in (
 ):
     os.environ.setdefault(_var, _value)
 
+from harness import Bench  # noqa: E402
 from peers_data import (  # noqa: E402
     DEPTH,
     METRICS,
@@ -176,23 +174,6 @@ def print_dataset(name: str, data: Dataset, results: dict[str, dict[str, Any]]) 
             print(f"note, {system}: {note}")
 
 
-def machine() -> dict[str, Any]:
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=HERE, capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": commit,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
 def load(args: argparse.Namespace) -> list[Dataset]:
     out = []
     for name in args.datasets.split(","):
@@ -208,29 +189,31 @@ def load(args: argparse.Namespace) -> list[Dataset]:
     return out
 
 
-def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse(argv: Sequence[str] | None) -> tuple[Bench, argparse.Namespace]:
+    bench = Bench("peers", __doc__)
+    p = bench.parser
     p.add_argument("--datasets", default="locomo,chat", help="comma list: locomo, chat")
     p.add_argument("--systems", default=",".join(SYSTEMS), help="comma list of systems")
     p.add_argument("--conversations", type=int, default=0, help="only the first N of each")
     p.add_argument("--limit", type=int, default=0, help="at most N questions per conversation")
     p.add_argument("--locomo", type=Path, default=LOCOMO, help="path of locomo10.json")
     p.add_argument("--chat", type=Path, default=CHAT, help="path of the chat dataset")
-    p.add_argument("--json", type=Path, help="also write every figure to this JSON file")
-    p.add_argument("--markdown", type=Path, help="and the tables to this Markdown file")
     p.add_argument("--embed-cache", type=Path, default=CACHE, help="MiniLM vector cache file")
     p.add_argument("--no-embed-cache", action="store_true", help="run the model in each system")
     p.add_argument("--torch-threads", type=int, default=1, help="torch threads (default 1)")
-    args = p.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.datasets, args.conversations, args.limit = "chat", 1, args.limit or 10
+        args.systems = "pmm,pmm-keyword,langgraph-memory,bm25"
     unknown = set(args.systems.split(",")) - set(SYSTEMS)
     if unknown:
         p.error(f"--systems: unknown {sorted(unknown)} (known: {', '.join(SYSTEMS)})")
-    return args
+    return bench, args
 
 
 def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     """``embedder``: use this instead of the packaged MiniLM (tests pass a small one)."""
-    args = parse(argv)
+    bench, args = parse(argv)
     datasets = load(args)
     if not datasets:
         print("no dataset to run: nothing measured")
@@ -238,7 +221,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     systems = args.systems.split(",")
     skipped = {s: why for s in systems if (why := unavailable(s))}
     dense = [s for s in systems if s in DENSE and s not in skipped]
-    report: dict[str, Any] = {"machine": machine(), "command": sys.argv, "datasets": {}}
+    report: dict[str, Any] = {"datasets": {}}
     model = None
     if dense:
         model = _model(args, embedder, datasets, report)
@@ -267,16 +250,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     if model is not None and model.cached:
         print(f"\ncache misses while the systems ran: {model.misses} (embedded then)")
         report["embedding"]["cache_misses"] = model.misses
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
-        print(f"wrote {args.json}")
-    if args.markdown:
-        from peers_report import markdown
-
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(report) + "\n", encoding="utf-8")
-        print(f"wrote {args.markdown}")
+    bench.finish(report)
     return 0
 
 

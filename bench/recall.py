@@ -2,9 +2,8 @@
 
     python bench/recall.py                          # quality on the chat dataset (default)
     python bench/recall.py --data paraphrase        # the hand-written assistant dataset
-    python bench/recall.py --data chat --cv 4       # + 4-fold CV of the fusion weights
-    python bench/recall.py --weights turn=1,window=1,dense=0.2   # + one weighted fusion
-    python bench/recall.py --data path/to.json --digests without --out-json out.json
+    python bench/recall.py --data path/to.json --digests without --json out.json
+    python bench/recall.py --quick                  # 2 conversations, keyword only (seconds)
     python bench/recall.py --synthetic 100000       # latency with 100,000 events (recall_scale)
     python bench/recall.py --vector-shortlist 100   # dense via sign bits + 100 exact re-scores
     python bench/recall.py --no-learned             # the modes as before the learned fusion
@@ -20,23 +19,20 @@ date as the event time when the store takes ``ts=``, else in ``meta``), embedded
 question of that conversation is recalled with k = 25 across all its sessions. Printed,
 with and without digests in the index (the heuristic digester's summary and keywords):
 
-- ``bm25``: textbook FTS5 BM25 over the raw turns, computed here (recall_offline.PlainBM25),
-  the baseline;
+- ``bm25``: textbook FTS5 BM25 over the raw turns, computed here (:class:`PlainBM25`:
+  SQLite's ``bm25()``, k1 = 1.2, b = 0.75, PMM's tokenizer), the baseline;
 - each recall mode of the engine (``pmm.recall.recaller.RECALL_MODES``), by ``Recaller.recall``;
 - each single ranker of the engine (``ranker:NAME``), from its own list;
-- each ``--weights`` fusion of the rankers' lists, fused offline by the engine's function;
 
 with recall@k (share of the answer turns in the top k), hit@k (any answer turn in the top
 k) for k = 1, 5, 10, 25, MRR (1 / rank of the first answer turn, 0 beyond 25) and R@10
-relative to the baseline; then R@10 / H@10 / MRR per question type. ``--cv K`` picks
-fusion weights over a grid on K-1 folds of conversations and scores them on the held-out
-fold, for each fold. Ranker lists are computed once per question (the engine's depth), so
-weighted fusions and the grid cost no further searches.
+relative to the baseline; then R@10 / H@10 / MRR per question type. Each ranker's list
+is ``Recaller.rankings(query, depth=...)``.
 
-Rankers: when the engine exposes ``Recaller.rankings(query, depth=...)`` (a mapping of
-ranker name to event ids, best first), those are used; otherwise today's two rankers are
-read through public calls: ``keyword`` (``EventStore.search_text``) and ``semantic``
-(``Recaller.index.search``).
+``--quick``: the first 2 conversations, without an embedder and without digests (seconds);
+with ``--synthetic N``, N = 5,000 and 30 queries (MiniLM embeds the queries). The
+cross-validation of weighted-RRF fusion weights this script once ran (``--cv``,
+``--weights``) is in git at commit ``a200e3d``; docs/benchmarks/fusion.md records its finding.
 """
 
 from __future__ import annotations
@@ -45,11 +41,13 @@ import argparse
 import inspect
 import json
 import os
+import sqlite3
+import statistics
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,27 +59,67 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
-from recall_offline import (  # noqa: E402
-    KS,
-    METRICS,
-    PlainBM25,
-    cross_validate,
-    fuse,
-    fusion_source,
-    mean_scores,
-    score,
-)
+from harness import Bench  # noqa: E402
 
 import pmm.recall.recaller as engine  # noqa: E402
 from pmm.embed.backfill import embed_pending  # noqa: E402
 from pmm.recall.recaller import RECALL_MODES, Recaller  # noqa: E402
 from pmm.storage.sqlite import EventStore  # noqa: E402
-from pmm.text.words import words  # noqa: E402
+from pmm.text.words import search_terms, words  # noqa: E402
 
 DATA_DIR = HERE / "data"
 DATASETS = {"chat": DATA_DIR / "chat_dataset.json", "paraphrase": DATA_DIR / "recall_dataset.json"}
 TURN_KINDS = ("prompt", "response")
 BASELINE = "bm25"
+KS = (1, 5, 10, 25)
+METRICS = [f"R@{k}" for k in KS] + [f"H@{k}" for k in KS] + ["MRR"]
+
+
+def score(ranked: Sequence[Any], answers: Sequence[Any]) -> dict[str, float]:
+    """recall@k (share of the answer turns in the top k), hit@k (any of them in the top
+    k) for k in KS, and MRR (1 / rank of the first answer turn, 0 beyond 25)."""
+    wanted = set(answers)
+    out: dict[str, float] = {}
+    for k in KS:
+        found = wanted.intersection(ranked[:k])
+        out[f"R@{k}"] = len(found) / len(wanted)
+        out[f"H@{k}"] = 1.0 if found else 0.0
+    first = next((r for r, turn in enumerate(ranked[: max(KS)], 1) if turn in wanted), None)
+    out["MRR"] = 1.0 / first if first else 0.0
+    return out
+
+
+def mean_scores(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    return {m: statistics.fmean(r[m] for r in rows) if rows else 0.0 for m in METRICS}
+
+
+class PlainBM25:
+    """FTS5 BM25 over the raw text of one conversation's turns, query words OR-ed."""
+
+    def __init__(self, turns: Sequence[tuple[str, str]]) -> None:
+        self.conn = sqlite3.connect(":memory:")
+        self.conn.execute(
+            "CREATE VIRTUAL TABLE t USING fts5(text, tokenize = 'porter unicode61 "
+            "remove_diacritics 2')"
+        )
+        self.ids = [turn_id for turn_id, _ in turns]
+        self.conn.executemany(
+            "INSERT INTO t(rowid, text) VALUES (?, ?)",
+            [(i + 1, text) for i, (_, text) in enumerate(turns)],
+        )
+
+    def search(self, query: str, limit: int) -> list[str]:
+        terms = search_terms(query)
+        if not terms:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        rows = self.conn.execute(
+            "SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?", (match, limit)
+        ).fetchall()
+        return [self.ids[r[0] - 1] for r in rows]
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -194,63 +232,19 @@ def engine_modes(embedder: Any | None) -> list[str]:
 
 def ranker_lists(recaller: Recaller, query: str, depth: int) -> dict[str, list[int]]:
     """Each ranker's event ids for ``query``, best first, ``depth`` deep, found the way
-    the engine finds them (see the module doc)."""
-    rankings = getattr(recaller, "rankings", None)
-    if callable(rankings):
-        return {name: list(ids) for name, ids in rankings(query, depth=depth).items()}
-    store = recaller.store
-    params = inspect.signature(store.search_text).parameters
-    keyword_rankers = getattr(engine, "KEYWORD_RANKERS", None)
-    out: dict[str, list[int]] = {}
-    if keyword_rankers and "key" in params:  # the multi-key engine (turn, window, digest)
-        extra: dict[str, Any] = {}
-        if "date_weight" in params and _temporal(query):
-            extra["date_weight"] = getattr(engine, "TEMPORAL_DATE_WEIGHT", 1.0)
-        for ranker in keyword_rankers:
-            found = store.search_text(query, limit=depth, kinds=TURN_KINDS, key=ranker, **extra)
-            out[ranker] = [i for i, _ in found]
-        dense = "dense"
-    else:  # today's engine: one keyword ranker
-        out["keyword"] = [i for i, _ in store.search_text(query, limit=depth, kinds=TURN_KINDS)]
-        dense = "semantic"
+    the engine finds them: each keyword key (date-weighted on a temporal question), then
+    the dense index."""
+    temporal = engine.is_temporal(words(query.lower()))
+    weight = engine.TEMPORAL_DATE_WEIGHT if temporal else 1.0
+    out = {
+        key: [i for i, _ in recaller.store.search_text(
+            query, limit=depth, kinds=TURN_KINDS, key=key, date_weight=weight)]
+        for key in engine.KEYWORD_RANKERS
+    }  # fmt: skip
     if recaller.embedder is not None and recaller.index is not None:
-        encode = getattr(recaller, "_query_vector", None)
-        vector = encode(query) if callable(encode) else recaller.embedder.embed([query])[0]
-        out[dense] = [i for i, _ in recaller.index.search(vector, depth, kinds=TURN_KINDS)]
+        vector = recaller._query_vector(query)
+        out["dense"] = [i for i, _ in recaller.index.search(vector, depth, kinds=TURN_KINDS)]
     return out
-
-
-def _temporal(query: str) -> bool:
-    is_temporal = getattr(engine, "is_temporal", None)
-    return bool(is_temporal(words(query.lower()))) if callable(is_temporal) else False
-
-
-def engine_weights(recaller: Recaller, query: str) -> dict[str, float]:
-    """The weights the engine's hybrid mode fuses with for ``query``: its adaptive
-    policy's choice where the engine can say it (``Recaller.fusion_weights``), else its
-    fixed weights with the old temporal window boost."""
-    chosen = getattr(recaller, "fusion_weights", None)
-    if callable(chosen):
-        return {r: w for r, w in chosen(query).items() if w > 0}
-    weights = dict(getattr(recaller, "weights", None) or {})
-    boost = getattr(engine, "TEMPORAL_WINDOW_BOOST", None)
-    if boost is not None and "window" in weights and _temporal(query):
-        weights["window"] *= boost
-    return weights
-
-
-def query_boosts(query: str) -> dict[str, float]:
-    """Factors the engine applies to ranker weights for this query (the temporal boost)."""
-    boost = getattr(engine, "TEMPORAL_WINDOW_BOOST", None)
-    return {"window": float(boost)} if boost is not None and _temporal(query) else {}
-
-
-def parse_weights(text: str) -> dict[str, float]:
-    try:
-        pairs = [p.split("=", 1) for p in text.split(",") if p.strip()]
-        return {name.strip(): float(value) for name, value in pairs}
-    except ValueError:
-        raise SystemExit(f"--weights: expected name=number,..., got {text!r}") from None
 
 
 def summary_recaller(store: EventStore, embedder: Any | None, args: Any) -> Recaller:
@@ -331,10 +325,7 @@ def collect(
                         rankings = {
                             r: [to_turn[i] for i in ids if i in to_turn] for r, ids in lists.items()
                         }
-                        record = _record(q, position, with_digests, ranked, rankings)
-                        record["engine_weights"] = engine_weights(recaller, q["question"])
-                        record["boosts"] = query_boosts(q["question"])
-                        records.append(record)
+                        records.append(_record(q, position, with_digests, ranked, rankings))
     return records
 
 
@@ -356,9 +347,7 @@ def _record(
     }
 
 
-def systems(
-    records: list[dict[str, Any]], weights: list[dict[str, float]]
-) -> dict[tuple[str, bool | None], list[dict[str, Any]]]:
+def systems(records: list[dict[str, Any]]) -> dict[tuple[str, bool | None], list[dict[str, Any]]]:
     """(system, digests) -> per-question scores (with ``type``), for every system."""
     out: dict[tuple[str, bool | None], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
@@ -368,13 +357,6 @@ def systems(
             out[(f"ranker:{ranker}", r["digests"])].append(
                 {"type": r["type"], **score(ranked[: max(KS)], r["answer_ids"])}
             )
-        for w in weights:
-            if r["rankings"]:
-                label = "fused:" + ",".join(f"{k}={v:g}" for k, v in w.items())
-                fused = fuse(r["rankings"], w, r.get("boosts"))[: max(KS)]
-                out[(label, r["digests"])].append(
-                    {"type": r["type"], **score(fused, r["answer_ids"])}
-                )
     return out
 
 
@@ -406,66 +388,6 @@ def print_tables(table: dict[tuple[str, bool | None], list[dict[str, Any]]]) -> 
     return summary
 
 
-def consistency(records: list[dict[str, Any]], learned: bool) -> None:
-    """How often offline fusion of the ranker lists (all weights 1) gives the engine's
-    ``hybrid`` top 10: a check that the offline numbers mean what the engine does. The
-    learned fusion (the default) ranks by a model, not by weighted RRF: there the offline
-    fusions are a what-if, and the check runs with ``--no-learned`` only."""
-    if learned:
-        print(
-            "offline fusions (--weights, --cv) are weighted RRF; the engine's hybrid uses the "
-            "learned fusion (pmm.recall.rerank), so they are not compared (--no-learned is)"
-        )
-        return
-    same = total = 0
-    for r in records:
-        if "hybrid" in r["modes"] and len(r["rankings"]) > 1:
-            total += 1
-            same += fuse(r["rankings"], r["engine_weights"])[:10] == r["modes"]["hybrid"][:10]
-    if total:
-        print(
-            f"offline fusion with the engine's weights = engine hybrid top 10 on "
-            f"{same}/{total} questions"
-        )
-
-
-def run_cv(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    grid = [float(v) for v in args.grid.split(",")]
-    results = []
-    for digests in sorted({r["digests"] for r in records if r["digests"] is not None}):
-        chosen = [r for r in records if r["digests"] == digests and r["rankings"]]
-        # a ranker that found nothing (e.g. digest without digests) only slows the grid
-        rankers = sorted({k for r in chosen for k, ids in r["rankings"].items() if ids})
-        print(
-            f"\n{args.cv}-fold cross-validation by conversation, digests "
-            f"{'yes' if digests else 'no'}: rankers {', '.join(rankers)}, grid {grid} "
-            f"(first ranker fixed at 1, or 0 with the others > 0), choosing by R@10"
-        )
-        folds = cross_validate(chosen, rankers, args.cv, grid)
-        print(f"{'fold':>4}  {'held-out conversations':<40}{'weights':<40}{'train R@10':>10}"
-              f"{'test R@10':>10}{'test H@10':>10}{'test MRR':>9}")  # fmt: skip
-        pooled = []
-        for f in folds:
-            w = ",".join(f"{k}={v:g}" for k, v in f["weights"].items())
-            t = f["test"]
-            print(f"{f['fold']:>4}  {','.join(f['held_out']):<40}{w:<40}{f['train']:>10.3f}"
-                  f"{t['R@10']:>10.3f}{t['H@10']:>10.3f}{t['MRR']:>9.3f}")  # fmt: skip
-            pooled += f["test_rows"]
-        m = mean_scores(pooled)
-        print(f"pooled held-out: R@10 {m['R@10']:.3f}, H@10 {m['H@10']:.3f}, MRR {m['MRR']:.3f}")
-        by_kind = {
-            k: mean_scores([r for r in pooled if r["type"] == k])["R@10"]
-            for k in sorted({r["type"] for r in pooled})
-        }
-        print(
-            "pooled held-out R@10 by type: " + ", ".join(f"{k} {v:.3f}" for k, v in by_kind.items())
-        )
-        for f in folds:
-            del f["test_rows"]
-        results.append({"digests": digests, "folds": folds, "pooled": m, "by_type": by_kind})
-    return results
-
-
 def run_quality(args: argparse.Namespace, embedder: Any | None) -> dict[str, Any]:
     path = resolve_data(args.data)
     data = load_dataset(path, args.conversations)
@@ -480,21 +402,18 @@ def run_quality(args: argparse.Namespace, embedder: Any | None) -> dict[str, Any
     if embedder is not None:
         print(f"embedder: {embedder.model_name} ({embedder.dim} dims)")
     print(f"baseline {BASELINE}: FTS5 bm25() over raw turn text (porter), query words OR-ed")
-    print(f"fusion of ranker lists: {fusion_source()}")
     started = time.perf_counter()
     records = collect(args, data, embedder)
     seconds = time.perf_counter() - started
-    weights = [parse_weights(w) for w in args.weights]
-    summary = print_tables(systems(records, weights))
-    consistency(records, learned=not args.no_learned)
-    cv = run_cv(args, records) if args.cv else []
+    summary = print_tables(systems(records))
     print(f"\n({seconds:.1f} s: ingest, digest, embed and recall of {len(records)} records)")
-    return {"dataset": path.name, "summary": summary, "cv": cv, "seconds": seconds}
+    return {"dataset": path.name, "summary": summary, "collect_seconds": seconds}
 
 
 def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     """``embedder``: use this one instead of loading ``--model`` (tests pass a small one)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    bench = Bench("recall", __doc__)
+    parser = bench.parser
     parser.add_argument("--data", default="chat", help="chat, paraphrase or a JSON path")
     parser.add_argument("--conversations", type=int, default=0, help="only the first N")
     parser.add_argument("--model", default="", help="PMM_EMBEDDING_MODEL (default MiniLM)")
@@ -507,21 +426,14 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
         help="run with digests in the index, without, or both (default)",
     )  # fmt: skip
     parser.add_argument(
-        "--weights", action="append", default=[], metavar="R=W,...",
-        help="also score this weighted fusion of the ranker lists (repeatable)",
-    )  # fmt: skip
-    parser.add_argument(
         "--summaries",
         action="store_true",
         help="with digests: add session summary nodes to recall (PMM_RECALL_SUMMARIES)",
     )
     parser.add_argument("--summary-prior", type=float, default=-0.05)
     parser.add_argument("--summary-children", type=int, default=2)
-    parser.add_argument("--cv", type=int, default=0, metavar="K", help="K-fold CV of weights")
-    parser.add_argument("--grid", default="0,0.1,0.25,0.5,1", help="weights tried by --cv")
     parser.add_argument("--synthetic", type=int, default=0, metavar="N", help="latency run")
     parser.add_argument("--queries", type=int, default=300, help="queries per latency row")
-    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--compare-sqlite-vec", action="store_true", help="also time sqlite-vec on the vectors"
     )
@@ -537,8 +449,11 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
         action="store_true",
         help="recall with weighted RRF only, as before the learned fusion (pmm.recall.rerank)",
     )
-    parser.add_argument("--out-json", type=Path, help="write the results here as JSON")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.conversations = args.conversations or 2
+        args.no_dense, args.digests = not args.synthetic, "without"
+        args.synthetic, args.queries = min(args.synthetic, 5000), min(args.queries, 30)
 
     if embedder is None and not args.no_dense:
         from pmm.embed.sentence import SentenceEmbedder
@@ -556,16 +471,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
         results = run_synthetic(args, embedder, load_dataset(resolve_data(args.data)))
     else:
         results = run_quality(args, None if embedder is None else CachingEmbedder(embedder))
-    if args.out_json:
-        from provenance import stamp
-
-        command = "python " + " ".join(
-            ["bench/recall.py", *(sys.argv[1:] if argv is None else argv)]
-        )
-        results = {"bench": "bench/recall.py", **stamp(command), **results}
-        args.out_json.parent.mkdir(parents=True, exist_ok=True)
-        args.out_json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {args.out_json}")
+    bench.finish(results)
     return 0
 
 

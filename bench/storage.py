@@ -4,6 +4,7 @@ SQLChatMessageHistory; and keyword recall@10 before and after compaction.
     python bench/storage.py                  # 2,000 turns (1,000 exchanges)
     python bench/storage.py --turns 10000 --seed 3
     python bench/storage.py --dbstat         # + where each file's bytes go (SQLite dbstat)
+    python bench/storage.py --quick          # 400 turns, recall on 1 conversation
     python bench/storage.py --recall-conversations 0   # skip the recall part
     python bench/storage.py --json docs/benchmarks/data/storage-bytes.json  # + figures as JSON
 
@@ -34,8 +35,6 @@ Target: compacted within 2 points of uncompacted.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import sqlite3
 import sys
@@ -44,6 +43,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from harness import Bench  # noqa: E402
 
 TOPICS = [
     "the database migration",
@@ -245,30 +247,10 @@ JSON_LABELS = {
 }
 
 
-def write_json(
-    path: Path, sizes: dict[str, int], turns: int, text: int, seed: int, argv: list[str] | None
-) -> None:
-    """The bytes per turn of each file as ``scripts/plots.py`` draws them, with where and
-    when they were measured."""
-    from provenance import stamp
-
-    args = sys.argv[1:] if argv is None else argv
-    record = {
-        "bench": "bench/storage.py",
-        **stamp("python " + " ".join(["bench/storage.py", *args])),
-        "corpus": f"{turns:,} turns, {text / turns:,.0f} B of raw text per turn (seed {seed}); "
-        "half short questions, half ~1,500-character replies; each file vacuumed",
-        "bytes_per_turn": {JSON_LABELS.get(k, k): round(v / turns) for k, v in sizes.items()},
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {path}")
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    bench = Bench("storage", __doc__)
+    parser = bench.parser
     parser.add_argument("--turns", type=int, default=2000, help="turns to store (2000)")
-    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dbstat", action="store_true", help="print where the bytes go")
     parser.add_argument(
         "--recall-conversations",
@@ -276,8 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         default=12,
         help="conversations per dataset for recall after compaction (12 = all; 0 = skip)",
     )
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.turns, args.recall_conversations = 400, 1
     pairs = corpus(args.turns, args.seed)
     turns = 2 * len(pairs)
     text = sum(len(q.encode()) + len(a.encode()) for q, a in pairs)
@@ -304,8 +287,6 @@ def main(argv: list[str] | None = None) -> int:
         ratio = sizes[name] / raw_only
         verdict = "met" if ratio <= target else "MISSED"
         print(f"target: {name} <= {target:.2f}x the raw-only file: {ratio:.2f}x, {verdict}")
-    if args.json:
-        write_json(args.json, sizes, turns, text, args.seed, argv)
     for name, rows in (stats or {}).items():
         print(f"\ndbstat {name}: " + ", ".join(f"{t} {b / turns:,.0f}" for t, b in rows))
     for dataset in ("chat", "paraphrase") if args.recall_conversations else ():
@@ -320,6 +301,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{'operation':<22}{'seconds':>9}  note")
         for name, seconds, note in operation_times(pairs, Path(tmp)):
             print(f"{name:<22}{seconds:>9.3f}  {note}")
+    bench.finish(
+        {
+            "corpus": f"{turns:,} turns, {text / turns:,.0f} B of raw text per turn (seed "
+            f"{args.seed}); half short questions, half ~1,500-character replies; each file "
+            "vacuumed",
+            "bytes_per_turn": {JSON_LABELS.get(k, k): round(v / turns) for k, v in sizes.items()},
+        }
+    )
     return 0
 
 

@@ -2,6 +2,7 @@
 
     python bench/users.py                    # 10,000 users x 5 threads = 1,000,000 events
     python bench/users.py --users 2000       # a smaller run: 200,000 events vs 20,000
+    python bench/users.py --quick            # 400 users: 40,000 events vs 4,000
 
 Builds two SQLite files with bulk appends: the big one holds ``--users`` users x
 ``--threads`` threads x ``--turns`` turns; the small one holds the first tenth of those
@@ -25,7 +26,6 @@ is not in the figures; the engine caches a query's vector anyway).
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import statistics
@@ -37,8 +37,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 import numpy as np
 import numpy.typing as npt
+from harness import Bench
 
 from pmm import Mind, PersistentMindMemory
 from pmm.records import NewEvent
@@ -175,13 +179,16 @@ def measure(path: Path, sample: Sequence[int], threads: int) -> dict[str, float]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    bench = Bench("users", __doc__)
+    parser = bench.parser
     parser.add_argument("--users", type=int, default=10_000, help="users in the big file")
     parser.add_argument("--threads", type=int, default=5, help="threads per user")
     parser.add_argument("--turns", type=int, default=20, help="events per thread")
     parser.add_argument("--sample", type=int, default=200, help="users measured")
     parser.add_argument("--dir", help="where to build the files (default: a temporary folder)")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
+    if args.quick:
+        args.users, args.sample = 400, 40
     small_users = max(1, args.users // 10)
     per_user = args.threads * args.turns
     rng = random.Random(1)
@@ -214,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     small, big = rows["small"][FIRST], rows["big"][FIRST]
     print(f"{FIRST:24}{small:>12.2f}{big:>12.2f}{big / small:>8.2f}{'-':>10}")
+    bench.finish({"events": {"small": small_n, "big": big_n}, "p50_ms": rows})
     return 0
 
 

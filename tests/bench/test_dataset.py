@@ -132,10 +132,9 @@ def test_recall_harness_runs_on_a_tiny_generated_subset(
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     out_json = tmp_path / "out.json"
-    argv = ["--data", str(small), "--cv", "2", "--weights", "keyword=1,semantic=0.5"]
-    assert bench.main([*argv, "--out-json", str(out_json)], embedder=WordHashEmbedder()) == 0
-    printed = capsys.readouterr().out
-    assert "by question type" in printed and "cross-validation" in printed
+    argv = ["--data", str(small), "--json", str(out_json)]
+    assert bench.main(argv, embedder=WordHashEmbedder()) == 0
+    assert "by question type" in capsys.readouterr().out
     results = json.loads(out_json.read_text(encoding="utf-8"))
     summary = results["summary"]
     assert "bm25|-" in summary and "hybrid|no" in summary and "hybrid|yes" in summary
@@ -144,4 +143,15 @@ def test_recall_harness_runs_on_a_tiny_generated_subset(
     for row in summary.values():
         assert 0.0 <= row["R@1"] <= row["R@5"] <= row["R@10"] <= row["R@25"] <= 1.0
         assert row["H@10"] >= row["R@10"]
-    assert [len(cv["folds"]) for cv in results["cv"]] == [2, 2]
+    assert results["bench"] == "bench/recall.py" and results["commit"]
+
+
+def test_committed_recall_dataset_is_its_generators_output() -> None:
+    """bench/data/make_recall_dataset.py rebuilds bench/data/recall_dataset.json byte for byte."""
+    sys.path.insert(0, str(DATA))
+    try:
+        recall = importlib.import_module("make_recall_dataset")
+    finally:
+        sys.path.remove(str(DATA))
+    committed = (DATA / "recall_dataset.json").read_text(encoding="utf-8")
+    assert committed == json.dumps(recall.build(), indent=1, ensure_ascii=False) + "\n"

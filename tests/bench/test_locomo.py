@@ -152,131 +152,25 @@ def test_missing_data_is_a_skip(
     assert "skipped" in capsys.readouterr().out
 
 
-def test_refit_on_the_same_lists_changes_nothing(
+def test_cv_fits_the_shipped_features_on_ten_tiny_conversations(
     bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """bench/locomo_refit.py on ten tiny conversations (its five folds of two): the same lists
-    before and after give the same three rows and no changed question; lists of other
-    questions are refused."""
+    """bench/locomo_cv.py on ten tiny conversations (its five folds of two): every
+    configuration is scored held out and the shipped coefficients are fitted."""
+    pytest.importorskip("sklearn")
     locomo, _ = bench
-    refit = importlib.import_module("locomo_refit")
-    convs = []
-    for n in range(10):
-        [conv] = tiny_locomo()
-        convs.append({**conv, "sample_id": f"conv-{n}"})
-    data = tmp_path / "locomo10.json"
-    data.write_text(json.dumps(convs), encoding="utf-8")
-    lists = tmp_path / "lists.json"
-    assert (
-        locomo.main(["--data", str(data), "--lists", str(lists)], embedder=WordHashEmbedder()) == 0
-    )
-    capsys.readouterr()
-    assert refit.main(["--before", str(lists), "--after", str(lists), "--data", str(data)]) == 0
-    printed = capsys.readouterr().out
-    for mode in ("hybrid", "keyword"):
-        block = printed.split(f"{mode} (")[1].split("\n\n")[0].splitlines()
-        rows = [
-            line.split(maxsplit=1)[1]
-            for line in block
-            if line.strip().startswith(("before", "after"))
-        ]
-        assert len(rows) == 3 and len(set(rows)) == 1, block
-    assert "R@25 " not in printed.replace("R@10/R@25/H@10", "")  # no question changed
-    other = tmp_path / "other.json"
-    other.write_text(
-        json.dumps(json.loads(lists.read_text(encoding="utf-8"))[::-1]), encoding="utf-8"
-    )
-    with pytest.raises(SystemExit, match="different questions"):
-        refit.main(["--before", str(lists), "--after", str(other), "--data", str(data)])
-    assert refit.main(["--before", str(lists), "--after", str(lists),
-                       "--data", str(tmp_path / "nowhere.json")]) == 0  # fmt: skip
-    assert "skipped" in capsys.readouterr().out
-
-
-def test_repeats_ab_times_recall_with_and_without_the_collapse(
-    bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """bench/repeats_ab.py on the tiny file: both sides timed, and the collapse is back on
-    after the run (recall shows a repeated utterance once)."""
-    import pmm.recall.sources as sources
-
-    ab = importlib.import_module("repeats_ab")
-    collapse = (sources.one_copy, sources.utterance)
-    data = tmp_path / "locomo10.json"
-    data.write_text(json.dumps(tiny_locomo()), encoding="utf-8")
-    assert ab.main(["--data", str(data), "--rounds", "2"]) == 0
-    printed = capsys.readouterr().out
-    assert "2 questions x 2 rounds, 5 turns" in printed
-    assert "with    the repeat collapse: p50" in printed and "p50 ratio" in printed
-    assert (sources.one_copy, sources.utterance) == collapse
-
-
-def test_slot_variants_are_what_they_say_and_leave_the_shipped_slots(
-    bench: tuple[ModuleType, ModuleType], tmp_path: Path
-) -> None:
-    """bench/locomo_slots.py: each variant's slots; a run (here skipped: no data) puts
-    PMM's own slots back."""
-    from pmm.recall import slots
-
-    variants = importlib.import_module("locomo_slots")
-    shipped = dict(slots.SLOTS)
-    broad = variants.variant("broad")
-    assert set(broad) == {"job", "home", "pet"}
-    assert all(not s.attributes for s in variants.variant("broad-words").values())
-    assert all(not s.words and s.idiom is None for s in variants.variant("broad-facts").values())
-    assert broad["job"].asks.search("What career path has Caroline decided to pursue?")
-    assert not slots.asked_slots("What career path has Caroline decided to pursue?")
-    assert variants.main(["--variant", "broad", "--data", str(tmp_path / "none")]) == 0
-    assert shipped == slots.SLOTS
-    with pytest.raises(SystemExit):
-        variants.variant("nope")
-
-
-def test_ceiling_splits_the_evidence_three_ways(
-    bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """bench/locomo_ceiling.py on ten tiny conversations: the dense ranker lists all five
-    turns, so the union of the lists holds every evidence turn at depth 10, the hybrid
-    fusion loses none to the candidate cut, and each mode's three shares add up to 1."""
-    locomo, _ = bench
-    ceiling = importlib.import_module("locomo_ceiling")
+    cv = importlib.import_module("locomo_cv")
     convs = [{**tiny_locomo()[0], "sample_id": f"conv-{n}"} for n in range(10)]
     data = tmp_path / "locomo10.json"
     data.write_text(json.dumps(convs), encoding="utf-8")
     lists = tmp_path / "lists.json"
-    argv = ["--data", str(data), "--lists", str(lists), "--depth", "300"]
+    argv = ["--data", str(data), "--lists", str(lists)]
     assert locomo.main(argv, embedder=WordHashEmbedder()) == 0
     capsys.readouterr()
-    assert ceiling.main(["--lists", str(lists), "--data", str(data)]) == 0
+    out = tmp_path / "cv.json"
+    argv = ["--lists", str(lists), "--data", str(data), "--json", str(out)]
+    assert cv.main([*argv, "--vectors", str(tmp_path / "no-cache.npz")]) == 0
     printed = capsys.readouterr().out
-    cells = {
-        line.split()[0]: [float(x) for x in line.split()[1:]]
-        for line in printed.splitlines()
-        if line.startswith("  union@") or line.startswith("  dense@")
-    }
-    assert cells["union@10"][0] == 1.0 and cells["dense@10"][0] == 1.0
-    for mode in ("hybrid", "keyword"):
-        block = printed.split(f"fusion, {mode}")[1].split("\n\n")[0].splitlines()
-        shares = [float(line[24:].split()[0]) for line in block[2:5]]  # the 'all' column
-        assert sum(shares) == pytest.approx(1.0), block
-        if mode == "hybrid":
-            assert shares[2] == 0.0, block  # in no list
-    assert "0 of 30 evidence turns" in printed  # 3 per conversation
-
-
-def test_sessions_ranked_by_their_turns(bench: tuple[ModuleType, ModuleType]) -> None:
-    """Two-stage recall's first stage (bench/locomo_stages.py): BM25 over each session's
-    concatenated turns puts the session holding the question's rare words first."""
-    _, data = bench
-    stages = importlib.import_module("locomo_stages")
-    conv = data.Conversation("c", ("Ann", "Bob"), [
-        data.Turn("D1:1", "Ann", 1, data.parse_date("1:56 pm on 8 May, 2023"), "Ann: kiln bowl"),
-        data.Turn("D2:1", "Bob", 2, data.parse_date("1:56 pm on 9 May, 2023"), "Bob: greyhound"),
-        data.Turn("D2:2", "Ann", 2, data.parse_date("1:56 pm on 9 May, 2023"), "Ann: Zephyr"),
-    ], [])  # fmt: skip
-    assert stages.session_order_bm25(conv, "Is Zephyr a greyhound?") == [2]
-    assert stages.session_order_bm25(conv, "the kiln") == [1]
-    # the same under PMM's own words (stemmed: "greyhounds" finds "greyhound")
-    assert stages.session_order_stemmed(conv, "Are there greyhounds?") == [2]
-    assert stages.session_order_stemmed(conv, "kilns and bowls") == [1]
-    assert stages.session_of(conv) == {1: 1, 2: 2, 3: 2}
+    assert "learned: shipped, held out: R@10" in printed and "never below" in printed
+    record = json.loads(out.read_text(encoding="utf-8"))
+    assert set(record["results"]["coefficients hybrid"]) and record["commit"]

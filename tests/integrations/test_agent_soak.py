@@ -15,11 +15,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 def test_short_agent_soak_stores_every_message_once(tmp_path: Path) -> None:
     command = [sys.executable, str(REPO_ROOT / "bench" / "agent_soak.py"), "--seconds", "4"]
-    command += ["--processes", "1", "--threads", "2", "--backend", "sqlite", "--json"]
+    out = tmp_path / "soak.json"
+    command += ["--processes", "1", "--threads", "2", "--backend", "sqlite", "--json", str(out)]
     command += ["--bad", "0.4", "--cancel", "0.2", "--long-thread", "40", "--long-rounds", "2"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TMPDIR": str(tmp_path)}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-    result = json.loads(done.stdout)
+    assert done.returncode == 0 or out.exists(), done.stderr
+    result = json.loads(out.read_text(encoding="utf-8"))
     soak = result["sqlite"]
     assert soak["errors"] == [] and soak["threads_left_failing"] == []
     assert soak["expected_messages"] > 0 and soak["missing"] == 0 and soak["stored_twice"] == 0
