@@ -61,7 +61,7 @@ ROWS: tuple[Row, ...] = (
         page="locomo.md",
     ),
     Row(
-        json="bench/results/peers.json",
+        json="docs/benchmarks/data/peers.json",
         key=("datasets", "locomo", "systems", "pmm", "R@10"),
         label="recall@10, LoCoMo, beside mem0 and LangGraph stores",
         pmm_label="PMM default",

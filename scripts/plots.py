@@ -198,8 +198,8 @@ def headline_recall() -> Path:
     return _save(figure, "headline-recall.svg")
 
 
-PEERS = ROOT / "bench" / "results" / "peers.json"
-"""bench/peers.py's run: ``python bench/peers.py --json bench/results/peers.json``."""
+PEERS = DATA / "peers.json"
+"""bench/peers.py's run: ``python bench/peers.py --json docs/benchmarks/data/peers.json``."""
 
 
 def peers() -> Path:
@@ -219,18 +219,73 @@ def peers() -> Path:
         ax.set_xlim(0, 1)
         ax.set_title(f"{name}: {data['datasets'][name]['questions']:,} questions", fontsize=8)
         ax.set_xlabel("R@10")
-    machine = data["machine"]
     figure.suptitle(
-        f"Recall@10 beside the peers, one run, the same MiniLM vectors ({machine['date'][:10]}, "
-        f"{machine['cpus']} CPUs); mem0 with infer=False",
+        f"Recall@10 beside the peers, one run, the same MiniLM vectors "
+        f"({data['measured'][:10]}, {data['machine']}); mem0 with infer=False",
         fontsize=8,
         y=1.03,
     )
     return _save(figure, "peers-recall.svg")
 
 
+CONTEXT_SYSTEMS = {
+    "pmm": ("PMM context", "tab:blue", "-"),
+    "recall": ("PMM recall to the budget", "tab:cyan", "--"),
+    "half": ("half buffer, then PMM recall", "tab:purple", "--"),
+    "bm25": ("BM25 turns to the budget", "tab:olive", ":"),
+    "mem0": ("mem0 search (infer=False)", "tab:red", ":"),
+    "langgraph": ("LangGraph store search", "tab:orange", ":"),
+    "buffer": ("buffer (newest turns)", "tab:gray", ":"),
+}
+"""The systems of bench/context.py, as the plot names them."""
+
+
+def context() -> Path:
+    """Evidence in the context against the budget, PMM beside the baselines and the peers,
+    one panel per mode (``python bench/context.py --json docs/benchmarks/data/context.json``)."""
+    data = _load("context.json")
+    table = data["table"]
+    modes = [m for m in ("thread", "new") if m in table]
+    titles = {"thread": "asked in the thread that holds it", "new": "asked in a new thread"}
+    figure, axes = plt.subplots(1, len(modes), figsize=(4.2 * len(modes), 3.4), sharey=True)
+    for ax, mode in zip(list(axes) if len(modes) > 1 else [axes], modes, strict=True):
+        for system, (label, color, style) in CONTEXT_SYSTEMS.items():
+            rows = table[mode].get(system)
+            if not rows:
+                continue
+            budgets = sorted(rows, key=int)
+            values = [rows[b]["evidence"] for b in budgets]
+            width = 2.2 if system == "pmm" else 1.2
+            ax.plot(
+                [int(b) for b in budgets],
+                values,
+                style,
+                color=color,
+                lw=width,
+                label=label,
+                marker="o",
+                ms=3,
+            )
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([500, 1000, 2000, 4000], ["500", "1,000", "2,000", "4,000"])
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("token budget")
+        ax.set_title(titles[mode], fontsize=8)
+        ax.grid(alpha=0.3)
+    (axes[0] if len(modes) > 1 else axes).set_ylabel("share of evidence turns in the context")
+    (axes[-1] if len(modes) > 1 else axes).legend(fontsize=7, loc="lower right")
+    figure.suptitle(
+        f"LoCoMo, {data['questions']} questions: what the model sees ({data['measured'][:10]}, "
+        f"{data['machine']})",
+        fontsize=8,
+        y=1.02,
+    )
+    return _save(figure, "context-evidence.svg")
+
+
 def main() -> None:
-    for draw in (recall_at_k, latency_against_events, bytes_per_turn, headline_recall, peers):
+    draws = (recall_at_k, latency_against_events, bytes_per_turn, headline_recall, peers)
+    for draw in (*draws, context):
         print(f"wrote {draw().relative_to(ROOT)}")
 
 

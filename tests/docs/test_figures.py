@@ -112,6 +112,5 @@ def test_the_readme_says_why_pmm_in_its_first_40_lines_and_stays_short() -> None
     assert "**Pick PMM when**" in first
     assert "| | PMM | mem0" in first and "LangMem" in first and "LangGraph stores" in first
     assert 'pip install ".[agents]"' in README and "not on PyPI" in README
-    assert "<!-- context: updated by the context work -->" in README
     for lab_note in ("target", "/tmp/", "main `"):
         assert lab_note not in FIGURES.readme_block(README)
