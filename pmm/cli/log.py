@@ -57,7 +57,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         stats = store.stats()
         applied = [_migration_name(m) for m in store.applied_migrations]
     result = {
-        "path": str(Path(path).resolve()),
+        "path": _abs(path),
         "created": not existed,
         "schema_version": stats["schema_version"],
         "applied": applied,
@@ -78,16 +78,16 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         version = store.stats()["schema_version"]
         applied = [_migration_name(m) for m in store.applied_migrations]
     result = {
-        "path": str(Path(path).resolve()),
+        "path": _abs(path),
         "schema_version": version,
         "applied": applied,
         "backup": backups[0] if backups else None,
     }
     lines = _applied_lines(applied, result["backup"])
     if not applied:
-        lines = [f"{path} is up to date (schema version {version}); nothing to apply"]
+        lines = [f"{_abs(path)} is up to date (schema version {version}); nothing to apply"]
     else:
-        lines.append(f"{path} is now at schema version {version}")
+        lines.append(f"{_abs(path)} is now at schema version {version}")
     return _emit(args, result, "\n".join(lines))
 
 
@@ -123,7 +123,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         return _emit(args, stats, "")
     lines = [
-        f"database: {Path(stats['path']).resolve()}",
+        f"database: {stats['path']}",  # absolute, or a URL without its password
         f"schema version: {stats['schema_version']}",
         f"size on disk: {format_size(int(stats['bytes_on_disk']))}",
         f"events: {stats['events']:,}   turns: {turns:,}",
@@ -387,12 +387,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         result["user"] = user
         result["user_head"] = report.user_head
         text = (
-            f"imported {len(events):,} events of user {user!r} into {path} with new ids, "
+            f"imported {len(events):,} events of user {user!r} into {_abs(path)} with new ids, "
             f"plus an `imported` record of the file's head; her chain verifies "
             f"(head id {report.head_id}, hash {report.user_head})"
         )
     else:
-        text = f"imported {len(events):,} events into {path}; the chain verifies"
+        text = f"imported {len(events):,} events into {_abs(path)}; the chain verifies"
         if report.head is not None:
             text += f" (head id {report.head_id}, hash {report.head})"
     return _emit(args, result, text + "\nembeddings are not imported: run `pmm embed`")
