@@ -232,17 +232,23 @@ def _print_verify(
         if user is not None and report.user_head is not None:
             lines += [
                 f"user head: {report.user_head}",
-                f"pin it: pmm verify --user {user} --expect-head {report.user_head}",
+                f"pin it (stays valid as her chain grows): pmm verify --user {user} "
+                f"--expect-head {report.user_head}",
             ]
-        elif report.root is not None:
+        elif report.root is not None and report.head is not None:
+            # The pins offered survive growth: a row's hash stays in the log as it grows,
+            # the root changes with every append (by anyone), so a scheduled check built
+            # on it would cry tampering whenever someone chats.
             lines += [
-                f"root over {len(report.heads):,} chains: {report.root}",
-                f"pin it: pmm verify --expect-head {report.root}",
+                f"root over {len(report.heads):,} chains: {report.root}"
+                " (changes with every append: pin it only for a copy that no longer grows)",
+                f"pin it (stays valid as the log grows): pmm verify --expect-head {report.head}",
+                "  or a user's head: pmm verify --user USER (prints the pin for her chain)",
             ]
     else:
-        where = f"at event {report.first_bad_id}" if report.first_bad_id is not None else ""
+        where = f" at event {report.first_bad_id}" if report.first_bad_id is not None else ""
         lines = [
-            f"FAILED {where}: {report.reason}".replace("  ", " "),
+            f"FAILED{where}: {report.reason}",
             f"{report.rows:,} rows checked in {speed}",
         ]
         if report.head_id is not None:
