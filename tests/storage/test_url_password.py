@@ -107,3 +107,18 @@ def test_a_failed_connection_names_the_url_without_its_password(password: str, w
         PostgresEventStore(url, timeout=2.0)
     assert password not in str(caught.value)
     assert shown in str(caught.value)
+
+
+def test_the_chat_banner_hides_the_password(
+    url: str, password: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from pmm.chat.repl import main as chat
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # Ctrl-D at once
+    chat(["--db", url])
+    out, err = capsys.readouterr()
+    assert password not in out + err
+    assert f"memory in {_masked(url, password)}" in out
