@@ -7,6 +7,7 @@ It listens on 127.0.0.1 on an ephemeral port and answers what ``langchain_openai
   structured output (``response_format`` json_schema / json_object, or tools): the reply's text
   is the message content, a scripted tool call becomes ``tool_calls``;
 - ``POST /v1/responses``: the Responses API (``use_responses_api=True``), not streamed;
+- ``POST /v1/embeddings``: eight-dimensional vectors (or a scripted error status);
 - ``GET /v1/models``.
 
 Replies come from a queue, first in first out, shared by every endpoint; when the queue is empty
@@ -330,6 +331,20 @@ def _response(fake: FakeOpenAI, body: dict[str, Any], reply: Reply, prompt: str)
     }
 
 
+def _embeddings(body: dict[str, Any]) -> Any:
+    """Eight-dimensional vectors, one per input, from the text's bytes (same text, same
+    vector)."""
+    inputs = body.get("input", [])
+    texts = [inputs] if isinstance(inputs, str) else list(inputs)
+    data = []
+    for index, text in enumerate(texts):
+        raw = (str(text).encode() or b"\0") * 8
+        vector = [((raw[i] % 17) + 1) / 17.0 for i in range(8)]
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+    return {"object": "list", "data": data, "model": body.get("model", "fake"), "usage": usage}
+
+
 def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -376,7 +391,7 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             request = self._read()
             path = self.path.split("?")[0].rstrip("/")
-            if path not in {"/v1/chat/completions", "/v1/responses"}:
+            if path not in {"/v1/chat/completions", "/v1/responses", "/v1/embeddings"}:
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             body = request.body if isinstance(request.body, dict) else {}
@@ -397,7 +412,9 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send_json(reply.status, {"error": error})
                 return
             prompt = request.text
-            if path == "/v1/responses":
+            if path == "/v1/embeddings":
+                self._send_json(200, _embeddings(body))
+            elif path == "/v1/responses":
                 self._send_json(200, _response(fake, body, reply, prompt))
             elif body.get("stream"):
                 self._send_events(_chat_chunks(fake, body, reply, prompt))

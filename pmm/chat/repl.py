@@ -43,6 +43,7 @@ from pmm.chat.terminal import (
 )
 from pmm.context.users import checked_user
 from pmm.errors import InvalidInputError, PMMError
+from pmm.models.redact import mask_url
 from pmm.records import NewEvent
 from pmm.settings import Settings
 from pmm.text.words import found_by, snippet
@@ -303,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(
             f"PMM chat - {responder.banner} - session {settings.session_id!r}, "
-            f"memory in {settings.db_path} ({features(settings)})"
+            f"memory in {mask_url(settings.db_url or settings.db_path)} ({features(settings)})"
         )
         print("Type a message, or /help for commands; Ctrl-D leaves.")
         enable_line_editing()

@@ -34,6 +34,7 @@ from pmm.errors import (
     PMMError,
 )
 from pmm.events.turns import TURN_KINDS
+from pmm.models.redact import mask_url, redact_secrets
 from pmm.settings import Settings
 from pmm.storage import is_postgres_url, open_store
 from pmm.text.words import found_by, snippet
@@ -182,7 +183,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         "packages": {name: _package_version(name) for name in _PACKAGES},
         "db_path": _abs(settings.db_path),
         "db_exists": Path(settings.db_path).exists(),
-        "settings": settings.as_dict(),
+        "settings": _shown_settings(settings),
         "digest_backends": backends,
         "digest_chain": chain_names(settings),
         "embeddings": embeddings,
@@ -200,7 +201,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         f"python {result['python']} on {result['platform']}; SQLite {result['sqlite']}",
         "installed: " + ", ".join(installed),
         "not installed: " + (", ".join(missing) or "-"),
-        f"database: {settings.db_path}"
+        f"database: {result['db_path']}"
         + ("" if result["db_exists"] else _missing_db_note(settings.db_path)),
         "",
         f"summaries: {'on' if settings.enable_summary else 'off'} (PMM_ENABLE_SUMMARY);"
@@ -245,7 +246,7 @@ def _vector_search(path: str) -> str:
         with PostgresEventStore(path, timeout=5.0) as store:
             return f"{store.vector_backend}: {store.vector_detail}"
     except PMMError as exc:  # doctor reports what it cannot reach instead of stopping
-        return f"unknown: {exc}"
+        return f"unknown: {redact_secrets(str(exc))}"
 
 
 def _doctor_database_lines(found: dict[str, Any] | None) -> list[str]:
@@ -261,6 +262,15 @@ def _doctor_database_lines(found: dict[str, Any] | None) -> list[str]:
 
 
 # -- helpers: doctor -----------------------------------------------------------------
+
+
+def _shown_settings(settings: Settings) -> dict[str, Any]:
+    """The settings as doctor prints them: a database URL without its password."""
+    shown = settings.as_dict()
+    for name in ("db_path", "db_url"):
+        if isinstance(shown.get(name), str):
+            shown[name] = mask_url(shown[name])
+    return shown
 
 
 def _package_version(name: str) -> str | None:

@@ -63,7 +63,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         stats = store.stats()
         applied = [_migration_name(m) for m in store.applied_migrations]
     result = {
-        "path": str(Path(path).resolve()),
+        "path": _abs(path),
         "created": not existed,
         "schema_version": stats["schema_version"],
         "applied": applied,
@@ -84,16 +84,16 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         version = store.stats()["schema_version"]
         applied = [_migration_name(m) for m in store.applied_migrations]
     result = {
-        "path": str(Path(path).resolve()),
+        "path": _abs(path),
         "schema_version": version,
         "applied": applied,
         "backup": backups[0] if backups else None,
     }
     lines = _applied_lines(applied, result["backup"])
     if not applied:
-        lines = [f"{path} is up to date (schema version {version}); nothing to apply"]
+        lines = [f"{_abs(path)} is up to date (schema version {version}); nothing to apply"]
     else:
-        lines.append(f"{path} is now at schema version {version}")
+        lines.append(f"{_abs(path)} is now at schema version {version}")
     return _emit(args, result, "\n".join(lines))
 
 
@@ -129,7 +129,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         return _emit(args, stats, "")
     lines = [
-        f"database: {Path(stats['path']).resolve()}",
+        f"database: {stats['path']}",  # absolute, or a URL without its password
         f"schema version: {stats['schema_version']}",
         f"size on disk: {format_size(int(stats['bytes_on_disk']))}",
         f"events: {stats['events']:,}   turns: {turns:,}",
@@ -238,17 +238,23 @@ def _print_verify(
         if user is not None and report.user_head is not None:
             lines += [
                 f"user head: {report.user_head}",
-                f"pin it: pmm verify --user {user} --expect-head {report.user_head}",
+                f"pin it (stays valid as her chain grows): pmm verify --user {user} "
+                f"--expect-head {report.user_head}",
             ]
-        elif report.root is not None:
+        elif report.root is not None and report.head is not None:
+            # The pins offered survive growth: a row's hash stays in the log as it grows,
+            # the root changes with every append (by anyone), so a scheduled check built
+            # on it would cry tampering whenever someone chats.
             lines += [
-                f"root over {len(report.heads):,} chains: {report.root}",
-                f"pin it: pmm verify --expect-head {report.root}",
+                f"root over {len(report.heads):,} chains: {report.root}"
+                " (changes with every append: pin it only for a copy that no longer grows)",
+                f"pin it (stays valid as the log grows): pmm verify --expect-head {report.head}",
+                "  or a user's head: pmm verify --user USER (prints the pin for her chain)",
             ]
     else:
-        where = f"at event {report.first_bad_id}" if report.first_bad_id is not None else ""
+        where = f" at event {report.first_bad_id}" if report.first_bad_id is not None else ""
         lines = [
-            f"FAILED {where}: {report.reason}".replace("  ", " "),
+            f"FAILED{where}: {report.reason}",
             f"{report.rows:,} rows checked in {speed}",
         ]
         if report.head_id is not None:
@@ -393,12 +399,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         result["user"] = user
         result["user_head"] = report.user_head
         text = (
-            f"imported {len(events):,} events of user {user!r} into {path} with new ids, "
+            f"imported {len(events):,} events of user {user!r} into {_abs(path)} with new ids, "
             f"plus an `imported` record of the file's head; her chain verifies "
             f"(head id {report.head_id}, hash {report.user_head})"
         )
     else:
-        text = f"imported {len(events):,} events into {path}; the chain verifies"
+        text = f"imported {len(events):,} events into {_abs(path)}; the chain verifies"
         if report.head is not None:
             text += f" (head id {report.head_id}, hash {report.head})"
     return _emit(args, result, text + "\nembeddings are not imported: run `pmm embed`")

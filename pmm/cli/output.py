@@ -32,6 +32,7 @@ from pmm.errors import (
     ReadOnlyDatabaseError,
     UnsupportedOperationError,
 )
+from pmm.models.redact import mask_url
 from pmm.records import Event
 from pmm.settings import Settings
 from pmm.storage import is_postgres_url
@@ -97,7 +98,10 @@ def _db_path(args: argparse.Namespace) -> str:
 
 
 def _abs(path: str) -> str:
-    """``path`` made absolute for --json output (``-`` and ``:memory:`` stay as they are)."""
+    """``path`` made absolute for output (``-`` and ``:memory:`` stay as they are; a
+    database URL is shown as it is, without its password)."""
+    if "://" in path:
+        return mask_url(path)
     return path if path in ("-", ":memory:") else str(Path(path).resolve())
 
 

@@ -139,10 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         cmd_verify,
         "Walk every user's hash chain and check every row.",
-        "Prints the rows checked, the root over every chain's head (pin it with\n"
-        "--expect-head next time to catch a chain cut back or rewritten) and the speed;\n"
-        "with --user, that user's chain alone and her head. Exit 1 when a row does not\n"
-        "verify, with its id and the reason.",
+        "Prints the rows checked, the newest row's hash (pin it with --expect-head: it\n"
+        "stays valid as the log grows), the root over every chain's head (it changes with\n"
+        "every append) and the speed; with --user, that user's chain alone and her head\n"
+        "(a pin for her chain). Each chain's last row is compared with the head recorded\n"
+        "at its last append, so events removed from its end fail without a pin. Exit 1\n"
+        "when a row does not verify or rows were removed, with the reason.",
     )
     p.add_argument(
         "--expect-head",

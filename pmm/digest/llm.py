@@ -27,7 +27,7 @@ from pmm.digest.base import Digest
 from pmm.errors import BackendError, MissingDependencyError
 from pmm.events.roles import normalize_role, roles_for
 from pmm.models.llm_json import json_object
-from pmm.models.redact import redact_secrets
+from pmm.models.redact import error_text
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -168,7 +168,7 @@ class LLMDigester:
         except Exception as exc:
             # The message is redacted and the cause dropped: a server may echo the API key
             # it rejected, and this message goes to the log (see pmm/models/redact.py).
-            detail = redact_secrets(f"{type(exc).__name__}: {exc}")
+            detail = error_text(exc, self.model)
             raise BackendError(f"the chat model call failed: {detail}") from None
         if isinstance(result, dict) and "parsed" in result:
             if result.get("parsing_error") is not None:

@@ -35,6 +35,7 @@ from pmm.digest.heuristic import HeuristicDigester
 from pmm.digest.keywords import heuristic_keywords, spacy_pipeline_status
 from pmm.errors import BackendError
 from pmm.events.roles import roles_for, with_speaker
+from pmm.models.redact import error_text
 from pmm.settings import Settings
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ class FallbackDigester:
             try:
                 loaded = current.load()
             except Exception as exc:
-                reason = f"{type(exc).__name__}: {exc}"
+                reason = error_text(exc)  # redacted: a provider may echo its API key
                 self._failed_at_load[current.name] = reason
                 logger.warning(
                     "digest backend %r failed to load (%s); falling back to %s",
@@ -157,7 +158,7 @@ class FallbackDigester:
                 if len(digests) != len(texts):
                     raise BackendError(f"returned {len(digests)} digests for {len(texts)} turns")
             except Exception as exc:
-                reason = f"{type(exc).__name__}: {exc}"
+                reason = error_text(exc, backend)  # redacted: a provider may echo its key
                 problems.append(f"{backend.name}: {reason}")
                 self._warn_run_failure(backend.name, index, reason)
                 continue

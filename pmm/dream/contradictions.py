@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pmm.embed.base import embed_texts
 from pmm.facts import SINGLE_VALUED, extract_facts
 from pmm.models.llm_json import json_object
+from pmm.models.redact import error_text
 from pmm.records import NewEvent
 from pmm.text.words import STOPWORDS, WORD
 
@@ -103,7 +105,7 @@ def candidate_pairs(
     texts = [s.content or "" for s in statements]
     vectors: np.ndarray[Any, Any] | None = None
     if embedder is not None:
-        raw = np.asarray(embedder.embed(texts), dtype=np.float32)
+        raw = embed_texts(embedder, texts)
         norms = np.linalg.norm(raw, axis=1, keepdims=True)
         vectors = raw / np.where(norms == 0, 1, norms)
     keys = [_keywords(s) for s in statements]
@@ -231,11 +233,10 @@ def find_contradictions(
             except Exception as exc:  # the pair stays unchecked: a later dream asks again
                 if not warned:
                     warned = True
-                    log.warning(
-                        "contradiction check by the chat model failed (%s: %s); "
+                    log.warning(  # redacted: a provider may echo the API key it refused
+                        "contradiction check by the chat model failed (%s); "
                         "those pairs are asked again at the next dream",
-                        type(exc).__name__,
-                        exc,
+                        error_text(exc, chat_model),
                     )
                 continue
             store.add_edges([(newer.id, older.id, CHECKED)])

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pmm.events.turns import TURN_KINDS, turn_role
+from pmm.models.redact import error_text, remember_secrets_of
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -52,6 +53,7 @@ class Processor:
     ) -> None:
         self.store = store
         self.settings = settings
+        remember_secrets_of(llm, digester, embedder)  # keys handed in code: never logged
         self._llm = llm
         self._digester = digester
         self._embedder = embedder
@@ -153,10 +155,9 @@ class Processor:
                     self._embed_pending(len(turns))
         except Exception as exc:  # the turns are stored; they stay pending
             log.warning(
-                "inline digest/embedding failed (%s: %s); events %s stay pending for "
+                "inline digest/embedding failed (%s); events %s stay pending for "
                 "`pmm dream` or the next process",
-                type(exc).__name__,
-                exc,
+                error_text(exc, self._llm, self._digester, self._embedder),
                 [e.id for e in turns],
             )
 

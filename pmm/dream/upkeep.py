@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pmm.errors import InvalidInputError, PMMError, UnsupportedOperationError
 from pmm.events.turns import TURN_KINDS
+from pmm.models.redact import error_text
 from pmm.records import DreamReport
 
 if TYPE_CHECKING:
@@ -108,10 +109,9 @@ class Upkeep:
             self.dream()
         except Exception as exc:
             log.warning(
-                "dream on close failed (%s: %s); pending work stays for the next dream "
+                "dream on close failed (%s); pending work stays for the next dream "
                 "(set PMM_DREAM_ON_CLOSE=0 to skip it)",
-                type(exc).__name__,
-                exc,
+                error_text(exc, self._llm),
             )
 
     def compress_in_passing(self, *, seconds: float, idle: bool) -> int:
@@ -163,7 +163,7 @@ class Upkeep:
         try:
             return self.compress_in_passing(seconds=seconds, idle=idle)
         except Exception as exc:
-            key = f"{type(exc).__name__}: {exc}"
+            key = error_text(exc)
             if key not in self._compress_errors:
                 self._compress_errors.add(key)
                 log.warning(
@@ -215,7 +215,9 @@ class Upkeep:
         except PMMError as exc:
             if not self._warned_no_llm:
                 self._warned_no_llm = True
-                log.warning("consolidation runs without an llm (%s): using heuristics", exc)
+                log.warning(
+                    "consolidation runs without an llm (%s): using heuristics", error_text(exc)
+                )
             return None
         return self._llm
 

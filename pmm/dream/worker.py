@@ -26,6 +26,8 @@ import threading
 import weakref
 from collections.abc import Callable
 
+from pmm.models.redact import error_text
+
 log = logging.getLogger(__name__)
 
 _LIVE: weakref.WeakSet[BackgroundWorker] = weakref.WeakSet()
@@ -126,10 +128,9 @@ class BackgroundWorker:
         self.stop()
         if not flushed and self.last_error is not None:
             log.warning(
-                "background digest stopped on an error (%s: %s): the remaining events stay "
+                "background digest stopped on an error (%s): the remaining events stay "
                 "pending and are picked up by the next Mind or `pmm dream`",
-                type(self.last_error).__name__,
-                self.last_error,
+                _describe(self.last_error),
             )
         elif not flushed:
             log.warning(
@@ -194,7 +195,8 @@ class BackgroundWorker:
 
 
 def _describe(exc: BaseException | None) -> str:
-    return "no error recorded" if exc is None else f"{type(exc).__name__}: {exc}"
+    """``"TypeName: message"``, redacted: a provider's error may echo its API key."""
+    return "no error recorded" if exc is None else error_text(exc)
 
 
 @atexit.register

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pmm.embed.base import embed_texts
 from pmm.errors import BackendError, InvalidInputError
 from pmm.events.roles import without_speaker
 
@@ -83,7 +84,7 @@ def embed_pending(
             # Vectors written by an earlier batch are gone again (deleted meanwhile by
             # another process): stop rather than loop; a later call picks them up.
             break
-        vectors = embedder.embed([text_to_embed(e) for e in events])
+        vectors = embed_texts(embedder, [text_to_embed(e) for e in events])
         if vectors.ndim != 2 or vectors.shape[0] != len(events):
             raise BackendError(f"{model} returned {vectors.shape} vectors for {len(events)} texts")
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)

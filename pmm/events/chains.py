@@ -19,7 +19,7 @@ as the one legacy chain, exactly as before. See ``docs/design/chains.md``.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from hashlib import sha256
 
@@ -75,6 +75,16 @@ class ChainsWalker:
     that carries one must have been assigned it (as for older rows). Older rows go to
     :class:`pmm.events.chain.ChainWalker` as the one legacy chain (with ``user``, only
     their user is checked: their links run through other users' rows).
+
+    Rows removed from a chain are named as such, not blamed on a row that is there:
+    ``heads`` (``{chain key: (head id, head hash)}``, what the store recorded at its last
+    append, read in the same snapshot as the rows) is compared with the last row walked
+    of each chain, so a chain cut at its end fails ("chain 'alice' ends at id 40 but its
+    recorded head is 45: events were removed from its end"); and a row that links to a
+    row no longer in the log (``find(hash)`` answers None), while its own text and hash
+    verify, is reported as a removal before it (what an honest append after such a cut
+    looks like): ``first_bad_id`` is that row, where the walk stopped, and the reason says
+    it is intact and what was removed.
     """
 
     def __init__(
@@ -83,15 +93,23 @@ class ChainsWalker:
         keys: Iterable[tuple[str, bytes]] = (),
         expect_head: str | None = None,
         user: str | None = None,
+        heads: Mapping[str, tuple[int, str | None]] | None = None,
+        find: Callable[[str], int | None] | None = None,
     ) -> None:
         self._started = time.perf_counter()
         self.legacy = ChainWalker()
         self.expect_head = expect_head
         self._found_expected = expect_head is None
         self._secrets: dict[str, bytes] = dict(keys)
-        self._by_digest: dict[str, bytes] = {
-            user_digest(secret, key): secret for key, secret in self._secrets.items() if key
+        self._labels: dict[str, str] = {  # chain key -> the label its rows carry
+            key: NO_USER if key == NO_USER_KEY else user_digest(secret, key)
+            for key, secret in self._secrets.items()
         }
+        self._by_digest: dict[str, bytes] = {
+            self._labels[key]: secret for key, secret in self._secrets.items() if key
+        }
+        self._recorded = dict(heads or {})
+        self._find = find
         self._scope = None
         if user is not None:
             secret = self._secrets.get(user)
@@ -104,7 +122,7 @@ class ChainsWalker:
         self._last_id = 0
         self._own: dict[str, str | None] = {}  # user id -> her digest (None: no key)
         self._ids_ok: set[tuple[str | None, ...]] = set()  # ids that matched their digests
-        self.bad: tuple[int, str] | None = None
+        self.bad: tuple[int | None, str] | None = None
         self._seen_v3 = False
 
     def fail(self, id_: int, reason: str) -> None:
@@ -139,6 +157,11 @@ class ChainsWalker:
             head = self.chains.get(label)
             if prev_hash != (None if head is None else head.hash):
                 reason: str | None = _UNLINKED
+                if self._removed_before(prev_hash, content, content_sha256, digest, (
+                    ts, kind, role, content_sha256, meta_json, prev_hash, user_dig, session_dig
+                )):  # fmt: skip
+                    self.bad = (id_, self._removal(label, head, id_))
+                    return self.bad[1]
             elif content is not None and sha256(content.encode()).hexdigest() != content_sha256:
                 reason = _EDITED
             elif (
@@ -192,6 +215,79 @@ class ChainsWalker:
         self._last_hash, self._last_id = digest, id_
         if digest == self.expect_head:
             self._found_expected = True
+        return None
+
+    def _removed_before(
+        self,
+        prev_hash: str | None,
+        content: str | None,
+        content_sha256: str,
+        digest: str,
+        fields: tuple[str, str, str | None, str, str, str | None, str | None, str | None],
+    ) -> bool:
+        """Whether an unlinked row is intact and follows a row that is no longer in the
+        log (rows were removed before it), rather than being moved, reordered or edited."""
+        if self._find is None or prev_hash is None:
+            return False
+        if content is not None and sha256(content.encode()).hexdigest() != content_sha256:
+            return False
+        if digest != sha256(payload_v3(*fields).encode()).hexdigest():
+            return False
+        return self._find(prev_hash) is None
+
+    def _name(self, label: str) -> str:
+        """A chain as a person reads it: ``'alice'``, or ``without a user``."""
+        for key, found in self._labels.items():
+            if found == label:
+                return "without a user" if key == NO_USER_KEY else repr(key)
+        return f"of user digest {label[:16]}"
+
+    def _removal(self, label: str, head: _Head | None, id_: int) -> str:
+        name = self._name(label)
+        if head is None:
+            return (
+                f"chain {name} starts at id {id_}, whose row is intact but follows a row "
+                "that is no longer in the log: events were removed from the start of the "
+                "chain"
+            )
+        return (
+            f"chain {name} breaks between id {head.id} and id {id_}: the row at id {id_} "
+            f"is intact but follows a row that is no longer in the log: events were "
+            f"removed from the chain's end before id {id_} was appended (or rows between "
+            f"were deleted, or the row at id {head.id} was rewritten and re-hashed)"
+        )
+
+    def _heads_reason(self) -> tuple[int | None, str] | None:
+        """The first chain whose last row walked is not the head its store recorded (the
+        hashes are compared: v3 rows do not hash their ids, so a renumbered head still
+        matches)."""
+        for key, (head_id, head_hash) in sorted(self._recorded.items()):
+            label = self._labels.get(key)
+            if label is None or head_id <= 0 or head_hash is None:
+                continue  # a chain without rows yet, or one this walk does not cover
+            walked = self.chains.get(label)
+            if walked is not None and walked.hash == head_hash:
+                continue
+            name = self._name(label)
+            if walked is None:
+                return None, (
+                    f"chain {name} has no rows but its recorded head is {head_id}: "
+                    "events were removed from its end (all of them)"
+                )
+            if walked.id < head_id:
+                return None, (
+                    f"chain {name} ends at id {walked.id} but its recorded head is "
+                    f"{head_id}: events were removed from its end"
+                )
+            if walked.id > head_id:
+                return walked.id, (
+                    f"chain {name} goes on to id {walked.id} past its recorded head "
+                    f"{head_id}: rows were added to it outside PMM (or its head was set back)"
+                )
+            return walked.id, (
+                f"chain {name} ends at id {walked.id}, but its hash is not the recorded "
+                "head's: the row was rewritten and re-hashed (or the recorded head was)"
+            )
         return None
 
     def _user_only(
@@ -254,6 +350,8 @@ class ChainsWalker:
         legacy = self.legacy.report()
         if self.bad is None and not legacy.ok:
             self.bad = (legacy.first_bad_id or 0, legacy.reason or "")
+        if self.bad is None:
+            self.bad = self._heads_reason()
         heads = {label: head.hash for label, head in self.chains.items()}
         root = None
         user_head = None
@@ -265,12 +363,13 @@ class ChainsWalker:
             user_head = heads[self._scope]
         found = self._found_expected or (root is not None and root == self.expect_head)
         reason = None if self.bad is None else self.bad[1]
-        if self.bad is None and not found:
-            reason = (
+        if not found and (self.bad is None or self.bad[0] is None):
+            pinned = (
                 f"the pinned head {self.expect_head} is not in the log (neither the root "
                 + ("nor a row" if self.user is None else "nor a row of this user's chain")
                 + "): it was cut back or rewritten (or the log grew since a root was pinned)"
             )
+            reason = pinned if reason is None else f"{reason}; {pinned}"
         return VerifyReport(
             ok=reason is None,
             rows=self.rows,

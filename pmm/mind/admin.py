@@ -37,9 +37,14 @@ class Administration(MindParts):
         """Walk every user's hash chain, or one user's (see
         :class:`pmm.events.chains.ChainsWalker`)::
 
-            root = mind.verify().root                       # pin it somewhere safe
-            mind.verify(expect_head=root).ok                # later: nothing rewritten
-            mind.verify(user_id="alice").user_head          # her chain alone
+            mind.verify().ok                                # a cut chain fails: see below
+            head = mind.verify(user_id="alice").user_head   # pin it somewhere safe
+            mind.verify(user_id="alice", expect_head=head).ok  # later, however she grew
+
+        Each chain's last row is compared with the head recorded at its last append, so
+        events removed from a chain's end fail without a pin. A pin catches one who also
+        rewrote that record: keep a user's head (or any row's hash), which stays valid as
+        the log grows; the root changes with every append (pin it for a frozen copy only).
 
         Args:
             expect_head: A root or a head hash printed earlier: the report is not ok

@@ -22,6 +22,7 @@ from pmm.errors import InvalidInputError
 from pmm.events.turns import TURN_KINDS
 from pmm.mind.admin import Administration
 from pmm.mind.writing import Writing
+from pmm.models.redact import error_text, mask_url
 from pmm.records import DreamReport, Event, Hit
 from pmm.settings import Settings
 from pmm.storage import EventLog, open_store
@@ -137,7 +138,8 @@ class Mind(Writing, Administration):
         self.close()
 
     def __repr__(self) -> str:
-        return f"Mind({self.settings.db_path!r})"
+        # the URL of a shared log without its password (repr lands in logs and tracebacks)
+        return f"Mind({mask_url(self.settings.db_url or self.settings.db_path)!r})"
 
     # -- reading ---------------------------------------------------------------------
 
@@ -366,7 +368,7 @@ def _close_open_minds() -> None:
         try:
             mind.close()
         except Exception as exc:  # one Mind's failure must not keep the others open
-            log.warning("closing %r at exit failed (%s: %s)", mind, type(exc).__name__, exc)
+            log.warning("closing %r at exit failed (%s)", mind, error_text(exc))
 
 
 def _release(store: EventLog, worker: BackgroundWorker | None) -> None:

@@ -34,6 +34,10 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from pmm.embed.base import embed_texts
+from pmm.errors import BackendError, PMMError
+from pmm.models.redact import error_text
+
 if TYPE_CHECKING:
     from pmm.embed.base import Embedder
 
@@ -140,7 +144,16 @@ class QueryVectors:
     def _embed(self, query: str) -> Vector:
         started = time.perf_counter()
         embed_query = getattr(self.embedder, "embed_query", None)
-        raw = embed_query(query) if callable(embed_query) else self.embedder.embed([query])[0]
+        if callable(embed_query):
+            try:
+                raw = embed_query(query)
+            except PMMError:
+                raise
+            except Exception as exc:  # redacted: an embedding service may echo its key
+                detail = error_text(exc, self.embedder)
+                raise BackendError(f"embedding the query failed: {detail}") from None
+        else:
+            raw = embed_texts(self.embedder, [query])[0]
         vector = np.asarray(raw, dtype=np.float32)
         vector.setflags(write=False)
         with self._lock:

@@ -35,8 +35,11 @@ def test_verify_prints_the_root_and_one_users_head(
     with Mind(str(two_users)) as mind:
         report = mind.verify()
         alice = mind.verify(user_id="alice")
-    assert code == 0 and f"pin it: pmm verify --expect-head {report.root}" in out
+    assert code == 0 and (
+        f"pin it (stays valid as the log grows): pmm verify --expect-head {report.head}" in out
+    )
     assert f"root over {len(report.heads)} chains: {report.root}" in out
+    assert f"pmm verify --expect-head {report.root}" not in out  # the root moves: no pin
     code, out = _run(capsys, "verify", "--db", str(two_users), "--user", "alice", "--json")
     data = json.loads(out)
     assert code == 0 and data["ok"] and data["user_head"] == alice.user_head
@@ -58,9 +61,15 @@ def test_a_cut_chain_fails_against_the_pinned_root_and_head(
         root = mind.verify().root
         alice = mind.verify(user_id="alice")
         last = mind.store.events(user_id="alice")[-1].id
+        before = mind.store.events(user_id="alice")[-2].id
     with raw(two_users) as conn:
         conn.execute("DELETE FROM events WHERE id = ?", (last,))
-    assert _run(capsys, "verify", "--db", str(two_users))[0] == 0
+    code, out = _run(capsys, "verify", "--db", str(two_users))
+    assert code == 1  # caught without a pin, and named as a truncation, blaming no row
+    assert out.startswith(
+        f"FAILED: chain 'alice' ends at id {before} but its recorded head is {last}: "
+        "events were removed from its end\n"
+    )
     code, out = _run(capsys, "verify", "--db", str(two_users), "--expect-head", str(root))
     assert code == 1 and "pinned head" in out
     code, out = _run(
@@ -68,6 +77,24 @@ def test_a_cut_chain_fails_against_the_pinned_root_and_head(
         "--expect-head", str(alice.user_head),
     )  # fmt: skip
     assert code == 1 and "pinned head" in out
+
+
+def test_the_pins_verify_prints_survive_other_users_appends(
+    capsys: pytest.CaptureFixture[str], two_users: Path
+) -> None:
+    # A scheduled check built from the advice must not cry tampering when someone chats.
+    pins = []
+    for argv in (["verify"], ["verify", "--user", "alice"]):
+        code, out = _run(capsys, *argv, "--db", str(two_users))
+        [line] = [x for x in out.splitlines() if x.startswith("pin it")]
+        pins.append(line.split(": ", 1)[1].split())
+    with Mind(str(two_users)) as mind:
+        mind.remember_turn("I moved to Bergen", "ok", session_id="b1", user_id="bob")
+        mind.remember_turn("still skiing", "ok", session_id="a2", user_id="alice")
+    for pin in pins:
+        assert pin[:2] == ["pmm", "verify"]
+        code, out = _run(capsys, *pin[1:], "--db", str(two_users))
+        assert code == 0, out
 
 
 def test_one_users_export_verifies_on_its_own_and_imports_elsewhere(

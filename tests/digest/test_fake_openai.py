@@ -70,8 +70,13 @@ def test_errors_and_unknown_routes(fake_openai: FakeOpenAI) -> None:
     fake_openai.reply_status(503, "try later")
     status, body = post(fake_openai.api_base + "/chat/completions", {"messages": []})
     assert (status, body["error"]["message"]) == (503, "try later")
-    status, _ = post(fake_openai.api_base + "/embeddings", {"input": "x"})
+    status, _ = post(fake_openai.api_base + "/audio/speech", {"input": "x"})
     assert status == 404
+    status, body = post(fake_openai.api_base + "/embeddings", {"input": ["x", "y"]})
+    assert status == 200 and [len(d["embedding"]) for d in body["data"]] == [8, 8]
+    fake_openai.reply_status(401, "bad key")
+    status, body = post(fake_openai.api_base + "/embeddings", {"input": "x"})
+    assert (status, body["error"]["message"]) == (401, "bad key")
     with pytest.raises(ValueError):
         fake_openai.reply_status(200)
 

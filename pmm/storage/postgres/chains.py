@@ -206,6 +206,20 @@ def chain_keys(conn: psycopg.Connection[Any], user: str | None = None) -> list[t
     return [(str(r[0]), bytes(r[1])) for r in rows]
 
 
+def chain_heads(
+    conn: psycopg.Connection[Any], user: str | None = None
+) -> dict[str, tuple[int, str | None]]:
+    """``{chain: (head id, head hash)}`` as the appends recorded them (with ``user``: hers
+    alone): what verify compares each chain's last row with."""
+    sql = "SELECT chain, head_id, head_hash FROM chains"
+    rows = (
+        conn.execute(sql).fetchall()
+        if user is None
+        else conn.execute(sql + " WHERE chain = %s", (user,)).fetchall()
+    )
+    return {str(c): (int(i or 0), None if h is None else str(h)) for c, i, h in rows}
+
+
 def import_keys(
     conn: psycopg.Connection[Any],
     keys: Sequence[tuple[str, bytes]],

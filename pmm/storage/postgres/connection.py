@@ -17,9 +17,9 @@ import re
 from collections.abc import Generator, Iterator, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from pmm.errors import DatabaseError, MigrationError, MissingDependencyError, NewerSchemaError
+from pmm.models.redact import mask_url, redact_secrets
 
 if TYPE_CHECKING:
     import psycopg
@@ -80,18 +80,16 @@ class Database:
             self._pool.open(wait=True, timeout=timeout)
         except Exception as exc:
             raise DatabaseError(
-                f"cannot connect to PostgreSQL at {self.where}: {exc}: check the URL, that the "
+                f"cannot connect to PostgreSQL at {self.where}: {redact_secrets(str(exc))}:"
+                " check the URL, that the "
                 "server runs and accepts this user"
             ) from None
 
     @staticmethod
     def redacted(url: str) -> str:
-        """The URL without its password (for messages, logs and stats)."""
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
+        """The URL without its password (for messages, logs and stats): see
+        :func:`pmm.models.redact.mask_url`."""
+        return mask_url(url)
 
     def close(self) -> None:
         self._pool.close()
@@ -101,7 +99,9 @@ class Database:
         try:
             yield
         except self._errors as exc:
-            raise DatabaseError(f"PostgreSQL at {self.where}: {exc}".strip()) from exc
+            raise DatabaseError(
+                f"PostgreSQL at {self.where}: {redact_secrets(str(exc))}".strip()
+            ) from exc
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one statement, run outside any transaction."""

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 from pmm.errors import EventNotFoundError
 from pmm.events.chains import ChainsWalker
 from pmm.records import Event, TurnRow, VerifyReport, event_from_row
-from pmm.storage.postgres.chains import chain_keys
+from pmm.storage.postgres.chains import chain_heads, chain_keys
 from pmm.storage.postgres.rows import COLUMNS, TABLE_BYTES, filters
 
 if TYPE_CHECKING:
+    import psycopg
+
     from pmm.storage.postgres.connection import Database
 
 
@@ -163,12 +165,18 @@ class EventQueries:
         """Walk every chain (or ``user_id``'s alone, through ``events_by_user``) through a
         server-side cursor (constant memory) and report the first row that does not
         verify, each chain's head and the root (see
-        :class:`pmm.events.chains.ChainsWalker`)."""
+        :class:`pmm.events.chains.ChainsWalker`). Each chain's last row is compared with
+        the head the ``chains`` table recorded, read in the same snapshot: events removed
+        from a chain's end are caught without a pin, and named as such."""
         where, params = ("", ()) if user_id is None else (" WHERE user_id = %s", (user_id,))
         # One snapshot: a chain created meanwhile has its key and its rows, or neither.
         with self._db.snapshot() as conn, conn.cursor(name="pmm_verify") as cur:
             walker = ChainsWalker(
-                keys=chain_keys(conn, user_id), expect_head=expect_head, user=user_id
+                keys=chain_keys(conn, user_id),
+                expect_head=expect_head,
+                user=user_id,
+                heads=chain_heads(conn, user_id),  # the same snapshot as the rows
+                find=lambda digest: _row_with_hash(conn, digest),
             )
             cur.itersize = 2000
             cur.execute(
@@ -181,3 +189,10 @@ class EventQueries:
                 if walker.step(*row) is not None:
                     break
         return walker.report()
+
+
+def _row_with_hash(conn: psycopg.Connection[Any], digest: str) -> int | None:
+    """The id of the row whose hash is ``digest`` (a scan: asked only when a row does not
+    link to the one before it, in verify's snapshot), or None."""
+    row = conn.execute("SELECT id FROM events WHERE hash = %s LIMIT 1", (digest,)).fetchone()
+    return None if row is None else int(row[0])

@@ -155,3 +155,23 @@ def chain_keys(conn: sqlite3.Connection, user: str | None = None) -> list[tuple[
     else:
         rows = conn.execute("SELECT chain, secret FROM chains WHERE chain = ?", (user,)).fetchall()
     return [(str(r[0]), bytes(r[1])) for r in rows]
+
+
+def chain_heads(
+    conn: sqlite3.Connection, user: str | None = None
+) -> dict[str, tuple[int, str | None]]:
+    """``{chain: (head id, head hash)}`` as the appends recorded them (with ``user``: hers
+    alone): what verify compares each chain's last row with."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chains'").fetchone():
+        return {}
+    sql = "SELECT chain, head_id, head_hash FROM chains"
+    rows = (
+        conn.execute(sql, ()) if user is None else conn.execute(sql + " WHERE chain = ?", (user,))
+    )
+    return {
+        str(c): (
+            int(i or 0),
+            None if h is None else (bytes(h).hex() if isinstance(h, bytes) else str(h)),
+        )
+        for c, i, h in rows
+    }

@@ -8,12 +8,15 @@ it holds (:meth:`stats`). Mixed into :class:`pmm.storage.sqlite.EventStore`::
 from __future__ import annotations
 
 import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pmm.errors import CorruptDatabaseError, MissingDependencyError
 from pmm.events.chains import ChainsWalker
 from pmm.records import VerifyReport
-from pmm.storage.sqlite.chains import chain_keys
+from pmm.storage.sqlite.chains import chain_heads, chain_keys
 from pmm.storage.sqlite.connection import translated
 from pmm.storage.sqlite.derived import DerivedData
 
@@ -73,15 +76,23 @@ class Inspection(DerivedData):
         report the first row that does not verify, each chain's head and the root over
         them (see :class:`pmm.events.chains.ChainsWalker`).
 
-        A chain cut off at its end still verifies from inside; pin the root (or a user's
-        head) and pass it as ``expect_head`` to catch that.
+        Each chain's last row is compared with the head the ``chains`` table recorded at
+        its last append (read in the same transaction), so events removed from a chain's
+        end are caught without a pin, and a row appended after such a cut is not blamed
+        for it (see :class:`~pmm.events.chains.ChainsWalker`). What that cannot catch, a
+        cut whose recorder rewrote the ``chains`` table too, a pin does: a user's head
+        (``expect_head`` with ``user_id``) or a row's hash stays valid as the log grows;
+        the root changes with every append.
 
-        >>> store.verify().root                      # pin it  # doctest: +SKIP
-        >>> store.verify(user_id="alice").user_head  # doctest: +SKIP
+        >>> store.verify(user_id="alice").user_head  # pin it  # doctest: +SKIP
         """
-        with self._lock, translated(self.path):
+        with self._lock, translated(self.path), _snapshot(self._conn):
             walker = ChainsWalker(
-                keys=chain_keys(self._conn, user_id), expect_head=expect_head, user=user_id
+                keys=chain_keys(self._conn, user_id),
+                expect_head=expect_head,
+                user=user_id,
+                heads=chain_heads(self._conn, user_id),
+                find=lambda digest: _row_with_hash(self._conn, digest),
             )
             where, params = ("", ()) if user_id is None else (" WHERE user_id = ?", (user_id,))
             cursor = self._conn.execute(
@@ -121,3 +132,31 @@ class Inspection(DerivedData):
                     break
             cursor.close()
         return walker.report()
+
+
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction (the connection is in autocommit mode): the chains' recorded
+    heads and the rows come from the same state of the file."""
+    if conn.in_transaction:  # a caller's transaction already fixes the state
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _row_with_hash(conn: sqlite3.Connection, digest: str) -> int | None:
+    """The id of the row whose hash is ``digest`` (a scan: asked only when a row does not
+    link to the one before it), or None."""
+    try:
+        value: bytes | str = bytes.fromhex(digest)
+    except ValueError:
+        value = digest
+    row = conn.execute(
+        "SELECT id FROM events WHERE hash = ? OR hash = ? LIMIT 1", (value, digest)
+    ).fetchone()
+    return None if row is None else int(row[0])

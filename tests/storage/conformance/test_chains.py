@@ -1,7 +1,9 @@
 """One hash chain per user (issue 21) on either backend: each user's events link to her
 previous one, verify checks every chain and reports their heads and one root, verify of
-one user reads her rows alone, and each tamper is caught (the truncation and the forged
-chain only against a pinned root or head, as the design says)."""
+one user reads her rows alone, and each tamper is caught: a truncation against the head
+each chain's store recorded (and named as one, not blamed on the next honest append), and
+what rewrites that record too (a truncation, a chain forged with the secret) only against
+a pinned head or root, as the design says."""
 
 from __future__ import annotations
 
@@ -109,32 +111,75 @@ def test_each_user_has_her_own_chain_and_one_root_covers_them(store: EventLog) -
     assert store.verify(user_id="alice", expect_head=alice[1].hash).ok  # she grew since
 
 
+def _set_recorded_head(target: str, chain: str, event: Any) -> None:
+    """Rewrite the head a chain's store recorded (what a tamperer who knows the schema
+    does after cutting the chain)."""
+    digest = bytes.fromhex(event.hash) if not target.startswith("postgresql://") else event.hash
+    run_sql(
+        target, "UPDATE chains SET head_id = ?, head_hash = ? WHERE chain = ?",
+        (event.id, digest, chain),
+    )  # fmt: skip
+
+
 def test_a_row_deleted_mid_chain_breaks_that_user_alone(store: EventLog, target: str) -> None:
     _fill(store)
     alice = store.events(user_id="alice")
     run_sql(target, "DELETE FROM events WHERE id = ?", (alice[1].id,))
     report = store.verify()
-    assert not report.ok and report.first_bad_id == alice[2].id
-    assert report.reason and "prev_hash" in report.reason
+    assert not report.ok and report.first_bad_id == alice[2].id  # where the walk stopped
+    assert report.reason and f"between id {alice[0].id} and id {alice[2].id}" in report.reason
+    assert f"the row at id {alice[2].id} is intact" in report.reason
+    assert "no longer in the log" in report.reason and "'alice'" in report.reason
     assert not store.verify(user_id="alice").ok
     assert store.verify(user_id="bob").ok
 
 
-def test_a_truncated_chain_is_caught_only_against_a_pinned_root_or_head(
+def test_a_truncated_chain_is_caught_by_its_recorded_head_and_named(
     store: EventLog, target: str
 ) -> None:
     _fill(store)
     root = store.verify().root
     alice_head = store.verify(user_id="alice").user_head
     bob_head = store.verify(user_id="bob").user_head
-    last = store.events(user_id="alice")[-1]
-    run_sql(target, "DELETE FROM events WHERE id = ?", (last.id,))
+    alice = store.events(user_id="alice")
+    run_sql(target, "DELETE FROM events WHERE id >= ? AND user_id = 'alice'", (alice[2].id,))
+    cut = (
+        f"chain 'alice' ends at id {alice[1].id} but its recorded head is {alice[-1].id}: "
+        "events were removed from its end"
+    )
+    for report in (store.verify(), store.verify(user_id="alice")):
+        assert not report.ok and report.reason == cut and report.first_bad_id is None
+    assert store.verify(user_id="bob").ok and store.verify(user_id="bob", expect_head=bob_head).ok
+    # One who also sets the recorded head back is seen only against a pin:
+    _set_recorded_head(target, "alice", alice[1])
     assert store.verify().ok  # from inside, a shorter chain is a valid chain...
     assert store.verify(user_id="alice").ok
     pinned = store.verify(expect_head=root)
     assert not pinned.ok and pinned.reason and "pinned head" in pinned.reason
     assert not store.verify(user_id="alice", expect_head=alice_head).ok
     assert store.verify(user_id="bob", expect_head=bob_head).ok  # ...and bob's is intact
+
+
+def test_the_first_honest_append_after_a_cut_is_not_blamed(store: EventLog, target: str) -> None:
+    _fill(store)
+    alice = store.events(user_id="alice")
+    run_sql(target, "DELETE FROM events WHERE id >= ? AND user_id = 'alice'", (alice[2].id,))
+    [new] = store.append_many(
+        [NewEvent("prompt", "alice is back", "a0", "user", None, None, "alice")]
+    )
+    for report in (store.verify(), store.verify(user_id="alice")):
+        # the walk stops at the new row, and the reason says it is intact: rows were cut
+        assert not report.ok and report.first_bad_id == new.id, report
+        assert (
+            report.reason
+            and (
+                f"chain 'alice' breaks between id {alice[1].id} and id {new.id}: the row at id "
+                f"{new.id} is intact but follows a row that is no longer in the log: events were "
+                f"removed from the chain's end before id {new.id} was appended"
+            )
+            in report.reason
+        )
+    assert store.verify(user_id="bob").ok
 
 
 def test_reordered_rows_of_one_chain_are_caught(store: EventLog, target: str) -> None:
@@ -187,7 +232,11 @@ def test_a_chain_forged_with_the_secret_is_caught_by_the_pinned_root(
         row["prev_hash"] = prev
         row["hash"] = prev = _rehash(row)
         _write(target, row, "content", "content_sha256", "prev_hash", "hash")
-    assert store.verify().ok  # a whole chain rewritten consistently verifies from inside
+    report = store.verify()  # the chain's recorded head is not its new last row...
+    assert not report.ok and "recorded head" in (report.reason or "")
+    assert "rewritten" in (report.reason or "")
+    _set_recorded_head(target, "alice", store.events(user_id="alice")[-1])
+    assert store.verify().ok  # ...and rewritten too, the chain verifies from inside
     assert not store.verify(expect_head=root).ok
     assert not store.verify(user_id="alice", expect_head=alice_head).ok
 

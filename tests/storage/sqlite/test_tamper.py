@@ -27,7 +27,7 @@ def verify(path: Path, **kwargs: object) -> VerifyReport:
         return store.verify(**kwargs)  # type: ignore[arg-type]
 
 
-def assert_bad(report: VerifyReport, first_bad_id: int, *reason_words: str) -> None:
+def assert_bad(report: VerifyReport, first_bad_id: int | None, *reason_words: str) -> None:
     assert not report.ok, report
     assert report.first_bad_id == first_bad_id, report
     assert report.reason, report
@@ -102,13 +102,14 @@ def test_edited_hash(db: Path):
 def test_deleted_middle_row(db: Path):
     with raw(db) as conn:
         conn.execute("DELETE FROM events WHERE id = 5")
-    assert_bad(verify(db), 6, "prev_hash")
+    # the walk stops at row 6; the reason names the removal and says row 6 is intact
+    assert_bad(verify(db), 6, "between id 4 and id 6", "row at id 6 is intact")
 
 
 def test_deleted_first_row(db: Path):
     with raw(db) as conn:
         conn.execute("DELETE FROM events WHERE id = 1")
-    assert_bad(verify(db), 2, "prev_hash")
+    assert_bad(verify(db), 2, "starts at id 2", "removed from the start")
 
 
 def test_swapped_rows_contents_and_hashes(db: Path):
@@ -151,8 +152,8 @@ def test_forged_row_with_correct_hash_breaks_its_successor(db: Path):
             "UPDATE events SET content = ?, content_sha256 = ?, hash = ? WHERE id = 5",
             (r["content"], r["content_sha256"], r["hash"]),
         )
-    # row 5 itself verifies; the break shows on row 6, which still points at the old hash
-    assert_bad(verify(db), 6, "prev_hash")
+    # row 5 itself verifies; row 6 still points at the old hash, which no row holds now
+    assert_bad(verify(db), 6, "between id 5 and id 6", "row at id 5 was rewritten")
 
 
 def test_rewritten_tail_is_caught_by_a_pinned_head(db: Path):
@@ -173,7 +174,11 @@ def test_rewritten_tail_is_caught_by_a_pinned_head(db: Path):
                 (r["content"], r["content_sha256"], r["prev_hash"], r["hash"], event_id),
             )
             prev = r["hash"]
-    assert verify(db).ok  # a full re-chain cannot be seen from inside...
+    # the re-chained tail does not end at the head the store recorded...
+    assert_bad(verify(db), N, "recorded head", "rewritten")
+    with raw(db) as conn:  # ...and one who rewrites that too is seen only against a pin
+        conn.execute("UPDATE chains SET head_hash = ?", (bytes.fromhex(str(prev)),))
+    assert verify(db).ok
     report = verify(db, expect_head=pinned)
     assert not report.ok and report.reason and "pinned head" in report.reason
 
@@ -185,11 +190,20 @@ def test_truncated_end(db: Path):
         assert store.verify(expect_head=old_head).ok
     with raw(db) as conn:
         conn.execute("DELETE FROM events WHERE id > ?", (N - 2,))
+    cut = f"ends at id {N - 2} but its recorded head is {N}: events were removed from its end"
+    assert_bad(verify(db), None, cut)
+    report = verify(db, expect_head=old_head)
+    assert not report.ok
+    assert report.reason and cut in report.reason
+    assert old_head in report.reason and "cut back" in report.reason
+    with raw(db) as conn:  # the recorded head set back too: only a pin sees the cut
+        conn.execute(
+            "UPDATE chains SET head_id = ?, head_hash = ?", (N - 2, bytes.fromhex(keep_head))
+        )
     inside = verify(db)
     assert inside.ok and inside.rows == N - 2 and inside.head == keep_head
     report = verify(db, expect_head=old_head)
-    assert not report.ok
-    assert report.reason and old_head in report.reason and "cut back" in report.reason
+    assert not report.ok and report.reason and "cut back" in report.reason
     # an earlier pinned head that is still there is fine
     assert verify(db, expect_head=keep_head).ok
 
