@@ -78,9 +78,9 @@ class Settings:
     """Facts, memories from: session (thread), user (the user's threads), all (crosses users!)."""
     recall_k: int = 200
     """Most relevant memories a context may show (a cap: the budget decides below it; 0 = none)."""
-    context_recent_turns: int = 6
+    context_recent_turns: int = 4
     """Newest turns of the thread a context shows before memories (at least 4, within half)."""
-    context_memory_tokens: int = 80
+    context_memory_tokens: int = 40
     """A memory longer than this (tokens) shows the sentences that bear on the question."""
     context_spread: float = 1.0
     """Places a memory moves down the recall order per memory shown from its day and thread."""

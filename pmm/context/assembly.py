@@ -98,9 +98,9 @@ class Policy:
     """How the budget is spent (the ``context_*`` settings; defaults chosen on LoCoMo by
     cross-validation by conversation, ``docs/benchmarks/context.md``)."""
 
-    recent_turns: int = 6
+    recent_turns: int = 4
     """Newest turns of the thread shown before memories (never fewer than RECENT_FLOOR)."""
-    memory_tokens: int = 80
+    memory_tokens: int = 40
     """A memory longer than this shows its excerpt (or its digest)."""
     spread: float = 1.0
     """Places a memory moves down per memory already taken from its day and thread."""
