@@ -1,5 +1,6 @@
-"""Data and metric of bench/context.py: dialogs (LoCoMo or generated), the long-message
-variant, "evidence in context" and "answer in context", and packing lines into a budget.
+"""Data, metric and reports of bench/context.py: dialogs (LoCoMo or generated), the
+long-message variant, "evidence in context" and "answer in context", packing lines into a
+budget, the tables of records and the cross-validation by conversation.
 
     from context_data import load_dialogs, generated_dialogs, long_messages, Evidence, pack
 
@@ -10,6 +11,8 @@ variant, "evidence in context" and "answer in context", and packing lines into a
     ev.share(("D1:3", "D2:8"), context_text)     # 0.5: one of the two turns is shown
     answer_in(dialog.questions[0].answer, context_text)   # True / False / None (no answer)
     text, tokens = pack(lines, budget, counter.count)     # lines that fit, never over
+    summary(records)["thread"]["pmm"][1000]["evidence"]  # records of Runner.evaluate
+    cross_validate(runner, dialogs, ["thread"], [1000], parse_grid("recall_k=5,10"), {})
 
 The metric (issue 37): a turn's words are its text after the speaker label (the stored
 protocol text ``"{speaker}: {text}"`` plus ``" [shares {caption}]"``), lowercased, with
@@ -26,18 +29,22 @@ tests, and for ``--quick`` where LoCoMo is absent).
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
-from collections import Counter
-from collections.abc import Callable, Sequence
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from locomo_data import CATEGORIES, clean_evidence, load_locomo
 
 NGRAM = 8
+SYSTEMS = ("pmm", "buffer", "half", "bm25", "recall", "mem0", "langgraph")
 _PUNCT = re.compile(r"[^\w\s]+")
 
 
@@ -287,4 +294,180 @@ def generated_dialogs(
                 )
             )
         out.append(Dialog(f"gen-{c + 1}", names, items, qs))
+    return out
+
+
+# -- summaries of records ---------------------------------------------------------------
+
+
+def pctl(samples: Sequence[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def summary(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """mode -> system -> budget -> evidence (overall and per category), answer, tokens
+    (mean, max, violations), ms (p50, p99), n."""
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        groups[r["mode"], r["system"], r["budget"]].append(r)
+    out: dict[str, Any] = {}
+    for (mode, system, budget), rs in sorted(groups.items()):
+        answers = [r["answer"] for r in rs if r["answer"] is not None]
+        cats = {
+            name: statistics.fmean(r["evidence"] for r in rs if r["category"] == c)
+            for c, name in CATEGORIES.items()
+            if any(r["category"] == c for r in rs)
+        }
+        out.setdefault(mode, {}).setdefault(system, {})[budget] = {
+            "n": len(rs),
+            "evidence": statistics.fmean(r["evidence"] for r in rs),
+            "by_category": cats,
+            "answer": statistics.fmean(answers) if answers else None,
+            "tokens_mean": statistics.fmean(r["tokens"] for r in rs),
+            "tokens_max": max(r["tokens"] for r in rs),
+            "over_budget": sum(r["over"] for r in rs),
+            "ms_p50": pctl([r["ms"] for r in rs], 0.5),
+            "ms_p99": pctl([r["ms"] for r in rs], 0.99),
+        }
+    return out
+
+
+def score(records: Iterable[dict[str, Any]]) -> float:
+    """Mean evidence in context of the ``pmm`` records (pooled over questions, budgets, modes)."""
+    values = [r["evidence"] for r in records if r["system"] == "pmm"]
+    return statistics.fmean(values) if values else 0.0
+
+
+def print_tables(bench: Any, table: dict[str, Any], title: str) -> None:
+    for mode, systems in table.items():
+        names = [s for s in SYSTEMS if s in systems]
+        budgets = sorted(systems["pmm"] if "pmm" in systems else next(iter(systems.values())))
+        rows = [[b, *(systems[s][b]["evidence"] for s in names)] for b in budgets]
+        bench.table(["budget", *names], rows, f"\n{title}, mode {mode}: evidence in context")
+        rows = [
+            [
+                b,
+                *(
+                    systems[s][b]["answer"] if systems[s][b]["answer"] is not None else "-"
+                    for s in names
+                ),
+            ]
+            for b in budgets
+        ]
+        bench.table(["budget", *names], rows, f"{title}, mode {mode}: answer in context")
+        rows = [
+            [
+                b,
+                *(
+                    f"{systems[s][b]['tokens_mean']:.0f}/{systems[s][b]['tokens_max']}"
+                    f"/{systems[s][b]['over_budget']}"
+                    for s in names
+                ),
+            ]
+            for b in budgets
+        ]
+        bench.table(
+            ["budget", *names], rows, f"{title}, mode {mode}: tokens mean/max/over-budget count"
+        )
+        if "pmm" in systems:
+            cats = list(CATEGORIES.values())
+            rows = [
+                [
+                    b,
+                    *(systems["pmm"][b]["by_category"].get(c, "-") for c in cats),
+                    systems["pmm"][b]["ms_p50"],
+                    systems["pmm"][b]["ms_p99"],
+                ]
+                for b in budgets
+            ]
+            bench.table(
+                ["budget", *cats, "p50 ms", "p99 ms"],
+                rows,
+                f"{title}, mode {mode}: PMM by category, context latency",
+            )
+
+
+# -- cross-validation by conversation ----------------------------------------------------
+
+FOLDS = 5
+
+
+def folds(ids: Sequence[str], n: int = FOLDS) -> list[list[str]]:
+    """``n`` folds of consecutive conversations in the file's order (as bench/locomo_cv.py:
+    fold f holds conversations 2f and 2f+1 of 10)."""
+    size = max(1, len(ids) // n)
+    return [list(ids[f * size : (f + 1) * size]) for f in range(min(n, len(ids)))]
+
+
+def parse_grid(text: str) -> list[dict[str, str]]:
+    """``'a=1,2;b=x'`` -> every combination: ``[{'a': '1', 'b': 'x'}, {'a': '2', 'b': 'x'}]``."""
+    axes = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        name, _, values = part.partition("=")
+        if not values:
+            raise SystemExit(f"--grid: {part!r} is not name=v1,v2")
+        axes.append([(name.strip(), v.strip()) for v in values.split(",")])
+    return [dict(combo) for combo in itertools.product(*axes)]
+
+
+def cross_validate(
+    runner: Any,
+    dialogs: Sequence[Dialog],
+    modes: Sequence[str],
+    budgets: Sequence[int],
+    grid: Sequence[dict[str, str]],
+    fixed: dict[str, str],
+) -> dict[str, Any]:
+    """Every grid point's ``pmm`` records on every conversation (the same stored files where
+    the point changes only context-time settings), then per fold the point with the best
+    training score, its held-out score, and the pooled held-out score."""
+    per_point: list[list[dict[str, Any]]] = []
+    for point in grid:
+        recs: list[dict[str, Any]] = []
+        for dialog in dialogs:
+            for mode in modes:
+                recs += runner.evaluate(dialog, mode, budgets, {**fixed, **point}, ("pmm",))
+        per_point.append(recs)
+        if runner.log:
+            print(f"  grid {point}: {score(recs):.3f}", flush=True)
+    chosen = []
+    held: list[dict[str, Any]] = []
+    for f, test in enumerate(folds([d.id for d in dialogs])):
+        train = [
+            statistics.fmean([r["evidence"] for r in recs if r["conversation"] not in test])
+            if any(r["conversation"] not in test for r in recs)
+            else 0.0
+            for recs in per_point
+        ]
+        best = max(range(len(grid)), key=lambda i: (train[i], -i))
+        out = [r for r in per_point[best] if r["conversation"] in test]
+        held += out
+        chosen.append(
+            {
+                "fold": f,
+                "held_out": test,
+                "choice": grid[best],
+                "train": train[best],
+                "held_out_score": score(out),
+            }
+        )
+    return {
+        "fixed": fixed,
+        "folds": chosen,
+        "held_out": score(held),
+        "held_out_table": summary(held),
+        "points": [
+            {"point": p, "all": score(recs)} for p, recs in zip(grid, per_point, strict=True)
+        ],
+    }
+
+
+def overrides_of(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if not value:
+            raise SystemExit(f"--set: {pair!r} is not name=value")
+        out[name.strip()] = value.strip()
     return out
