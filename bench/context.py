@@ -42,8 +42,12 @@ Systems, each one text within the budget by PMM's own counter (``cl100k_base_off
   bench/peers_systems.py builds it) and ``langgraph``: ``InMemoryStore(index=MiniLM)``
   ``search``, each ``"- {text}"`` per result as their docs format memories, to the budget.
 
-Ranked baselines are ``"- [YYYY-MM-DD] {text}"`` lines, best first; a line that does not
-fit is skipped and the next tried. Metrics per question (:mod:`context_data`): evidence in
+Ranked baselines (and the buffer) are ``"{text}"`` lines (``--dates``:
+``"- [YYYY-MM-DD] {text}"``, as PMM dates its memories), best first; a line that does not fit
+is skipped and the next tried. Plain lines reproduce issue 37's BM25 figures (0.560 / 0.608 /
+0.669 at 1,000 / 2,000 / 4,000 against its 0.558 / 0.609 / 0.669; dated: 0.539 / 0.589 / 0.651).
+
+Metrics per question (:mod:`context_data`): evidence in
 context, answer in context, tokens (the rendered text's count; a count over the budget is
 a violation), and for ``pmm`` the context's latency. Without LoCoMo (``--data``) a small
 generated dataset is used and the output says so.
@@ -164,12 +168,14 @@ class Runner:
         embedder: Any | None = None,
         peers: bool = True,
         log: bool = True,
+        dates: bool = False,
     ) -> None:
         self.cache_dir = cache_dir
         self.embeddings = embeddings
         self.summaries = summaries
         self.peers = peers
         self.log = log
+        self.line = dated if dates else plain
         self.counter = get_token_counter()
         self._costs: dict[str, int] = {}
         self.code = pmm_sources_hash()
@@ -291,14 +297,14 @@ class Runner:
                         if "half" in systems:
                             rest = [h for h in hits if h.id not in shown]
                             spare = budget - self.count(buffer_text) - (2 if buffer_text else 0)
-                            lines, _ = pack([dated(h) for h in rest], spare, self.count)
+                            lines, _ = pack([self.line(h) for h in rest], spare, self.count)
                             text = "\n".join(lines)
                             both = "\n\n".join(t for t in (text, buffer_text) if t)
                             texts["half", budget] = (both, 0.0)
                         for name in ("recall", "bm25"):
                             if name in systems:
                                 lines, _ = pack(
-                                    [dated(h) for h in ranked[name]], budget, self.count
+                                    [self.line(h) for h in ranked[name]], budget, self.count
                                 )
                                 texts[name, budget] = ("\n".join(lines), 0.0)
                         for name, per_q in peer_hits.items():
@@ -359,6 +365,10 @@ class Runner:
 
 def dated(item: Item) -> str:
     return f"- [{item.date:%Y-%m-%d}] {item.text}"
+
+
+def plain(item: Item) -> str:
+    return item.text
 
 
 def ingest_dialog(mind: Mind, dialog: Dialog, mode: str) -> None:
@@ -505,6 +515,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
         metavar="N",
         help="with --long: every N turns of a session as one message",
     )
+    p.add_argument("--dates", action="store_true", help="ranked baselines' lines dated")
     p.add_argument("--no-peers", action="store_true", help="leave mem0 and LangGraph out")
     p.add_argument(
         "--set",
@@ -559,6 +570,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
         summaries=args.summaries,
         embedder=embedder,
         peers=not args.no_peers,
+        dates=args.dates,
     )
     n_q = sum(len(d.questions) for d in dialogs)
     print(
