@@ -191,7 +191,7 @@ class Runner:
             from pmm.embed.sentence import SentenceEmbedder
 
             self.embedder = DiskCachedEmbedder(SentenceEmbedder(), cache_dir / "vectors")
-        self._peer_hits: dict[str, dict[str, list[list[str]]]] = {}
+        self._peer_hits: dict[str, dict[str, dict[str, list[str]]]] = {}
         self.notes: list[str] = []
         self.build_seconds = 0.0
 
@@ -350,22 +350,27 @@ class Runner:
         return {i.id for i in kept}, "\n".join(i.text for i in reversed(kept))
 
     def peer_hits(self, dialog: Dialog) -> dict[str, list[list[str]]]:
-        """Each peer's result ids per question (built and searched once per dialog)."""
-        text = json.dumps(
-            [[i.id, i.text] for i in dialog.stored]
-            + [[q.question for q in dialog.questions], DEPTH]
+        """Each peer's result ids per question, built and searched once per dialog and kept
+        in ``cache_dir`` by question (a run asking some of the same questions reuses them)."""
+        text = json.dumps([[i.id, i.text] for i in dialog.stored] + [DEPTH])
+        path = (
+            self.cache_dir
+            / f"peers-{dialog.id}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
         )
-        key = f"{dialog.id}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-        if key not in self._peer_hits:
-            path = self.cache_dir / f"peers-{key}.json"  # search results of every question
-            if path.exists():
-                self._peer_hits[key] = json.loads(path.read_text(encoding="utf-8"))
-            else:
-                self._peer_hits[key] = peer_search(self, dialog)
+        asked = [q.question for q in dialog.questions]
+        found: dict[str, dict[str, list[str]]] = self._peer_hits.get(str(path), {})
+        if not found and path.exists():
+            found = json.loads(path.read_text(encoding="utf-8"))
+        if set(found) != set(PEERS) or any(q not in found[p] for p in PEERS for q in asked):
+            hits = peer_search(self, dialog)
+            found = {
+                n: {**found.get(n, {}), **dict(zip(asked, h, strict=True))} for n, h in hits.items()
+            }
+            if set(found) == set(PEERS):  # not a run that lacked one
                 path.parent.mkdir(parents=True, exist_ok=True)
-                if set(self._peer_hits[key]) == set(PEERS):  # not a run that lacked one
-                    path.write_text(json.dumps(self._peer_hits[key]), encoding="utf-8")
-        return self._peer_hits[key]
+                path.write_text(json.dumps(found), encoding="utf-8")
+        self._peer_hits[str(path)] = found
+        return {name: [found[name][q] for q in asked] for name in found}
 
 
 def dated(item: Item) -> str:
