@@ -173,6 +173,7 @@ class Runner:
         log: bool = True,
         dates: bool = False,
         depth: int = DEPTH,
+        code: str | None = None,
     ) -> None:
         self.cache_dir = cache_dir
         self.embeddings = embeddings
@@ -183,7 +184,9 @@ class Runner:
         self.depth = depth  # the k of Mind.recall for "recall" and "half"
         self.counter = get_token_counter()
         self._costs: dict[str, int] = {}
-        self.code = pmm_sources_hash()
+        # the stored files' key: PMM's sources, or a name the caller gives to reuse files
+        # built before a change that only touches context assembly
+        self.code = code or pmm_sources_hash()
         self.embedder = embedder
         if embeddings and embedder is None:
             from locomo import DiskCachedEmbedder

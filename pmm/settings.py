@@ -84,7 +84,7 @@ class Settings:
     """A memory longer than this (tokens) shows the sentences that bear on the question."""
     context_spread: float = 1.0
     """Places a memory moves down the recall order per memory shown from its day and thread."""
-    context_facts: int = 10
+    context_facts: int = 5
     """Key-fact lines a context shows at most (0 = none)."""
     context_summary: bool = True
     """With summaries on, a context shows the session summary's bullets about turns not shown."""

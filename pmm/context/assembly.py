@@ -16,8 +16,9 @@ The order of packing is the order of worth:
    budget. A thread's next message refers to what was just said ("and her sister?"); the
    floor keeps two exchanges whatever a benchmark rewards, because a benchmark of old
    evidence (LoCoMo's rarely lies in the last turns) would otherwise tune them away.
-2. **Key facts** about the user, at most :attr:`Policy.facts` lines, within a quarter of
-   what is left: few lines, each a complete statement, read on every call.
+2. **Key facts** about the user, at most :attr:`Policy.facts` lines, within a tenth of
+   what is left: few lines, each a complete statement, read on every call. On LoCoMo they
+   cost evidence (their tokens would hold memories), so they are kept short.
 3. **Relevant memories**, in recall order, until the budget is spent (recall is asked for
    as many as the budget could hold). Each memory costs its line; a memory longer than
    :attr:`Policy.memory_tokens` shows its excerpt, the whole sentences that bear on the
@@ -91,6 +92,9 @@ DAY_HEADER_TOKENS = 8
 most, plus its line break."""
 SMALLEST_LINE = 6
 """Below this many tokens left, no memory line fits: packing stops looking."""
+MAX_MISSES = 12
+"""Memories in a row that do not fit what is left before packing stops looking (the
+budget is then as good as full; trying all 200 costs more than it finds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +108,7 @@ class Policy:
     """A memory longer than this shows its excerpt (or its digest)."""
     spread: float = 1.0
     """Places a memory moves down per memory already taken from its day and thread."""
-    facts: int = 10
+    facts: int = 5
     """Key-fact lines at most (0: none)."""
     max_memories: int = 200
     """Memories at most (the ``recall_k`` cap)."""
@@ -128,6 +132,8 @@ class _Plan:
     bullets: list[tuple[str, Sequence[int]]] = field(default_factory=list)
     groups: Counter[tuple[str, str]] = field(default_factory=Counter)
     head_open: bool = False
+    shown_as: dict[int, tuple[Turn, int]] = field(default_factory=dict)
+    """Each memory considered: as shown (whole or excerpted) and its line's cost."""
 
     def context(self) -> Context:
         """What is packed so far, as a context (``tokens`` not yet counted)."""
@@ -213,8 +219,8 @@ def assemble(
         _memories(plan, memories, query, policy, limit)
         if policy.summary:
             _summary(plan, summary)
-        _older_turns(plan, history)
-        plan.resync()
+        if _older_turns(plan, history):
+            plan.resync()
         _memories(plan, memories, query, policy, limit)  # into what moved or was left
         _drop_covered_bullets(plan)
     return _render(plan)
@@ -247,8 +253,8 @@ def _recent_turns(plan: _Plan, history: list[Turn], policy: Policy) -> None:
 
 
 def _key_facts(plan: _Plan, facts: Sequence[str], policy: Policy) -> None:
-    """Step 2: key facts, at most ``policy.facts`` lines within a quarter of what is left."""
-    cap = plan.spend.left // 4
+    """Step 2: key facts, at most ``policy.facts`` lines within a tenth of what is left."""
+    cap = plan.spend.left // 10
     for fact in facts[: policy.facts]:
         line = plan.line_cost(f"- {fact}")
         opening = plan.section_cost(FACTS_HEADER, bool(plan.facts))
@@ -270,6 +276,7 @@ def _memories(
     said = {repeat_key(t.text) for t in taken} - {frozenset()}
     terms = query_terms(query)
     heap = [(float(rank), rank) for rank in range(len(memories))]  # (score, rank): lazy greedy
+    misses = 0
     while heap and len(plan.memories) < limit and plan.spend.left >= SMALLEST_LINE:
         score, rank = heapq.heappop(heap)
         memory = memories[rank]
@@ -280,13 +287,20 @@ def _memories(
         key = repeat_key(memory.text)
         if memory.event_id in shown or (key and key in said):
             continue
-        shown_memory = _shown_text(plan, memory, terms, policy.memory_tokens)
-        cost = plan.line_cost(turn_line(shown_memory, plan.human_prefix, plan.ai_prefix))
+        if memory.event_id not in plan.shown_as:
+            as_shown = _shown_text(plan, memory, terms, policy.memory_tokens)
+            line = turn_line(as_shown, plan.human_prefix, plan.ai_prefix)
+            plan.shown_as[memory.event_id] = (as_shown, plan.line_cost(line))
+        shown_memory, cost = plan.shown_as[memory.event_id]
         if group_key(memory) not in plan.groups:
             labelled = any(t != plan.session_id for _, t in (*plan.groups, group_key(memory)))
             cost += GROUP_HEADER_TOKENS if labelled else DAY_HEADER_TOKENS
         if not plan.take_section(MEMORIES_HEADER, bool(plan.memories), cost):
+            misses += 1
+            if misses >= MAX_MISSES:  # the budget is as good as full
+                break
             continue
+        misses = 0
         plan.memories.append(shown_memory)
         plan.groups[group_key(memory)] += 1
         shown.add(memory.event_id)
@@ -323,22 +337,25 @@ def _summary(plan: _Plan, summary: Sequence[tuple[str, Sequence[int]]]) -> None:
             plan.bullets.append((text, cited))
 
 
-def _older_turns(plan: _Plan, history: list[Turn]) -> None:
+def _older_turns(plan: _Plan, history: list[Turn]) -> bool:
     """Step 5: older turns of the thread with what is left (a memory that is one of them
-    moves here), then drop what a shown history must not open with, and bullets whose turns
-    are now all shown."""
+    moves here), then drop what a shown history must not open with. Says whether a memory
+    moved (the running account then overstates what is spent)."""
     if not plan.recent:
-        return
+        return False
+    moved = False
     as_memory = {m.event_id for m in plan.memories}
     for turn in history[len(plan.recent) :]:
         if not plan.spend.take(plan.turn_cost(turn)):
             break
         if turn.event_id in as_memory:  # its memory line goes (resync refunds it)
             plan.memories = [m for m in plan.memories if m.event_id != turn.event_id]
+            moved = True
         plan.recent.append(turn)
     if any(t.role == "user" for t in plan.recent):
         while plan.recent[-1].role != "user":
             plan.spend.refund(plan.turn_cost(plan.recent.pop()))
+    return moved
 
 
 def _drop_covered_bullets(plan: _Plan) -> None:
