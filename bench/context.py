@@ -452,24 +452,60 @@ def peer_search(runner: Runner, dialog: Dialog) -> dict[str, list[list[str]]]:
 # -- latency at scale --------------------------------------------------------------------
 
 
-def scale_latency(n: int, cache_dir: Path, queries: int, budget: int) -> dict[str, Any]:
-    """Context p50 beside the p50 of the recall it runs, on the synthetic file of
-    bench/recall_ab.py (``n`` events, random corpus vectors, queries embedded by MiniLM):
-    a new empty thread in the ``all`` scope (its recall searches all ``n`` events with
-    ``k = 2 * recall_k``, as the context asks), alternated call by call."""
-    from recall import load_dataset, resolve_data
-    from recall_ab import build
+def build_scale(path: Path, n: int, data: dict[str, Any], seed: int = 1) -> None:
+    """``n`` events of bench/recall_scale.py's synthetic text in sessions of 50 (alternating
+    user and assistant), each with a random unit vector under MiniLM's name (embedding
+    ``n`` texts on a CPU would take too long; the queries are embedded by the model)."""
+    import random
+
+    import numpy as np
+    from recall_scale import ZipfWords, sentence_bank, synthetic_text
 
     from pmm.embed.sentence import SentenceEmbedder
+    from pmm.storage.sqlite import EventStore
 
+    bank, rng, zipf = sentence_bank(data), random.Random(seed), ZipfWords(random.Random(seed))
+    model = SentenceEmbedder().model_name
+    with EventStore(path) as store:
+        for start in range(0, n, 2000):
+            store.append_many(
+                NewEvent(
+                    "prompt" if i % 2 == 0 else "response",
+                    synthetic_text(rng, bank, zipf),
+                    f"session-{i // 50}",
+                    "user" if i % 2 == 0 else "assistant",
+                )
+                for i in range(start, min(n, start + 2000))
+            )
+        store.sync_search_index()
+        vectors = np.random.default_rng(seed)
+        for start in range(1, n + 1, 5000):
+            ids = range(start, min(n, start + 4999) + 1)
+            block = vectors.standard_normal((len(ids), 384)).astype(np.float32)
+            block /= np.linalg.norm(block, axis=1, keepdims=True)
+            store.put_embeddings(model, 384, [(i, block[j].tobytes()) for j, i in enumerate(ids)])
+
+
+def scale_latency(n: int, cache_dir: Path, queries: int, budget: int) -> dict[str, Any]:
+    """Context p50 beside the p50 of the recall it runs, on a synthetic file of ``n``
+    events (:func:`build_scale`): a new empty thread in the ``all`` scope, whose recall
+    searches all ``n`` events with the ``k`` the context asks for at ``budget``
+    (:func:`pmm.context.sessions.memory_candidates`, capped by ``recall_k``, plus 8),
+    alternated call by call."""
+    from recall import load_dataset, resolve_data
+
+    from pmm.context.sessions import memory_candidates
+    from pmm.embed.sentence import SentenceEmbedder
+
+    chat = load_dataset(resolve_data("chat"))
     path = cache_dir / f"scale-{n}.db"
     if not path.exists():
         started = time.perf_counter()
         cache_dir.mkdir(parents=True, exist_ok=True)
-        build(path.with_suffix(".building"), n)
+        build_scale(path.with_suffix(".building"), n, chat)
         path.with_suffix(".building").replace(path)
         print(f"  built {path} ({time.perf_counter() - started:.0f} s)", flush=True)
-    questions = [q["question"] for q in load_dataset(resolve_data("chat"))["questions"]]
+    questions = [q["question"] for q in chat["questions"]]
     asked = [questions[i % len(questions)] for i in range(queries)]
     embedder = SentenceEmbedder()
     ctx_ms: list[float] = []
@@ -481,7 +517,7 @@ def scale_latency(n: int, cache_dir: Path, queries: int, budget: int) -> dict[st
             env={}, db_path=str(copy), enable_embeddings=True, recall_scope="all"
         )
         with Mind(settings=settings, embedder=embedder) as mind:
-            k = 2 * settings.recall_k
+            k = min(settings.recall_k, memory_candidates(budget)) + 8
             for q in questions[:20]:  # warm: model, vector cache, FTS pages
                 mind.context("scale-new", query=q, budget_tokens=budget)
                 mind.recall(q, k=k)

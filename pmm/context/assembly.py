@@ -134,6 +134,13 @@ class _Plan:
     head_open: bool = False
     shown_as: dict[int, tuple[Turn, int]] = field(default_factory=dict)
     """Each memory considered: as shown (whole or excerpted) and its line's cost."""
+    repeat_keys: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    def key_of(self, turn: Turn) -> frozenset[str]:
+        """:func:`~pmm.text.words.repeat_key` of ``turn``'s full text, worked out once."""
+        if turn.event_id not in self.repeat_keys:
+            self.repeat_keys[turn.event_id] = repeat_key(turn.text)
+        return self.repeat_keys[turn.event_id]
 
     def context(self) -> Context:
         """What is packed so far, as a context (``tokens`` not yet counted)."""
@@ -273,7 +280,7 @@ def _memories(
         return
     taken = [*plan.recent, *plan.memories]
     shown = {t.event_id for t in taken}
-    said = {repeat_key(t.text) for t in taken} - {frozenset()}
+    said = {plan.key_of(t) for t in taken} - {frozenset()}
     terms = query_terms(query)
     heap = [(float(rank), rank) for rank in range(len(memories))]  # (score, rank): lazy greedy
     misses = 0
@@ -284,8 +291,10 @@ def _memories(
         if current > score:  # its day/thread gained a memory since it was scored
             heapq.heappush(heap, (current, rank))
             continue
-        key = repeat_key(memory.text)
-        if memory.event_id in shown or (key and key in said):
+        if memory.event_id in shown:
+            continue
+        key = plan.key_of(memory)
+        if key and key in said:
             continue
         if memory.event_id not in plan.shown_as:
             as_shown = _shown_text(plan, memory, terms, policy.memory_tokens)

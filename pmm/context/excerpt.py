@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from pmm.context.budget import count_upto
@@ -32,11 +33,16 @@ SCAN_CHARS = 100_000
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n+")
 
 
+@lru_cache(maxsize=1)
+def _stop_stems() -> frozenset[str]:
+    return frozenset(s for w in STOPWORDS for s in fts_tokens(w))
+
+
 def query_terms(query: str | None) -> frozenset[str]:
     """The stems of ``query``'s words that are not stopwords (what an excerpt looks for)."""
     if not query:
         return frozenset()
-    stop = {s for w in STOPWORDS for s in fts_tokens(w)}
+    stop = _stop_stems()
     return frozenset(t for t in fts_tokens(query) if t not in stop and len(t) > 1)
 
 
@@ -62,7 +68,9 @@ def excerpt(
     if not parts:
         return "", True
     wanted = set(terms)
-    scores = [len(wanted & set(fts_tokens(p))) for p in parts]
+    scores = (
+        [len(wanted.intersection(fts_tokens(p))) for p in parts] if wanted else [0] * len(parts)
+    )
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))
     lo = hi = best
 
