@@ -568,6 +568,13 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     p.add_argument("--dates", action="store_true", help="ranked baselines' lines dated")
     p.add_argument("--no-peers", action="store_true", help="leave mem0 and LangGraph out")
     p.add_argument(
+        "--store-key",
+        default=None,
+        metavar="NAME",
+        help="reuse the stored files built under NAME instead of keying them by pmm/'s "
+        "sources (for a change that touches only the context's assembly)",
+    )
+    p.add_argument(
         "--set",
         action="append",
         default=[],
@@ -620,6 +627,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
         summaries=args.summaries,
         embedder=embedder,
         peers=not args.no_peers,
+        code=args.store_key,
         dates=args.dates,
         depth=args.depth,
     )

@@ -82,7 +82,7 @@ class Settings:
     """Newest turns of the thread a context shows before memories (at least 4, within half)."""
     context_memory_tokens: int = 40
     """A memory longer than this (tokens) shows the sentences that bear on the question."""
-    context_spread: float = 1.0
+    context_spread: float = 0.0
     """Places a memory moves down the recall order per memory shown from its day and thread."""
     context_facts: int = 5
     """Key-fact lines a context shows at most (0 = none)."""

@@ -23,9 +23,10 @@ The order of packing is the order of worth:
    as many as the budget could hold). Each memory costs its line; a memory longer than
    :attr:`Policy.memory_tokens` shows its excerpt, the whole sentences that bear on the
    question (:mod:`pmm.context.excerpt`), or its digest when that is as good and shorter.
-   Memories spread over days and threads: each one already taken from a memory's day and
-   thread moves it :attr:`Policy.spread` places down the recall order, so a question
-   whose evidence spans five sessions is not answered from one.
+   Filling the budget in recall order already covers a question's several sessions (at
+   2,000 tokens some 50 memories); :attr:`Policy.spread` > 0 spreads them further (each
+   memory already taken from a memory's day and thread moves it that many places down),
+   which cost evidence on LoCoMo's folds, so it is off by default.
 4. **The stored session summary**: bullets about turns of this thread not shown.
 5. **Older turns of the thread**, newest first, with what is left (a turn that was taken as
    a memory moves into the recent turns, and the next memories take what it freed). The
@@ -106,7 +107,7 @@ class Policy:
     """Newest turns of the thread shown before memories (never fewer than RECENT_FLOOR)."""
     memory_tokens: int = 40
     """A memory longer than this shows its excerpt (or its digest)."""
-    spread: float = 1.0
+    spread: float = 0.0
     """Places a memory moves down per memory already taken from its day and thread."""
     facts: int = 5
     """Key-fact lines at most (0: none)."""
