@@ -31,6 +31,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "recall": ("recall.py",),
     "recall-latency": ("recall.py", "--synthetic", "5000"),
     "locomo": ("locomo.py",),
+    "context": ("context.py", "--no-peers"),
     "peers": ("peers.py",),
     "users": ("users.py",),
     "storage": ("storage.py",),

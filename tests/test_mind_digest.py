@@ -276,15 +276,18 @@ def test_mixed_log_of_raw_and_digested_rows(tmp_path: Path) -> None:
         assert history[2].text == "S(New 0. So here is th)"
 
 
-def test_keywords_feed_key_information(tmp_path: Path) -> None:
+def test_keywords_are_no_key_information(tmp_path: Path) -> None:
+    """Digest keywords are a list of words, no statement about the user: key information
+    holds statements only (the "Topics" line they made is gone)."""
     with Mind(
         db(tmp_path), enable_summary=True, summary_mode="inline", summarizer="heuristic"
     ) as mind:
         for _ in range(2):
             mind.remember_turn(LONG_USER, LONG_AI, session_id="s")
+        assert mind.store.get(1).keywords  # the turns have keywords
         facts = mind.context("s").facts
-        topics = [f for f in facts if f.startswith("Topics: ")]
-        assert topics and "Lisbon" in topics[0]
+        assert not [f for f in facts if f.startswith("Topics: ")]
+        assert all(": " in f for f in facts)  # "Label: value" statements, no word list
 
 
 class FlakyDigester(RecordingDigester):
