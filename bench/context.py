@@ -567,6 +567,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     p.add_argument("--depth", type=int, default=DEPTH, help="k of the recall baselines (200)")
     p.add_argument("--dates", action="store_true", help="ranked baselines' lines dated")
     p.add_argument("--no-peers", action="store_true", help="leave mem0 and LangGraph out")
+    p.add_argument("--records", action="store_true", help="keep every record in the JSON")
     p.add_argument(
         "--store-key",
         default=None,
@@ -669,7 +670,8 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
         print(f"held-out evidence in context (pooled): {cv['held_out']:.3f}")
     for note in runner.notes:
         print(f"note: {note}")
-    figures["records"] = records
+    if args.records:  # one per question, budget and system: large
+        figures["records"] = records
     bench.finish(figures)
     return 0
 

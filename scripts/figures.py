@@ -49,6 +49,19 @@ class Row:
 
 ROWS: tuple[Row, ...] = (
     Row(
+        json="docs/benchmarks/data/context.json",
+        key=("table", "new", "pmm", "2000", "evidence"),
+        label="evidence in the context, LoCoMo, 2,000 tokens, a new thread (400 questions)",
+        pmm_label="`Mind.context`",
+        baseline=("table", "new", "mem0", "2000", "evidence"),
+        baseline_label="mem0 `search` results (`infer=False`) to the budget",
+        fmt="{:.3f}",
+        footnote="Share of a question's evidence turns whose text is in what the model reads; "
+        "the user's earlier conversations as her threads; the same MiniLM vectors for every "
+        "system; the page has every budget, both modes and the other baselines.",
+        page="context.md",
+    ),
+    Row(
         json="docs/benchmarks/data/recall-locomo.json",
         key=("tables", "hybrid", "all", "R@10"),
         label="recall@10, LoCoMo (1,536 questions)",

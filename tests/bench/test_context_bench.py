@@ -192,6 +192,7 @@ def test_main_quick_runs_on_a_generated_dataset(
         str(tmp_path),
         "--json",
         str(out),
+        "--records",
     ]
     assert ctx.main(argv, embedder=WordHashEmbedder()) == 0
     printed = capsys.readouterr().out
