@@ -82,6 +82,8 @@ class Settings:
     """Newest turns of the thread a context shows before memories (at least 4, within half)."""
     context_memory_tokens: int = 40
     """A memory longer than this (tokens) shows the sentences that bear on the question."""
+    context_whole_every: int = 250
+    """One of the best memories shows whole (up to 400 tokens) per this many tokens of budget."""
     context_spread: float = 0.0
     """Places a memory moves down the recall order per memory shown from its day and thread."""
     context_facts: int = 5

@@ -22,7 +22,10 @@ The order of packing is the order of worth:
 3. **Relevant memories**, in recall order, until the budget is spent (recall is asked for
    as many as the budget could hold). Each memory costs its line; a memory longer than
    :attr:`Policy.memory_tokens` shows its excerpt, the whole sentences that bear on the
-   question (:mod:`pmm.context.excerpt`), or its digest when that is as good and shorter.
+   question (:mod:`pmm.context.excerpt`), or its digest when that is as good and shorter;
+   the best of them (one per :attr:`Policy.whole_every` tokens of budget) show whole, up
+   to 400 tokens: where messages are long, a question's evidence is spread over a message
+   more than its words show, and the best-ranked messages are worth their length.
    Filling the budget in recall order already covers a question's several sessions (at
    2,000 tokens some 50 memories); :attr:`Policy.spread` > 0 spreads them further (each
    memory already taken from a memory's day and thread moves it that many places down),
@@ -93,6 +96,8 @@ DAY_HEADER_TOKENS = 8
 most, plus its line break."""
 SMALLEST_LINE = 6
 """Below this many tokens left, no memory line fits: packing stops looking."""
+WHOLE_MEMORY_TOKENS = 400
+"""What a memory shown whole (one of the best, :attr:`Policy.whole_every`) may cost."""
 MAX_MISSES = 12
 """Memories in a row that do not fit what is left before packing stops looking (the
 budget is then as good as full; trying all 200 costs more than it finds)."""
@@ -111,6 +116,9 @@ class Policy:
     """Places a memory moves down per memory already taken from its day and thread."""
     facts: int = 5
     """Key-fact lines at most (0: none)."""
+    whole_every: int = 250
+    """One of the best memories shows whole (up to WHOLE_MEMORY_TOKENS) per this many tokens
+    of budget, the rest excerpted (0: every long memory excerpted)."""
     max_memories: int = 200
     """Memories at most (the ``recall_k`` cap)."""
     summary: bool = True
@@ -298,7 +306,9 @@ def _memories(
         if key and key in said:
             continue
         if memory.event_id not in plan.shown_as:
-            as_shown = _shown_text(plan, memory, terms, policy.memory_tokens)
+            whole = plan.spend.budget // policy.whole_every if policy.whole_every else 0
+            cap = policy.memory_tokens if rank >= whole else WHOLE_MEMORY_TOKENS
+            as_shown = _shown_text(plan, memory, terms, cap)
             line = turn_line(as_shown, plan.human_prefix, plan.ai_prefix)
             plan.shown_as[memory.event_id] = (as_shown, plan.line_cost(line))
         shown_memory, cost = plan.shown_as[memory.event_id]

@@ -143,6 +143,7 @@ class SessionContexts:
         return Policy(
             recent_turns=s.context_recent_turns,
             memory_tokens=s.context_memory_tokens,
+            whole_every=s.context_whole_every,
             spread=s.context_spread,
             facts=s.context_facts,
             max_memories=s.recall_k,
