@@ -48,9 +48,8 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pmm.context.budget import Spend, count_upto, truncate_to_tokens
 from pmm.context.excerpt import excerpt, query_terms
@@ -66,9 +65,9 @@ from pmm.context.parts import (
     role_label,
     turn_line,
 )
+from pmm.context.plan import Plan, rendered_cost
 from pmm.context.tokens import TokenCounter
 from pmm.text.stemmer import fts_tokens
-from pmm.text.words import repeat_key
 
 __all__ = [
     "FACTS_HEADER",
@@ -125,84 +124,6 @@ class Policy:
     """Show the stored session summary's bullets about turns not shown."""
 
 
-@dataclass
-class _Plan:
-    """The packing's running state: what is taken so far and what it costs."""
-
-    spend: Spend
-    count: TokenCounter
-    session_id: str
-    as_messages: bool
-    human_prefix: str
-    ai_prefix: str
-    recent: list[Turn] = field(default_factory=list)  # newest first
-    facts: list[str] = field(default_factory=list)
-    memories: list[Turn] = field(default_factory=list)  # in the order taken
-    bullets: list[tuple[str, Sequence[int]]] = field(default_factory=list)
-    groups: Counter[tuple[str, str]] = field(default_factory=Counter)
-    head_open: bool = False
-    shown_as: dict[int, tuple[Turn, int]] = field(default_factory=dict)
-    """Each memory considered: as shown (whole or excerpted) and its line's cost."""
-    repeat_keys: dict[int, frozenset[str]] = field(default_factory=dict)
-
-    def key_of(self, turn: Turn) -> frozenset[str]:
-        """:func:`~pmm.text.words.repeat_key` of ``turn``'s full text, worked out once."""
-        if turn.event_id not in self.repeat_keys:
-            self.repeat_keys[turn.event_id] = repeat_key(turn.text)
-        return self.repeat_keys[turn.event_id]
-
-    def context(self) -> Context:
-        """What is packed so far, as a context (``tokens`` not yet counted)."""
-        return Context(
-            session_id=self.session_id,
-            budget_tokens=self.spend.budget,
-            tokens=0,
-            counter=self.count.name,
-            facts=list(self.facts),
-            memories=list(self.memories),
-            history=list(reversed(self.recent)),
-            human_prefix=self.human_prefix,
-            ai_prefix=self.ai_prefix,
-            as_messages=self.as_messages,
-            summary=[t for t, _ in self.bullets],
-        )
-
-    def resync(self) -> None:
-        """Set what is left to the budget less what the packed context costs as rendered
-        (after turns moved between sections, whose headers the running account kept)."""
-        self.head_open = bool(self.facts or self.memories or self.bullets)
-        self.spend.left = self.spend.budget - rendered_cost(self.context(), self.count)
-
-    def turn_cost(self, turn: Turn) -> int:
-        """A recent turn's cost (exact when it fits the budget; see count_upto)."""
-        cap = self.spend.budget
-        if self.as_messages:
-            return count_upto(self.count.count, turn.text, cap) + MESSAGE_OVERHEAD
-        line = turn_line(turn, self.human_prefix, self.ai_prefix)
-        return count_upto(self.count.count, line, cap) + 1
-
-    def line_cost(self, line: str) -> int:
-        return count_upto(self.count.count, line, self.spend.budget) + 1
-
-    def section_cost(self, header: str, present: bool) -> int:
-        """What opening a section costs: its header and the blank line before it, plus the
-        head's own overhead (the system message, or the recent turns' header) for the
-        first section."""
-        if present:
-            return 0
-        cost = self.count.count(header) + 2
-        if not self.head_open:
-            cost += MESSAGE_OVERHEAD if self.as_messages else self.count.count(HISTORY_HEADER) + 2
-        return cost
-
-    def take_section(self, header: str, present: bool, cost: int) -> bool:
-        opening = self.section_cost(header, present)
-        if not self.spend.take(opening + cost):
-            return False
-        self.head_open = True
-        return True
-
-
 def assemble(
     *,
     session_id: str,
@@ -224,7 +145,7 @@ def assemble(
     docstring for the order and why). ``query`` is what excerpts of long memories look
     for; ``memory_limit`` caps how many memories are shown."""
     policy = policy or Policy()
-    plan = _Plan(Spend(budget), counter, session_id, as_messages, human_prefix, ai_prefix)
+    plan = Plan(Spend(budget), counter, session_id, as_messages, human_prefix, ai_prefix)
     history = [t for t in history if t.text.strip()]  # erased turns are shown nowhere
     memories = [m for m in memories if m.text.strip()]
     limit = policy.max_memories if memory_limit is None else min(memory_limit, policy.max_memories)
@@ -242,7 +163,7 @@ def assemble(
     return _render(plan)
 
 
-def _recent_turns(plan: _Plan, history: list[Turn], policy: Policy) -> None:
+def _recent_turns(plan: Plan, history: list[Turn], policy: Policy) -> None:
     """Step 1: the newest exchange (the newest turn cut to fit if need be), then the
     recent floor within half the budget."""
     if not history or plan.spend.left <= 0:
@@ -268,7 +189,7 @@ def _recent_turns(plan: _Plan, history: list[Turn], policy: Policy) -> None:
         plan.recent.append(turn)
 
 
-def _key_facts(plan: _Plan, facts: Sequence[str], policy: Policy) -> None:
+def _key_facts(plan: Plan, facts: Sequence[str], policy: Policy) -> None:
     """Step 2: key facts, at most ``policy.facts`` lines within a tenth of what is left."""
     cap = plan.spend.left // 10
     for fact in facts[: policy.facts]:
@@ -281,7 +202,7 @@ def _key_facts(plan: _Plan, facts: Sequence[str], policy: Policy) -> None:
 
 
 def _memories(
-    plan: _Plan, memories: list[Turn], query: str | None, policy: Policy, limit: int
+    plan: Plan, memories: list[Turn], query: str | None, policy: Policy, limit: int
 ) -> None:
     """Step 3: memories in recall order, spread over days and threads, each whole or
     excerpted, until the budget is spent."""
@@ -328,7 +249,7 @@ def _memories(
             said.add(key)
 
 
-def _shown_text(plan: _Plan, memory: Turn, terms: frozenset[str], cap: int) -> Turn:
+def _shown_text(plan: Plan, memory: Turn, terms: frozenset[str], cap: int) -> Turn:
     """``memory`` as shown: whole when it costs at most ``cap``; else its excerpt, or its
     digest (``alt``) when that fits ``cap`` and holds at least as many query terms."""
     if count_upto(plan.count.count, memory.text, cap) <= cap:
@@ -346,7 +267,7 @@ def _shown_text(plan: _Plan, memory: Turn, terms: frozenset[str], cap: int) -> T
     )
 
 
-def _summary(plan: _Plan, summary: Sequence[tuple[str, Sequence[int]]]) -> None:
+def _summary(plan: Plan, summary: Sequence[tuple[str, Sequence[int]]]) -> None:
     """Step 4: the stored summary's bullets about turns of this thread that are not shown."""
     covered = {t.event_id for t in plan.recent} | {m.event_id for m in plan.memories}
     for text, cited in summary:
@@ -357,7 +278,7 @@ def _summary(plan: _Plan, summary: Sequence[tuple[str, Sequence[int]]]) -> None:
             plan.bullets.append((text, cited))
 
 
-def _older_turns(plan: _Plan, history: list[Turn]) -> bool:
+def _older_turns(plan: Plan, history: list[Turn]) -> bool:
     """Step 5: older turns of the thread with what is left (a memory that is one of them
     moves here), then drop what a shown history must not open with. Says whether a memory
     moved (the running account then overstates what is spent)."""
@@ -378,13 +299,13 @@ def _older_turns(plan: _Plan, history: list[Turn]) -> bool:
     return moved
 
 
-def _drop_covered_bullets(plan: _Plan) -> None:
+def _drop_covered_bullets(plan: Plan) -> None:
     """A summary bullet whose turns are all shown (as turns or memories) goes."""
     shown = {t.event_id for t in plan.recent} | {m.event_id for m in plan.memories}
     plan.bullets = [(t, c) for t, c in plan.bullets if not all(i in shown for i in c)]
 
 
-def _render(plan: _Plan) -> Context:
+def _render(plan: Plan) -> Context:
     """The context of what was packed, counted as rendered; never over the budget (the
     last memory, bullet or fact taken goes while it is)."""
     while True:
@@ -402,11 +323,3 @@ def _render(plan: _Plan) -> Context:
             plan.recent.pop()
         else:
             plan.recent.clear()
-
-
-def rendered_cost(ctx: Context, counter: TokenCounter) -> int:
-    """What ``ctx`` costs as the model receives it: its text, or (messages mode) each
-    message plus :data:`MESSAGE_OVERHEAD`."""
-    if ctx.as_messages:
-        return sum(counter.count(str(m.content)) + MESSAGE_OVERHEAD for m in ctx.messages())
-    return counter.count(ctx.text())
