@@ -129,6 +129,18 @@ class Settings:
     compress_after: str = ""
     """Compress old turns' text in upkeep or pmm compress: newest N kept plain, or an age (30d)."""
 
+    def __repr__(self) -> str:
+        """The fields as a dataclass shows them, a database URL's password masked."""
+        from pmm.models.redact import mask_url
+
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, str) and "://" in value:
+                value = mask_url(value)
+            shown.append(f"{f.name}={value!r}")
+        return f"Settings({', '.join(shown)})"
+
     @classmethod
     def load(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from ``overrides`` (None = not given), then ``env`` (default:

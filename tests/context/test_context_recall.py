@@ -102,3 +102,16 @@ def test_a_long_thread_id_costs_no_memory(tmp_path: Path) -> None:
         mind.remember_turn("Hello again.", "Hi.", session_id="now", user_id="u")
         ctx = mind.context("now", query="locker code", budget_tokens=200, user_id="u")
     assert "9912" in ctx.text() and long_id not in ctx.text()
+
+
+def test_a_long_user_id_keeps_her_cross_thread_memories(tmp_path: Path) -> None:
+    """A 5,000-character user id (and threads named after it) neither reaches the prompt
+    nor crowds her memories out of it."""
+    user = "u" * 5000
+    with Mind(str(tmp_path / "pmm.db")) as mind:
+        mind.remember_turn(
+            "My locker code is 9912.", "Got it.", session_id=user + "-gym", user_id=user
+        )
+        mind.remember_turn("Hello again.", "Hi.", session_id=user + "-now", user_id=user)
+        ctx = mind.context(user + "-now", query="locker code", budget_tokens=200, user_id=user)
+    assert "9912" in ctx.text() and user not in ctx.text() and ctx.tokens <= 200

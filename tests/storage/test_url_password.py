@@ -122,3 +122,11 @@ def test_the_chat_banner_hides_the_password(
     out, err = capsys.readouterr()
     assert password not in out + err
     assert f"memory in {_masked(url, password)}" in out
+
+
+def test_the_settings_repr_masks_the_password() -> None:
+    from pmm.settings import Settings
+
+    settings = Settings.load(env={}, db_path="postgresql://pmm:s3cret-pw@127.0.0.1:5432/pmm")
+    assert "s3cret-pw" not in repr(settings) and "postgresql://pmm:***@" in repr(settings)
+    assert "max_tokens=" in repr(settings)
