@@ -80,19 +80,29 @@ def excerpt(
         after = " " + ELLIPSIS if b < len(parts) - 1 else ""
         return before + body + after
 
-    shown = render(lo, hi)
-    if count(shown) > max_tokens:  # one sentence over the budget: its words that fit
+    cost: dict[int, int] = {}
+
+    def sentence_cost(i: int) -> int:  # each sentence counted once
+        if i not in cost:
+            cost[i] = count(parts[i])
+        return cost[i]
+
+    if sentence_cost(best) + 2 > max_tokens:  # one sentence over the budget: the words that fit
         return _cut_words(parts[best], max_tokens, count, lead=best > 0), True
+    spent = sentence_cost(best) + 2  # two ellipses at most
     grew = True
-    while grew:
+    while grew:  # the next sentence first, then the one before, while their counts fit
         grew = False
-        for a, b in ((lo, hi + 1), (lo - 1, hi)):  # the next sentence first, then the one before
-            if a < 0 or b >= len(parts):
-                continue
-            candidate = render(a, b)
-            if count(candidate) <= max_tokens:
-                lo, hi, shown, grew = a, b, candidate, True
+        for i, a, b in ((hi + 1, lo, hi + 1), (lo - 1, lo - 1, hi)):
+            if 0 <= i < len(parts) and spent + sentence_cost(i) + 1 <= max_tokens:
+                lo, hi, spent, grew = a, b, spent + sentence_cost(i) + 1, True
                 break
+    shown = render(lo, hi)
+    while lo < hi and count(shown) > max_tokens:  # joined, it counts a token more: shrink
+        lo, hi = (lo, hi - 1) if hi > best else (lo + 1, hi)
+        shown = render(lo, hi)
+    if count(shown) > max_tokens:
+        return _cut_words(parts[best], max_tokens, count, lead=best > 0), True
     return shown, True
 
 
