@@ -252,9 +252,9 @@ def _memories(
 def _shown_text(plan: Plan, memory: Turn, terms: frozenset[str], cap: int) -> Turn:
     """``memory`` as shown: whole when it costs at most ``cap``; else its excerpt, or its
     digest (``alt``) when that fits ``cap`` and holds at least as many query terms."""
-    if count_upto(plan.count.count, memory.text, cap) <= cap:
-        return memory
     text, cut = excerpt(memory.text, terms, cap, plan.count)
+    if not cut:
+        return memory
     summarized = memory.summarized
     if (
         memory.alt
