@@ -453,37 +453,18 @@ def peer_search(runner: Runner, dialog: Dialog) -> dict[str, list[list[str]]]:
 
 
 def build_scale(path: Path, n: int, data: dict[str, Any], seed: int = 1) -> None:
-    """``n`` events of bench/recall_scale.py's synthetic text in sessions of 50 (alternating
-    user and assistant), each with a random unit vector under MiniLM's name (embedding
-    ``n`` texts on a CPU would take too long; the queries are embedded by the model)."""
-    import random
-
-    import numpy as np
-    from recall_scale import ZipfWords, sentence_bank, synthetic_text
+    """``n`` events of bench/recall_scale.py's synthetic file: its text in sessions of 50
+    (alternating user and assistant), each with a random unit vector under MiniLM's name
+    (the queries are embedded by the model)."""
+    from recall_scale import fill_texts, fill_vectors, sentence_bank
 
     from pmm.embed.sentence import SentenceEmbedder
     from pmm.storage.sqlite import EventStore
 
-    bank, rng, zipf = sentence_bank(data), random.Random(seed), ZipfWords(random.Random(seed))
-    model = SentenceEmbedder().model_name
+    embedder = SentenceEmbedder()
     with EventStore(path) as store:
-        for start in range(0, n, 2000):
-            store.append_many(
-                NewEvent(
-                    "prompt" if i % 2 == 0 else "response",
-                    synthetic_text(rng, bank, zipf),
-                    f"session-{i // 50}",
-                    "user" if i % 2 == 0 else "assistant",
-                )
-                for i in range(start, min(n, start + 2000))
-            )
-        store.sync_search_index()
-        vectors = np.random.default_rng(seed)
-        for start in range(1, n + 1, 5000):
-            ids = range(start, min(n, start + 4999) + 1)
-            block = vectors.standard_normal((len(ids), 384)).astype(np.float32)
-            block /= np.linalg.norm(block, axis=1, keepdims=True)
-            store.put_embeddings(model, 384, [(i, block[j].tobytes()) for j, i in enumerate(ids)])
+        fill_texts(store, n, sentence_bank(data), seed)
+        fill_vectors(store, n, embedder.model_name, embedder.dim, seed)
 
 
 def scale_latency(n: int, cache_dir: Path, queries: int, budget: int) -> dict[str, Any]:

@@ -87,6 +87,40 @@ def synthetic_text(rng: random.Random, bank: list[str], zipf: ZipfWords) -> str:
     return " ".join(parts)
 
 
+PER_SESSION = 50
+"""Events per session of the synthetic file."""
+
+
+def fill_texts(store: EventStore, n: int, bank: list[str], seed: int) -> random.Random:
+    """``n`` events of :func:`synthetic_text` in sessions of :data:`PER_SESSION`,
+    alternating user and assistant, indexed for keyword search; returns the random source,
+    drawn on after the texts (the latency run picks its sessions with it)."""
+    rng, zipf = random.Random(seed), ZipfWords(random.Random(seed))
+    for start in range(0, n, 2000):
+        store.append_many(
+            NewEvent(
+                "prompt" if i % 2 == 0 else "response",
+                synthetic_text(rng, bank, zipf),
+                f"session-{i // PER_SESSION}",
+                "user" if i % 2 == 0 else "assistant",
+            )
+            for i in range(start, min(n, start + 2000))
+        )
+    store.sync_search_index()
+    return rng
+
+
+def fill_vectors(store: EventStore, n: int, model: str, dim: int, seed: int) -> None:
+    """A random unit vector of ``dim`` for each of events 1..``n``, stored under ``model``
+    (embedding ``n`` texts with the model on a CPU would take too long)."""
+    vec_rng = np.random.default_rng(seed)
+    for start in range(1, n + 1, 5000):
+        ids = range(start, min(n, start + 4999) + 1)
+        block = vec_rng.standard_normal((len(ids), dim)).astype(np.float32)
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        store.put_embeddings(model, dim, [(i, block[j].tobytes()) for j, i in enumerate(ids)])
+
+
 def query_encoder(recaller: Recaller) -> Callable[[str], Any]:
     """The engine's query-embedding step (cached or not), else the embedder itself."""
     for name in ("query_vector", "_query_vector"):
@@ -134,37 +168,18 @@ def run_synthetic(
     args: argparse.Namespace, embedder: SentenceEmbedder, data: dict[str, Any]
 ) -> dict[str, Any]:
     bank = sentence_bank(data)
-    rng = random.Random(args.seed)
-    zipf = ZipfWords(random.Random(args.seed))
     n = args.synthetic
-    per_session = 50
+    per_session = PER_SESSION
     dim = embedder.dim
     results: dict[str, Any] = {"events": n, "dim": dim, "model": embedder.model_name}
     with tempfile.TemporaryDirectory(prefix="pmm-recall-scale-") as tmp:
         path = Path(tmp) / "scale.db"
         with EventStore(path) as store:
             started = time.perf_counter()
-            for start in range(0, n, 2000):
-                store.append_many(
-                    NewEvent(
-                        "prompt" if i % 2 == 0 else "response",
-                        synthetic_text(rng, bank, zipf),
-                        f"session-{i // per_session}",
-                        "user" if i % 2 == 0 else "assistant",
-                    )
-                    for i in range(start, min(n, start + 2000))
-                )
-            store.sync_search_index()
+            rng = fill_texts(store, n, bank, args.seed)
             results["fill_seconds"] = time.perf_counter() - started
             started = time.perf_counter()
-            vec_rng = np.random.default_rng(args.seed)
-            for start in range(1, n + 1, 5000):
-                ids = range(start, min(n, start + 4999) + 1)
-                block = vec_rng.standard_normal((len(ids), dim)).astype(np.float32)
-                block /= np.linalg.norm(block, axis=1, keepdims=True)
-                store.put_embeddings(
-                    embedder.model_name, dim, [(i, block[j].tobytes()) for j, i in enumerate(ids)]
-                )
+            fill_vectors(store, n, embedder.model_name, dim, args.seed)
             results["vector_seconds"] = time.perf_counter() - started
             size_mb = sum(os.path.getsize(p) for p in Path(tmp).iterdir() if p.is_file()) / 1e6
             print(
