@@ -6,6 +6,7 @@ damaged_log(tmp_path / "pmm.db")   # 300 events; a full scan of them raises
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from pmm.storage.sqlite import EventStore
@@ -20,6 +21,12 @@ def damaged_log(path: Path, n: int = 300) -> None:
         for i in range(n):
             store.append("prompt", f"turn {i} {TEXT}", session_id=f"s{i % 3}", role="user")
         store.sync_search_index()
+    overwrite_middle_leaf(path, lambda size: b"\xa5" * size)
+
+
+def overwrite_middle_leaf(path: Path, garbage: Callable[[int], bytes]) -> None:
+    """``garbage(page_size)`` written over the middle leaf page of the events table (after
+    a checkpoint, so the page is in the file itself)."""
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     page_size = conn.execute("PRAGMA page_size").fetchone()[0]
@@ -32,4 +39,4 @@ def damaged_log(path: Path, n: int = 300) -> None:
     conn.close()
     with open(path, "r+b") as f:
         f.seek((leaves[len(leaves) // 2] - 1) * page_size)
-        f.write(b"\xa5" * page_size)
+        f.write(garbage(page_size))

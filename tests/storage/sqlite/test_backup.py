@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from damage_helpers import overwrite_middle_leaf
 
 from pmm.cli import main
 from pmm.errors import IntegrityError, InvalidInputError, NotADatabaseError
@@ -37,19 +38,7 @@ def make_log(path: Path, n: int) -> None:
 def corrupt_middle(path: Path) -> None:
     """4 KiB of garbage over the middle leaf page of the events table (the file also holds
     full-text indexes, whose pages would hide the damage from a read of the events)."""
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    leaves = [
-        r[0]
-        for r in conn.execute(
-            "SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno"
-        )
-    ]
-    conn.close()
-    with open(path, "r+b") as f:
-        f.seek((leaves[len(leaves) // 2] - 1) * page_size)
-        f.write(os.urandom(page_size))
+    overwrite_middle_leaf(path, os.urandom)
 
 
 def test_backup_while_a_writer_appends(tmp_path: Path) -> None:
