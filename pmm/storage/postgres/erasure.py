@@ -3,6 +3,10 @@ allows them (see :mod:`pmm.retention.erasure` and :mod:`pmm.retention.compaction
 
     store.forget(session_id="alice", reason="user asked")     # -> ErasureReport
     store.compact(older_than="30d")                            # -> CompactionReport
+    forget(store, session_id="alice", reason="user asked")    # the same, as the store calls it
+
+(``store``: a :class:`~pmm.storage.postgres.PostgresEventStore`, or anything with the
+members of :class:`~pmm.storage.postgres.handles.ChainedDatabase`.)
 
 In one transaction under the locks of the sessions and chains it touches (appends to them
 wait; other users' go on; compaction, and an erasure whose ``match`` found rows of other
@@ -73,7 +77,7 @@ from pmm.storage.postgres.windows import sync_windows
 if TYPE_CHECKING:
     import psycopg
 
-    from pmm.storage.postgres.store import PostgresEventStore
+    from pmm.storage.postgres.handles import ChainedDatabase
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +159,7 @@ def rewrite_rest(db: Database) -> None:
 
 
 def forget(
-    store: PostgresEventStore,
+    pg: ChainedDatabase,
     *,
     event_ids: Iterable[int] | None = None,
     session_id: str | None = None,
@@ -180,7 +184,7 @@ def forget(
     speed), which spreads the copy's WAL and CPU over a longer erasure."""
     ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
     pause = checked_pause(pause)
-    db = store._db
+    db = pg._db
     before = table_bytes(db)
     if dry_run:
         with db.write() as conn:
@@ -198,14 +202,14 @@ def forget(
             if not _within(_touched(conn, targets, derived, identifiers_of), touched):
                 raise _Widened
             shards = _shards(conn, targets | derived)
-            markers = _erase(store, conn, targets | derived, reason, identifiers_of)
+            markers = _erase(pg, conn, targets | derived, reason, identifiers_of)
         how = "the locks of her sessions and chains"
     except _Widened:  # rows of other sessions matched meanwhile: hold every append back
         with db.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
             targets, derived, skipped = _select(conn, ids, sessions, match, require_text)
             shards = _shards(conn, targets | derived)
-            markers = _erase(store, conn, targets | derived, reason, identifiers_of)
+            markers = _erase(pg, conn, targets | derived, reason, identifiers_of)
         how = "the exclusive append lock"
     log.debug("%.3f s: erasure under %s", time.perf_counter() - started, how)
     try:
@@ -330,7 +334,7 @@ def _shards(conn: psycopg.Connection[Any], ids: set[int]) -> list[int]:
 
 
 def _erase(
-    store: PostgresEventStore,
+    pg: ChainedDatabase,
     conn: psycopg.Connection[Any],
     erased: set[int],
     reason: str,
@@ -363,27 +367,27 @@ def _erase(
             (identifiers_of,),
         )
         marked = [(None, int(r[0])) for r in gone]
-    sync_windows(conn, marked, store.window_radius)
+    sync_windows(conn, marked, pg.window_radius)
     conn.execute(BUMP)
     sessions: dict[str | None, list[int]] = {}
     for event_id, session in placed:
         sessions.setdefault(session, []).append(int(event_id))
-    entries = [store._checked(e) for e in redaction_entries(sessions, reason)]
+    entries = [pg._checked(e) for e in redaction_entries(sessions, reason)]
     if identifiers_of is None:
-        return store._append_locked(conn, entries)
+        return pg._append_locked(conn, entries)
     # The records of this erasure stay in her chain, named by no session; then her id
     # leaves them and her chain's secret goes.
     entries = [
         c._replace(entry=replace(c.entry, session_id=None, user_id=identifiers_of)) for c in entries
     ]
-    markers = store._append_locked(conn, entries)
+    markers = pg._append_locked(conn, entries)
     conn.execute("UPDATE events SET user_id = NULL WHERE id = ANY(%s)", ([m.id for m in markers],))
     conn.execute("DELETE FROM chains WHERE chain = %s", (identifiers_of,))
     return [replace(m, user_id=None) for m in markers]
 
 
 def compact(
-    store: PostgresEventStore,
+    pg: ChainedDatabase,
     *,
     older_than: str | timedelta,
     session_id: str | None = None,
@@ -393,7 +397,7 @@ def compact(
     """Drop the raw text of digested turns older than ``older_than``, as
     :func:`pmm.storage.sqlite.compaction.compact` does on SQLite; ``dry_run`` only reports."""
     cutoff_ts, label = cutoff(older_than, session_id, now)
-    db = store._db
+    db = pg._db
     before = table_bytes(db)
     sql = (
         "SELECT id, summary, octet_length(content), session_id FROM events"
@@ -414,10 +418,10 @@ def compact(
         if rows and not dry_run:
             shards = _shards(conn, set(ids))
             conn.execute("UPDATE events SET content = NULL WHERE id = ANY(%s)", (ids,))
-            sync_windows(conn, [(r[3], int(r[0])) for r in rows], store.window_radius)
+            sync_windows(conn, [(r[3], int(r[0])) for r in rows], pg.window_radius)
             conn.execute(BUMP)
             entry = compaction_marker(label, session_id, [(int(r[0]), r[1]) for r in rows])
-            marker = store._append_locked(conn, [store._checked(entry)])[0]
+            marker = pg._append_locked(conn, [pg._checked(entry)])[0]
     if marker is not None:
         rewrite(db, shards)
     raw = sum(int(r[2]) for r in rows)

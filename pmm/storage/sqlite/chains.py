@@ -8,6 +8,8 @@ per-store memo (:class:`ChainCache`) that spares an append re-reading them.
     ...                                           # seal_chains(..., states, ...), insert
     save_heads(conn, states.values())
     cache.end(conn, last_id + len(rows))          # still inside the transaction
+
+:func:`append_locked` does all of it: ``events = append_locked(conn, cache, checked)``.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping
 
-from pmm.events.chains import NO_USER_KEY, ChainState, new_secret
-from pmm.events.hashing import keyed_digest
+from pmm.events.chain import CheckedEvent, resolve_owners
+from pmm.events.chains import NO_USER_KEY, ChainState, new_secret, seal_chains
+from pmm.events.hashing import keyed_digest, utc_now
+from pmm.records import Event
+from pmm.storage.sqlite.rows import INSERT
 
 _LIMIT = 4096
 """How many sessions' owners and keyed digests a store remembers (then it starts over)."""
@@ -143,6 +148,49 @@ def save_heads(conn: sqlite3.Connection, states: Iterable[ChainState]) -> None:
             (s.head_id, None if s.head_hash is None else bytes.fromhex(s.head_hash),
              NO_USER_KEY if s.user_id is None else s.user_id),
         )  # fmt: skip
+
+
+def append_locked(
+    conn: sqlite3.Connection, cache: ChainCache, checked: list[CheckedEvent]
+) -> list[Event]:
+    """Append ``checked`` (see :func:`pmm.events.chain.check_new_event`) onto their chains
+    inside the caller's write transaction (``BEGIN IMMEDIATE`` on ``conn``), numbered after
+    the newest id; returns them as stored. ``cache`` is the connection's :class:`ChainCache`
+    (one per connection, kept between appends)."""
+    head = cache.begin(conn)
+    checked = resolve_owners(checked, lambda session: cache.owner(conn, session))
+    chains = open_chains(conn, dict.fromkeys(c.entry.user_id for c in checked), cache)
+    ids = range(head + 1, head + 1 + len(checked))
+    events = seal_chains(checked, chains, ids=ids, ts=utc_now(), digest=cache.digest)
+    # Digests are stored as their 32 bytes (migrations/0008); ours are always hex.
+    unhex = bytes.fromhex
+    rows = [
+        (
+            e.id,
+            e.ts,
+            e.kind,
+            e.session_id,
+            e.role,
+            e.content,
+            unhex(e.content_sha256),
+            c.meta_json,
+            None if e.prev_hash is None else unhex(e.prev_hash),
+            unhex(e.hash),
+            e.hash_version,
+            e.user_id,
+            None if e.user_digest is None else unhex(e.user_digest),
+            None if e.session_digest is None else unhex(e.session_digest),
+        )
+        for e, c in zip(events, checked, strict=True)
+    ]
+    if len(rows) == 1:
+        conn.execute(INSERT, rows[0])
+    else:
+        conn.executemany(INSERT, rows)
+    save_heads(conn, chains.values())
+    cache.owned({e.session_id: e.user_id for e in events if e.session_id is not None})
+    cache.end(conn, ids[-1])
+    return events
 
 
 def chain_keys(conn: sqlite3.Connection, user: str | None = None) -> list[tuple[str, bytes]]:

@@ -5,6 +5,9 @@ digested turns in one write transaction with their chained marker, and counting 
         store, cutoff_ts="2026-10-01T00:00:00.000000Z", session_id=None, dry_run=True,
         marker=lambda rows: pmm.retention.compaction.compaction_marker("30d", None, rows),
     )
+
+``store``: an :class:`~pmm.storage.sqlite.EventStore`, or anything with the members of
+:class:`~pmm.storage.sqlite.handles.CompactableFile`.
 """
 
 from __future__ import annotations
@@ -17,14 +20,15 @@ from pmm.events.hashing import LEGACY_HASH_VERSION
 from pmm.records import Event, NewEvent
 from pmm.retention.compaction import CompactionReport, compaction_marker, cutoff
 from pmm.retention.erasure import PROTECTED_KINDS, file_bytes
+from pmm.storage.sqlite.connection import translated
 from pmm.storage.sqlite.erasure import scrub
 
 if TYPE_CHECKING:
-    from pmm.storage.sqlite.store import EventStore
+    from pmm.storage.sqlite.handles import CompactableFile, LogFile
 
 
 def compact(
-    store: EventStore,
+    file: CompactableFile,
     *,
     older_than: str | timedelta,
     session_id: str | None = None,
@@ -34,19 +38,19 @@ def compact(
     """Drop the raw text of digested turns older than ``older_than`` (see the module
     docstring); ``dry_run`` only reports what would be dropped."""
     cutoff_ts, label = cutoff(older_than, session_id, now)
-    before = file_bytes(store.path)
+    before = file_bytes(file.path)
     ids, raw, marker = compact_rows(
-        store,
+        file,
         cutoff_ts=cutoff_ts,
         session_id=session_id,
         dry_run=dry_run,
         marker=lambda rows: compaction_marker(label, session_id, rows),
     )
-    return CompactionReport(ids, raw, marker, dry_run, before, file_bytes(store.path))
+    return CompactionReport(ids, raw, marker, dry_run, before, file_bytes(file.path))
 
 
 def compact_rows(
-    store: EventStore,
+    file: CompactableFile,
     *,
     cutoff_ts: str,
     session_id: str | None,
@@ -67,7 +71,7 @@ def compact_rows(
     if session_id is not None:
         sql += " AND session_id = ?"
         params.append(session_id)
-    with store._lock, store._write() as conn:
+    with file._lock, file._write() as conn:
         rows = conn.execute(sql + " ORDER BY id", params).fetchall()
         ids = [r[0] for r in rows]
         raw = sum(r[2] for r in rows)
@@ -79,18 +83,18 @@ def compact_rows(
                     f"UPDATE events SET content = NULL WHERE id IN ({','.join('?' * len(chunk))})",
                     chunk,
                 )
-            entry = store._check(marker([(r[0], r[1]) for r in rows]))
-            event = store._append_locked(conn, [entry])[0]
-            store.rebuild_search_indexes(conn)
+            entry = file._check(marker([(r[0], r[1]) for r in rows]))
+            event = file._append_locked(conn, [entry])[0]
+            file.rebuild_search_indexes(conn)
     if event is not None:
-        scrub(store)
+        scrub(file)
     return ids, raw, event
 
 
-def count_compacted(store: EventStore) -> int:
+def count_compacted(file: LogFile) -> int:
     """Rows whose raw text was compacted away (they keep a summary)."""
-    return int(
-        store._read("SELECT count(*) FROM events WHERE content IS NULL AND summary IS NOT NULL")[0][
-            0
-        ]
-    )
+    with file._lock, translated(file.path):
+        row = file._conn.execute(
+            "SELECT count(*) FROM events WHERE content IS NULL AND summary IS NOT NULL"
+        ).fetchone()
+    return int(row[0])

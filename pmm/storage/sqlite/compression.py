@@ -2,6 +2,9 @@
 
     report = compress_texts(store, CompressAfter.parse("1000"))   # all but the newest 1,000
     report = compress_texts(store, CompressAfter.parse("30d"))    # texts older than 30 days
+
+(``store``: an :class:`~pmm.storage.sqlite.EventStore`, or anything with the members of
+:class:`~pmm.storage.sqlite.handles.CodedFile`.)
     report.compressed, report.bytes_before, report.bytes_after
 
 Texts older than the policy are re-stored as :mod:`pmm.storage.text_codec` blobs (zstd with a
@@ -32,10 +35,17 @@ from typing import TYPE_CHECKING, Any
 
 from pmm.events.hashing import utc_now
 from pmm.retention.compression import CompressAfter
-from pmm.storage.text_codec import FORMAT_VERSION, Dictionary, default_codec, dictionary_id, train
+from pmm.storage.text_codec import (
+    FORMAT_VERSION,
+    Dictionary,
+    TextCodec,
+    default_codec,
+    dictionary_id,
+    train,
+)
 
 if TYPE_CHECKING:
-    from pmm.storage.sqlite.store import EventStore
+    from pmm.storage.sqlite.handles import CodedFile
 
 MIN_BYTES = 96
 """Texts shorter than this (UTF-8 bytes) stay plain: the header would eat the gain."""
@@ -70,7 +80,7 @@ class CompressionReport:
 
 
 def compress_texts(
-    store: EventStore,
+    file: CodedFile,
     policy: CompressAfter,
     *,
     dry_run: bool = False,
@@ -79,14 +89,15 @@ def compress_texts(
     batch: int = BATCH,
     seconds: float | None = None,
 ) -> CompressionReport:
-    """Compress the plain texts ``policy`` calls old (see the module docstring), ``batch``
-    texts per write transaction, so that appends from other threads and processes wait
-    for one batch at most. With ``seconds``, no batch starts once that much time has
-    passed: the rest waits for the next run (``scanned_upto`` keeps the place)."""
+    """Compress the plain texts of ``file`` that ``policy`` calls old (see the module
+    docstring), ``batch`` texts per write transaction, so that appends from other threads
+    and processes wait for one batch at most. With ``seconds``, no batch starts once that
+    much time has passed: the rest waits for the next run (``scanned_upto`` keeps the
+    place)."""
     done = CompressionReport(0, 0, 0, None, False, dry_run)
     deadline = None if seconds is None else time.monotonic() + seconds
     while True:
-        with store._lock, store._write() as conn:
+        with file._lock, file._write() as conn:
             scanned = conn.execute("SELECT scanned_upto FROM text_state").fetchone()[0]
             where, params, upto = _candidates(conn, policy, scanned, now)
             if dry_run:
@@ -106,7 +117,9 @@ def compress_texts(
             ]
             if len(rows) == batch:
                 upto = rows[-1][0]  # the next batch starts after it
-            step = _compress_rows(store, conn, rows, retrain and done.dictionary_id is None)
+            step = _compress_rows(
+                file._text.codec, conn, rows, retrain and done.dictionary_id is None
+            )
             if step is None:
                 return done  # too little text to train a dictionary on yet: wait for more
             conn.execute("UPDATE text_state SET scanned_upto = ?", (upto,))
@@ -122,12 +135,11 @@ def compress_texts(
 
 
 def _compress_rows(
-    store: EventStore, conn: sqlite3.Connection, rows: list[tuple[int, str]], retrain: bool
+    codec: TextCodec, conn: sqlite3.Connection, rows: list[tuple[int, str]], retrain: bool
 ) -> CompressionReport | None:
     """Encode and store ``rows``; None when a dictionary is needed and they are too few."""
     if not rows:
         return CompressionReport(0, 0, 0, None, False)
-    codec = store._text.codec
     dictionary = None if retrain else _newest(conn)
     trained = dictionary is None
     if dictionary is None:
@@ -201,10 +213,11 @@ def _train(conn: sqlite3.Connection, rows: list[tuple[int, str]]) -> Dictionary:
     return Dictionary(int(cursor.lastrowid or 0), codec, data)
 
 
-def retrain_after_erasure(store: EventStore, conn: sqlite3.Connection, erased: list[int]) -> int:
-    """Inside an erasure's write transaction: when a dictionary was trained on an erased
-    event, train a new one on the texts that remain, re-encode every text of the old
-    dictionaries with it, and delete them. Returns how many texts were re-encoded."""
+def retrain_after_erasure(codec: TextCodec, conn: sqlite3.Connection, erased: list[int]) -> int:
+    """Inside an erasure's write transaction on ``conn``: when a dictionary was trained on
+    an erased event, train a new one on the texts that remain, re-encode every text of the
+    old dictionaries with it, and delete them (from the file and from ``codec``, the
+    connection's). Returns how many texts were re-encoded."""
     stale: list[int] = []
     for dict_id, first, last in conn.execute(
         "SELECT id, trained_from, trained_upto FROM text_dictionaries"
@@ -213,24 +226,23 @@ def retrain_after_erasure(store: EventStore, conn: sqlite3.Connection, erased: l
             stale.append(int(dict_id))
     if not stale:
         return 0
-    text = store._text
     using: list[tuple[int, str]] = []
     for event_id, value in conn.execute(
         "SELECT id, content FROM events WHERE typeof(content) = 'blob' ORDER BY id"
     ).fetchall():
         if dictionary_id(bytes(value)) in stale:
-            using.append((int(event_id), text.codec.decode(bytes(value))))
+            using.append((int(event_id), codec.decode(bytes(value))))
     updates: list[tuple[bytes | str, int]] = []
     if len(using) >= MIN_SAMPLES:
         dictionary = _train(conn, using)
-        text.codec.add(dictionary)
+        codec.add(dictionary)
         for event_id, value in using:
-            blob = text.codec.encode(value, dictionary)
+            blob = codec.encode(value, dictionary)
             updates.append((value if blob is None else blob, event_id))
     else:  # too few texts left to train on: keep them plain
         updates = [(value, event_id) for event_id, value in using]
     conn.executemany("UPDATE events SET content = ? WHERE id = ?", updates)
     conn.executemany("DELETE FROM text_dictionaries WHERE id = ?", [(i,) for i in stale])
     for dict_id in stale:
-        text.codec.dictionaries.pop(dict_id, None)
+        codec.dictionaries.pop(dict_id, None)
     return len(updates)

@@ -10,6 +10,10 @@ digests, vectors and edges in one write transaction, and scrubbing the file.
 :func:`erase` and builds the report::
 
     report = forget(store, session_id="alice", reason="user asked (GDPR art. 17)")
+
+``store`` is an :class:`~pmm.storage.sqlite.EventStore` or anything with the members of
+:class:`~pmm.storage.sqlite.handles.ErasableFile` (:func:`scrub`: of
+:class:`~pmm.storage.sqlite.handles.LogFile`).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from pmm.storage.sqlite.connection import translate
 from pmm.storage.sqlite.search import FTS_DELETE, FTS_INSERT
 
 if TYPE_CHECKING:
-    from pmm.storage.sqlite.store import EventStore
+    from pmm.storage.sqlite.handles import ErasableFile, LogFile
 
 log = logging.getLogger("pmm.retention.erasure")  # the logger erasure always warned on
 _CHUNK = 500
@@ -54,7 +58,7 @@ _UNDONE = (
 
 
 def forget(
-    store: EventStore,
+    file: ErasableFile,
     *,
     event_ids: Iterable[int] | None = None,
     session_id: str | None = None,
@@ -82,12 +86,12 @@ def forget(
     ids), with her chain's secret, before the scrub: see :func:`drop_identifiers`.
     """
     ids, sessions = checked_request(event_ids, session_id, match, reason, session_ids)
-    before = file_bytes(store.path)
+    before = file_bytes(file.path)
     if dry_run:
-        targets, derived, skipped = picked(store, ids, sessions, match, require_text)
+        targets, derived, skipped = picked(file, ids, sessions, match, require_text)
         return ErasureReport.planned(targets, derived, skipped, reason, before)
     targets, derived, skipped, markers, truncated = erase(
-        store, ids, sessions, match, reason, require_text, identifiers_of
+        file, ids, sessions, match, reason, require_text, identifiers_of
     )
     report = ErasureReport(
         erased=sorted(targets | derived),
@@ -96,7 +100,7 @@ def forget(
         reason=reason,
         wal_truncated=truncated,
         bytes_before=before,
-        bytes_after=file_bytes(store.path),
+        bytes_after=file_bytes(file.path),
         skipped=skipped,
     )
     log.info("forgot %d events (markers %s)", len(report.erased), [m.id for m in markers])
@@ -104,7 +108,7 @@ def forget(
 
 
 def erase(
-    store: EventStore,
+    file: ErasableFile,
     ids: set[int],
     sessions: list[str],
     match: str | None,
@@ -115,8 +119,8 @@ def erase(
     """Erase what ``ids``, ``sessions`` and ``match`` pick (arguments already checked) and
     scrub the file once: ``(targets, derived summaries, skipped ids, redaction events,
     whether the -wal file was emptied)``. Nothing is written when it raises."""
-    with store._lock:
-        conn = store._conn
+    with file._lock:
+        conn = file._conn
         secure = conn.execute("PRAGMA secure_delete").fetchone()[0]
         cache = conn.execute("PRAGMA cache_size").fetchone()[0]
         conn.execute("PRAGMA secure_delete = ON")
@@ -124,13 +128,13 @@ def erase(
         # them (about a sixth less time at 100,000 events), given back afterwards
         conn.execute(f"PRAGMA cache_size = {min(int(cache), -_SCRUB_CACHE_KIB)}")
         try:
-            with store._write() as wconn:
+            with file._write() as wconn:
                 targets, derived, skipped = _select(wconn, ids, sessions, match, require_text)
-                markers = _erase(store, wconn, targets, derived, reason, identifiers_of)
+                markers = _erase(file, wconn, targets, derived, reason, identifiers_of)
             try:
-                truncated = scrub(store)
+                truncated = scrub(file)
             except DatabaseError as exc:  # the erasure is committed: say so, and what is left
-                raise unfinished(exc, store.path, len(targets | derived), markers, _UNDONE) from exc
+                raise unfinished(exc, file.path, len(targets | derived), markers, _UNDONE) from exc
         finally:
             conn.execute(f"PRAGMA secure_delete = {int(secure)}")
             conn.execute(f"PRAGMA cache_size = {int(cache)}")
@@ -138,7 +142,7 @@ def erase(
 
 
 def picked(
-    store: EventStore,
+    file: LogFile,
     ids: set[int],
     sessions: list[str],
     match: str | None,
@@ -146,8 +150,8 @@ def picked(
 ) -> tuple[set[int], set[int], list[int]]:
     """What :func:`erase` would erase, read in one read transaction that writes nothing:
     ``(targets, derived summaries, skipped ids)``."""
-    with store._lock:
-        conn = store._conn
+    with file._lock:
+        conn = file._conn
         try:
             conn.execute("BEGIN")  # deferred: a snapshot, no write lock
             try:
@@ -155,10 +159,10 @@ def picked(
             finally:
                 conn.execute("ROLLBACK")
         except sqlite3.Error as exc:
-            raise translate(exc, store.path) from exc
+            raise translate(exc, file.path) from exc
 
 
-def scrub(store: EventStore) -> bool:
+def scrub(file: LogFile) -> bool:
     """Rewrite the file without free pages (``VACUUM``) and empty the -wal file
     (``wal_checkpoint(TRUNCATE)``); returns whether the -wal file was emptied.
 
@@ -166,22 +170,22 @@ def scrub(store: EventStore) -> bool:
     file can keep the checkpoint from finishing: SQLite waits for it up to the busy
     timeout, and then this returns False and logs one warning.
     """
-    if store.path == ":memory:":
+    if file.path == ":memory:":
         return True
-    with store._lock:
-        conn = store._conn
+    with file._lock:
+        conn = file._conn
         try:
             conn.execute("VACUUM")
             busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as exc:
-            raise translate(exc, store.path) from exc
+            raise translate(exc, file.path) from exc
     if busy:
         log.warning(
             "%s: another connection is reading the file, so the rewritten pages could not "
             "all be copied back and its -wal file emptied: until then the erased text may "
             "remain in the file's free space. Close the other PMM processes and run "
             "`pmm forget --scrub` to finish",
-            store.path,
+            file.path,
         )
     return not busy
 
@@ -265,7 +269,7 @@ def _legacy(conn: sqlite3.Connection, ids: set[int]) -> list[int]:
 
 
 def _erase(
-    store: EventStore,
+    file: ErasableFile,
     conn: sqlite3.Connection,
     targets: set[int],
     derived: set[int],
@@ -306,18 +310,18 @@ def _erase(
     # Only the erased rows and the windows of their sessions are rewritten in the indexes
     # (with her ids dropped, her rows join the rows without a session: their windows too).
     windowed = placed if identifiers_of is None else {**placed, None: placed.get(None, [])}
-    store.erase_search_terms(conn, windowed, erase_text)
+    file.erase_search_terms(conn, windowed, erase_text)
     # A compression dictionary trained on erased text holds pieces of it: retrain it.
-    retrain_after_erasure(store, conn, sorted(erased))
-    entries = [store._check(e) for e in redaction_entries(placed, reason)]
+    retrain_after_erasure(file._text.codec, conn, sorted(erased))
+    entries = [file._check(e) for e in redaction_entries(placed, reason)]
     if identifiers_of is None:
-        return store._append_locked(conn, entries)
+        return file._append_locked(conn, entries)
     # The records of this erasure stay in her chain (hashed with her digests), named by
     # no session; then her id leaves them and her chain's secret goes.
     entries = [
         c._replace(entry=replace(c.entry, session_id=None, user_id=identifiers_of)) for c in entries
     ]
-    markers = store._append_locked(conn, entries)
+    markers = file._append_locked(conn, entries)
     ids = [m.id for m in markers]
     conn.execute(f"UPDATE events SET user_id = NULL WHERE id IN ({_in(ids)})", ids)
     conn.execute("DELETE FROM chains WHERE chain = ?", (identifiers_of,))

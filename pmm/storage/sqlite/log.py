@@ -22,17 +22,14 @@ from pmm.events.chain import (
     CheckedEvent,
     check_new_event,
     owner_error,
-    resolve_owners,
 )
-from pmm.events.chains import seal_chains
 from pmm.events.exactly_once import skip_stored, unique_pairs
-from pmm.events.hashing import utc_now
 from pmm.records import Event, NewEvent, TurnRow
 from pmm.storage.reads import EventReads
-from pmm.storage.sqlite.chains import ChainCache, open_chains, read_owner, save_heads
+from pmm.storage.sqlite.chains import ChainCache, append_locked, read_owner
 from pmm.storage.sqlite.connection import SqliteBase
 from pmm.storage.sqlite.meta_keys import checked_field, stored_values
-from pmm.storage.sqlite.rows import COLUMNS, INSERT, filters
+from pmm.storage.sqlite.rows import COLUMNS, filters
 from pmm.storage.sqlite.stored_text import TEXT_SQL
 
 
@@ -92,41 +89,7 @@ class EventLogData(SqliteBase, EventReads):
             return self._append_locked(conn, checked)
 
     def _append_locked(self, conn: sqlite3.Connection, checked: list[CheckedEvent]) -> list[Event]:
-        cache = self._chain_cache
-        head = cache.begin(conn)
-        checked = resolve_owners(checked, lambda session: cache.owner(conn, session))
-        chains = open_chains(conn, dict.fromkeys(c.entry.user_id for c in checked), cache)
-        ids = range(head + 1, head + 1 + len(checked))
-        events = seal_chains(checked, chains, ids=ids, ts=utc_now(), digest=cache.digest)
-        # Digests are stored as their 32 bytes (migrations/0008); ours are always hex.
-        unhex = bytes.fromhex
-        rows = [
-            (
-                e.id,
-                e.ts,
-                e.kind,
-                e.session_id,
-                e.role,
-                e.content,
-                unhex(e.content_sha256),
-                c.meta_json,
-                None if e.prev_hash is None else unhex(e.prev_hash),
-                unhex(e.hash),
-                e.hash_version,
-                e.user_id,
-                None if e.user_digest is None else unhex(e.user_digest),
-                None if e.session_digest is None else unhex(e.session_digest),
-            )
-            for e, c in zip(events, checked, strict=True)
-        ]
-        if len(rows) == 1:
-            conn.execute(INSERT, rows[0])
-        else:
-            conn.executemany(INSERT, rows)
-        save_heads(conn, chains.values())
-        cache.owned({e.session_id: e.user_id for e in events if e.session_id is not None})
-        cache.end(conn, ids[-1])
-        return events
+        return append_locked(conn, self._chain_cache, checked)
 
     def session_owner(self, session_id: str) -> tuple[bool, str | None]:
         """``(has_rows, user_id)`` of a session: whether the log holds any of its events,

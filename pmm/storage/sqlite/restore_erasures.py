@@ -33,7 +33,7 @@ from pmm.storage.sqlite.salvage import Salvage, compress_ids, salvage
 from pmm.storage.sqlite.stored_text import pack_digest
 
 if TYPE_CHECKING:
-    from pmm.storage.sqlite.store import EventStore
+    from pmm.storage.base import EventLog
 
 _CHUNK = 500
 
@@ -219,7 +219,7 @@ def _parsed(meta: Any) -> tuple[list[int], str]:
     return [int(i) for i in ids if isinstance(i, int)], str(data.get("reason", ""))
 
 
-def reapply(store: EventStore, undone: Sequence[UndoneErasure], source: str) -> list[int]:
+def reapply(store: EventLog, undone: Sequence[UndoneErasure], source: str) -> list[int]:
     """Erase in ``store`` (the restored log) what each of ``undone`` erased, as
     ``Mind.forget`` does (a whole user: her ids and chain secret too); returns the ids of
     the new ``redaction`` events."""
