@@ -7,6 +7,8 @@ build one over a bare :class:`~pmm.storage.postgres.connection.Database`::
 
     db = Database(url, timeout=30.0, pool_size=2)
     db.migrate()
+    with db.write() as conn:                         # window keys for radius 3
+        rebuild_windows(conn, 3)
 
     class Bare:                                      # satisfies ChainedDatabase
         _db, window_radius, max_content_bytes = db, 3, 1_048_576

@@ -13,7 +13,7 @@ build one over a bare connection::
         path, _conn, _lock, _text = "pmm.db", conn, threading.RLock(), text
         def _write(self): return WriteTransaction(conn, "pmm.db")
 
-    compress_texts(Bare(), CompressAfter.parse("0"))
+    compress_texts(Bare(), CompressAfter(keep_newest=0))   # every text, compressed
 
 The names are the store's own (``_conn``, ``_write``, ...): what a driver is handed is the
 store's state, read, never the store's class.
