@@ -37,6 +37,7 @@ def log_target(new_log: Callable[[], str]) -> str:
 
 @pytest.fixture
 def log(pmm_backend: Backend, log_target: str) -> Iterator[EventLog]:
+    """The fresh store at ``log_target``, opened by the backend; closed after the test."""
     store = pmm_backend.connect(log_target)
     try:
         yield store
@@ -46,6 +47,7 @@ def log(pmm_backend: Backend, log_target: str) -> Iterator[EventLog]:
 
 @pytest.fixture
 def raw_sql(pmm_backend: Backend) -> SqlRunner:
+    """The backend's ``sql``; the test is skipped, saying why, when it has none."""
     if pmm_backend.sql is None:
         pytest.skip(
             f"backend {pmm_backend.name!r} gives no SQL access to its tables (Backend.sql):"

