@@ -1,16 +1,16 @@
-"""Digesters used by the Mind tests (importable by the subprocesses those tests start)."""
+"""Digesters used by the Mind tests (importable by the subprocesses those tests start), and
+the suite's bag-of-words ``HashEmbedder`` (from :mod:`pmm.testing.doubles`)."""
 
 from __future__ import annotations
 
 import threading
 import time
-import zlib
 from collections.abc import Sequence
 
-import numpy as np
-import numpy.typing as npt
-
 from pmm.digest import Digest
+from pmm.testing.doubles import HashEmbedder
+
+__all__ = ["BrokenDigester", "HashEmbedder", "RecordingDigester"]
 
 
 class RecordingDigester:
@@ -48,19 +48,3 @@ class BrokenDigester:
     ) -> list[Digest]:
         self.calls += 1
         raise RuntimeError("summarizer is down")
-
-
-class HashEmbedder:
-    """A deterministic bag-of-words embedder (CRC-32 of each word seeds its direction)."""
-
-    model_name = "test/hash"
-    dim = 16
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                seed = zlib.crc32(word.encode())
-                out[row] += np.random.default_rng(seed).standard_normal(self.dim)
-            out[row, 0] += 1e-3
-        return out / np.linalg.norm(out, axis=1, keepdims=True)

