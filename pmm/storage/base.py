@@ -1,9 +1,11 @@
 """What PMM needs from an event log, as one typed protocol.
 
 :class:`pmm.storage.sqlite.EventStore` (SQLite) and
-:class:`pmm.storage.postgres.PostgresEventStore` implement it, with the same meaning for
-every call: appends extend one hash chain (see :mod:`pmm.events.chain`), derived data (digests,
-vectors, edges) never touches the chain, and ``verify`` walks it. Each event may carry the
+:class:`pmm.storage.postgres.PostgresEventStore` implement it, each as
+:class:`pmm.storage.shared.SharedLog` (which writes most calls once) over its own
+primitives (docs/design/storage.md), with the same meaning for every call: appends
+extend one hash chain (see :mod:`pmm.events.chain`), derived data (digests, vectors,
+edges) never touches the chain, and ``verify`` walks it. Each event may carry the
 user (tenant) its session belongs to: an append without a user takes its session's, one
 under another user is refused, and reads filter by ``user_id`` through an index.
 

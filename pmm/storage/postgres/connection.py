@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pmm.errors import DatabaseError, MigrationError, MissingDependencyError, NewerSchemaError
 from pmm.models.redact import mask_url, redact_secrets
+from pmm.storage.shared import SharedLog
 
 if TYPE_CHECKING:
     import psycopg
@@ -51,6 +52,15 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     the partitions it names only. The append's functions set their own mode
     (migrations/0010: kept plans, the user's partition read by name)."""
     conn.execute("SET plan_cache_mode = force_custom_plan")
+
+
+class PostgresBase(SharedLog):
+    """The state the mixins of :class:`pmm.storage.postgres.PostgresEventStore` share (the
+    pool, ``self._db``); the calls written once above the primitives come from
+    :class:`~pmm.storage.shared.SharedLog`."""
+
+    _db: Database
+    window_radius: int
 
 
 class Database:

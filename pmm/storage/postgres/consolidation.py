@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 from pmm.events.chain import CheckedEvent, check_new_event
 from pmm.records import Event, NewEvent, event_from_row
 from pmm.storage.postgres.chains import lock_sessions
-from pmm.storage.postgres.connection import Database
+from pmm.storage.postgres.connection import PostgresBase
 from pmm.storage.postgres.rows import COLUMNS
+from pmm.storage.shared import EdgeSide
 from pmm.storage.summaries import covering_summary, summary_edges
 
 if TYPE_CHECKING:
@@ -27,11 +28,8 @@ _LIVE_DIGESTED = (
 )
 
 
-class ConsolidationData:
-    """Summary nodes, edges between events, and supersession (needs ``self._db``)."""
-
-    _db: Database
-    max_content_bytes: int
+class ConsolidationData(PostgresBase):
+    """Summary nodes, edges between events, and supersession."""
 
     if TYPE_CHECKING:  # provided by PostgresEventStore
 
@@ -64,15 +62,6 @@ class ConsolidationData:
         )
         rows = self._db.read(sql, (session_id, list(kinds), upto, session_id))
         return [event_from_row(r) for r in rows]
-
-    def latest_summary(self, session_id: str, *, kind: str = "summary") -> Event | None:
-        """The newest summary event of a session (the one in use), or None."""
-        rows = self._db.read(
-            f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND kind = %s"
-            " ORDER BY id DESC LIMIT 1",
-            (session_id, kind),
-        )
-        return event_from_row(rows[0]) if rows else None
 
     def append_summary(
         self,
@@ -115,28 +104,16 @@ class ConsolidationData:
                 )
             return event, True
 
-    def edge_targets(self, srcs: Iterable[int], kind: str) -> dict[int, list[int]]:
-        """``{src: [dst, ...]}`` of the ``kind`` edges leaving ``srcs`` (dst ascending)."""
-        found: dict[int, list[int]] = {}
+    def _edge_pairs(
+        self, side: EdgeSide, ids: Sequence[int], kinds: Sequence[str]
+    ) -> list[tuple[int, int]]:
+        other = "dst" if side == "src" else "src"
         rows = self._db.read(
-            "SELECT src, dst FROM edges WHERE kind = %s AND src = ANY(%s) ORDER BY src, dst",
-            (kind, list(dict.fromkeys(srcs))),
+            f"SELECT src, dst FROM edges WHERE {side} = ANY(%s) AND kind = ANY(%s)"
+            f" ORDER BY {side}, {other}",
+            (list(ids), list(kinds)),
         )
-        for src, dst in rows:
-            found.setdefault(int(src), []).append(int(dst))
-        return found
-
-    def edge_sources(self, dsts: Iterable[int], kind: str | Sequence[str]) -> dict[int, list[int]]:
-        """``{dst: [src, ...]}`` of the edges of ``kind`` (one or several) reaching ``dsts``."""
-        kinds = [kind] if isinstance(kind, str) else list(kind)
-        found: dict[int, list[int]] = {}
-        rows = self._db.read(
-            "SELECT src, dst FROM edges WHERE dst = ANY(%s) AND kind = ANY(%s) ORDER BY dst, src",
-            (list(dict.fromkeys(dsts)), kinds),
-        )
-        for src, dst in rows:
-            found.setdefault(int(dst), []).append(int(src))
-        return found
+        return [(int(src), int(dst)) for src, dst in rows]
 
     def max_edge_src(self, kind: str) -> int:
         """The largest source id of a ``kind`` edge (0 when there is none)."""

@@ -11,14 +11,12 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pmm.errors import InvalidInputError
-from pmm.records import Event, event_from_row
-from pmm.storage.postgres.connection import Database
-from pmm.storage.postgres.rows import BUMP, COLUMNS, DATA_VERSION, filters
+from pmm.storage.postgres.connection import PostgresBase
+from pmm.storage.postgres.rows import BUMP, DATA_VERSION, filters
 from pmm.storage.postgres.vectors import PGVECTOR, ensure_index, search_candidates, vector_literal
 from pmm.storage.postgres.windows import window_weights
-from pmm.storage.terms import COMMON_TERM_MIN_DOCS, checked_words, pick_terms
-from pmm.text.words import search_terms
+from pmm.storage.shared import TextSearch
+from pmm.storage.terms import QueryTerms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,41 +24,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SEARCH_KEYS = ("turn", "content", "digest", "window")
-"""The keys search_text knows (as on SQLite)."""
 KEY_WEIGHTS = {"content": "B", "digest": "A"}
 """The weight of the turn tsvector that the content-only and digest-only keys search."""
 
 
-class DerivedData:
-    """Digests, vectors, edges and search over the ``events`` table (needs ``self._db``)."""
+class DerivedData(PostgresBase):
+    """Digests, vectors, edges and search over the ``events`` table."""
 
-    _db: Database
     _lexemes: tuple[int, dict[str, float] | None]
     vector_backend: str
 
     # -- derived data ----------------------------------------------------------------
-
-    def undigested(
-        self, *, kinds: Iterable[str], limit: int | None = None, after_id: int = 0
-    ) -> list[Event]:
-        """Events of these kinds that have text but no digest yet, oldest first."""
-        sql = (
-            f"SELECT {COLUMNS} FROM events WHERE digest_method IS NULL AND content IS NOT NULL"
-            " AND id > %s AND kind = ANY(%s) ORDER BY id"
-        )
-        params: list[Any] = [after_id, list(kinds)]
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(int(limit))
-        return [event_from_row(r) for r in self._db.read(sql, params)]
-
-    def count_undigested(self, *, kinds: Iterable[str]) -> int:
-        sql = (
-            "SELECT count(*) FROM events WHERE digest_method IS NULL AND content IS NOT NULL"
-            " AND kind = ANY(%s)"
-        )
-        return int(self._db.read(sql, (list(kinds),))[0][0])
 
     def set_digests(self, digests: Iterable[tuple[int, str, Sequence[str], str]]) -> int:
         """Store ``(event_id, summary, keywords, method)`` per event; the text and the
@@ -129,29 +103,17 @@ class DerivedData:
             exclude_ids=exclude_ids, user_id=user_id,
         )  # fmt: skip
 
-    def count_compacted(self) -> int:
-        """Rows whose raw text was compacted away (they keep a summary)."""
-        sql = "SELECT count(*) FROM events WHERE content IS NULL AND summary IS NOT NULL"
-        return int(self._db.read(sql)[0][0])
-
-    def embeddings(self, model: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
-        """``(event_id, vector bytes)`` of ``model`` for events with ids above ``after_id``."""
+    def _vectors(
+        self, model: str, *, after_id: int = 0, ids: Sequence[int] | None = None
+    ) -> list[tuple[int, bytes]]:
+        if ids is None:
+            sql = "event_id > %s"
+            where: Any = after_id
+        else:
+            sql, where = "event_id = ANY(%s)", list(ids)
         rows = self._db.read(
-            "SELECT event_id, vector FROM embeddings WHERE model = %s AND event_id > %s"
-            " ORDER BY event_id",
-            (model, after_id),
-        )
-        return [(int(r[0]), bytes(r[1])) for r in rows]
-
-    def embeddings_of(self, model: str, ids: Sequence[int]) -> list[tuple[int, bytes]]:
-        """``(event_id, vector bytes)`` of ``model`` for the events ``ids`` that have one,
-        by id (a few sessions' vectors, without loading every vector of the model)."""
-        if not ids:
-            return []
-        rows = self._db.read(
-            "SELECT event_id, vector FROM embeddings WHERE model = %s AND event_id = ANY(%s)"
-            " ORDER BY event_id",
-            (model, list(ids)),
+            f"SELECT event_id, vector FROM embeddings WHERE model = %s AND {sql} ORDER BY event_id",
+            (model, where),
         )
         return [(int(r[0]), bytes(r[1])) for r in rows]
 
@@ -174,44 +136,14 @@ class DerivedData:
                 list(edges),
             )
 
-    def edges_from(self, src: int, kind: str) -> list[int]:
-        rows = self._db.read(
-            "SELECT dst FROM edges WHERE src = %s AND kind = %s ORDER BY dst", (src, kind)
-        )
-        return [int(r[0]) for r in rows]
-
     # -- search, statistics, verification ----------------------------------------------
 
-    def search_text(
-        self,
-        query: str,
-        *,
-        limit: int = 10,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        sync: bool = True,
-        key: str = "turn",
-        date_weight: float = 1.0,
-        user_id: str | None = None,
-    ) -> list[tuple[int, float]]:
-        """``(event_id, score)`` by full-text rank (``ts_rank_cd``), best first, over one key:
-        ``key="turn"``: the event's summary, keywords and content (``"content"`` or
-        ``"digest"``: the content, or the summary and keywords, alone); ``key="window"``: the turn
-        with its neighbouring turns and its date in words (turns only; ``date_weight``
-        scales the date against the text, see :mod:`pmm.storage.postgres.windows`). The
-        query is taken as plain words, any of which may match, never as syntax; very common
-        words are dropped as on SQLite (see :mod:`pmm.storage.terms`). ``sync`` is accepted
-        for parity: PostgreSQL indexes each row in the transaction that writes it.
-        ``user_id`` keeps to that user's events (all her sessions), read first through
-        ``events_by_user``."""
-        if key not in SEARCH_KEYS:
-            raise InvalidInputError(f"key must be one of {', '.join(SEARCH_KEYS)}, got {key!r}")
-        words = search_terms(query)
-        if not words:
-            return []
-        indexed = self.search_index_upto()
-        frequencies = self._document_frequencies(words, indexed)
-        terms = pick_terms(words, indexed, frequencies.__getitem__)
+    def _ranked(self, terms: QueryTerms, search: TextSearch) -> list[tuple[int, float]]:
+        """Full-text rank (``ts_rank_cd``) over the key's tsvector (the turn's, or the window
+        key's of :mod:`pmm.storage.postgres.windows`); PostgreSQL indexes each row in the
+        transaction that writes it. A session's (or a user's) rows are read first through
+        its index."""
+        key, session_id, user_id = search.key, search.session_id, search.user_id
         one = "plainto_tsquery('english', %s)"
         if key in KEY_WEIGHTS:
             # The word's lexemes, each restricted to the key's weight ('lisbon':A): the turn
@@ -222,7 +154,7 @@ class DerivedData:
                 " WHERE strpos(l, E'\\\\') = 0)"
             )
         tsquery = " || ".join([one] * len(terms.words))
-        where, params = filters(session_id, kinds, None, None, user_id)
+        where, params = filters(session_id, search.kinds, None, None, user_id)
         table, rank = "events", "ts_rank_cd(search, q)"
         if key == "window":
             table = "(SELECT event_id AS id, session_id, kind, search FROM event_windows)"
@@ -233,7 +165,7 @@ class DerivedData:
                 )
             # Normalised by length (| 1: divided by 1 + log(length)), as BM25 does: a turn's
             # window that holds more turns must not outrank the turn itself.
-            rank = f"ts_rank_cd('{window_weights(date_weight)}', search, q, 1)"
+            rank = f"ts_rank_cd('{window_weights(search.date_weight)}', search, q, 1)"
         order = "score DESC, id DESC"
         if terms.common:
             rank, order = "0.0", "id DESC"
@@ -250,28 +182,14 @@ class DerivedData:
         if scoped:
             sql = sql.replace(f" FROM {source} AS e", " FROM scoped AS e")
             sql = f"WITH scoped AS MATERIALIZED {source}, " + sql.removeprefix("WITH ")
-            rows = self._db.read(sql, [*params, *terms.words, int(limit)])
+            rows = self._db.read(sql, [*params, *terms.words, int(search.limit)])
         else:
-            rows = self._db.read(sql, [*terms.words, *params, int(limit)])
+            rows = self._db.read(sql, [*terms.words, *params, int(search.limit)])
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def search_symbols(
-        self,
-        needles: Sequence[str],
-        *,
-        limit: int = 10,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        user_id: str | None = None,
-    ) -> list[tuple[int, float]]:
-        """``(event_id, needles found)`` of the events whose content or summary holds one
-        of ``needles`` (symbols the full-text index drops), most first, then newest, as on
-        SQLite: a scan of the filtered rows, for queries without a word."""
-        needles = [n for n in dict.fromkeys(needles) if n][:8]
-        if not needles:
-            return []
-        kind_list = None if kinds is None else list(kinds)
-        where, params = filters(session_id, kind_list, None, None, user_id)
+    def _symbol_hits(self, needles: list[str], search: TextSearch) -> list[tuple[int, float]]:
+        """A scan of the filtered rows (``strpos`` over the content and the summary)."""
+        where, params = filters(search.session_id, search.kinds, None, None, search.user_id)
         found = " + ".join(
             "(strpos(coalesce(content, ''), %s) > 0 OR strpos(coalesce(summary, ''), %s) > 0)::int"
             for _ in needles
@@ -281,24 +199,13 @@ class DerivedData:
             " WHERE n > 0 ORDER BY n DESC, id DESC LIMIT %s"
         )
         pairs = [n for needle in needles for n in (needle, needle)]
-        rows = self._db.read(sql, [*pairs, *params, int(limit)])
+        rows = self._db.read(sql, [*pairs, *params, int(search.limit)])
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def _document_frequencies(self, words: list[str], indexed: int) -> dict[str, int]:
-        """What :func:`pick_terms` needs: every word counts as rare (0) below
-        :data:`COMMON_TERM_MIN_DOCS` indexed events, where all words are used anyway."""
-        if indexed < COMMON_TERM_MIN_DOCS:
-            return dict.fromkeys(words, 0)  # every word is used: no need to count
+    def _term_counts(self, words: list[str], indexed: int) -> dict[str, int]:
+        """Estimates (see :meth:`_estimates`: from ``pg_stats``, 0 for a word not among the
+        most common lexemes)."""
         return self._estimates(words, indexed)
-
-    def document_frequencies(self, words: Iterable[str]) -> dict[str, int]:
-        """About how many events hold each of ``words`` (see :meth:`_estimates`: from
-        ``pg_stats``, 0 for a word not among the most common lexemes)."""
-        wanted = checked_words(words)
-        indexed = self.search_index_upto()
-        if not wanted or not indexed:
-            return dict.fromkeys(wanted, 0)
-        return self._estimates(wanted, indexed)
 
     def _estimates(self, words: list[str], indexed: int) -> dict[str, int]:
         """About how many of the ``indexed`` events hold each word, from the lexeme
@@ -336,30 +243,6 @@ class DerivedData:
             shares.update(zip(rows[0][0], rows[0][1], strict=False))
         self._lexemes = (indexed, shares)
         return shares
-
-    def unembedded(
-        self, model: str, *, kinds: Iterable[str], limit: int | None = None
-    ) -> list[Event]:
-        """Events of these kinds with text and no vector of ``model`` yet, oldest first."""
-        sql = (
-            f"SELECT {COLUMNS} FROM events e WHERE content IS NOT NULL AND kind = ANY(%s)"
-            " AND NOT EXISTS (SELECT 1 FROM embeddings m WHERE m.event_id = e.id"
-            " AND m.model = %s) ORDER BY id"
-        )
-        params: list[Any] = [list(kinds), model]
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(int(limit))
-        return [event_from_row(r) for r in self._db.read(sql, params)]
-
-    def count_unembedded(self, model: str, *, kinds: Iterable[str]) -> int:
-        """How many events :meth:`unembedded` would return."""
-        sql = (
-            "SELECT count(*) FROM events e WHERE content IS NOT NULL AND kind = ANY(%s)"
-            " AND NOT EXISTS (SELECT 1 FROM embeddings m WHERE m.event_id = e.id"
-            " AND m.model = %s)"
-        )
-        return int(self._db.read(sql, (list(kinds), model))[0][0])
 
     def delete_embeddings(self, model: str) -> int:
         """Drop every vector of ``model``; returns how many."""

@@ -8,14 +8,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from pmm.records import Event, event_from_row
-from pmm.storage.postgres.connection import Database
+from pmm.storage.postgres.connection import PostgresBase
 from pmm.storage.postgres.rows import COLUMNS, meta_field
 
 
-class MetaKeys:
-    """Lookups by a ``meta`` field (needs ``self._db``)."""
-
-    _db: Database
+class MetaKeys(PostgresBase):
+    """Lookups by a ``meta`` field."""
 
     def stored_meta_values(self, *, session_id: str, field: str, values: Iterable[str]) -> set[str]:
         """Which of ``values`` some event of this session holds in ``meta[field]``."""
@@ -58,27 +56,20 @@ class MetaKeys:
         return [event_from_row(r) for r in rows]
 
 
-class StoreExpiry:
+class StoreExpiry(PostgresBase):
     """When LangGraph store items expire (``store_expiry``, migration 0005), as SQLite's
-    :class:`pmm.storage.sqlite.meta_keys.StoreExpiry` (needs ``self._db``)."""
+    :class:`pmm.storage.sqlite.meta_keys.StoreExpiry` (the calls are the shared layer's)."""
 
-    _db: Database
-
-    def set_expiry(self, rows: Iterable[tuple[int, float, float]]) -> None:
-        """Record ``(event_id, ttl_minutes, expires_at)`` rows (replacing earlier ones)."""
+    def _expiry_write(self, rows: list[tuple[int, float, float]]) -> None:
         with self._db.write() as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO store_expiry(event_id, ttl_minutes, expires_at) VALUES (%s, %s, %s)"
                 " ON CONFLICT (event_id) DO UPDATE SET ttl_minutes = excluded.ttl_minutes,"
                 " expires_at = excluded.expires_at",
-                list(rows),
+                rows,
             )
 
-    def refresh_expiry(self, event_ids: Iterable[int], now: float) -> int:
-        """Set these events' expiry to ``now`` plus their TTL (those not yet expired)."""
-        ids = sorted(set(event_ids))
-        if not ids:
-            return 0
+    def _expiry_refresh(self, ids: list[int], now: float) -> int:
         with self._db.write() as conn:
             cur = conn.execute(
                 "UPDATE store_expiry SET expires_at = %s + ttl_minutes * 60"
@@ -87,17 +78,14 @@ class StoreExpiry:
             )
             return int(cur.rowcount)
 
-    def expiry(self, event_ids: Iterable[int]) -> dict[int, float]:
-        """``{event_id: expires_at}`` of those of ``event_ids`` that have a TTL."""
-        rows = self._db.read(
-            "SELECT event_id, expires_at FROM store_expiry WHERE event_id = ANY(%s)",
-            (sorted(set(event_ids)),),
+    def _expiry_read(
+        self, *, ids: list[int] | None = None, due_by: float | None = None
+    ) -> list[tuple[int, float]]:
+        where, param = (
+            ("event_id = ANY(%s)", ids) if ids is not None else ("expires_at <= %s", due_by)
         )
-        return {int(r[0]): float(r[1]) for r in rows}
-
-    def expired(self, now: float) -> list[int]:
-        """The events whose expiry is at or before ``now``, ascending."""
         rows = self._db.read(
-            "SELECT event_id FROM store_expiry WHERE expires_at <= %s ORDER BY event_id", (now,)
+            f"SELECT event_id, expires_at FROM store_expiry WHERE {where} ORDER BY event_id",
+            (param,),
         )
-        return [int(r[0]) for r in rows]
+        return [(int(r[0]), float(r[1])) for r in rows]

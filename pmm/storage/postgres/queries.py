@@ -1,5 +1,6 @@
-"""Reading the PostgreSQL event log: events by id, session, user, kind and id range, counts,
-stats, the chains' keys and verification. Mixed into
+"""Reading the PostgreSQL event log: events by id, the one filtered query that events, counts,
+ids and derived-data lookups share (``_query``), the figures of stats, the chains' keys and
+verification. Mixed into
 :class:`pmm.storage.postgres.PostgresEventStore`::
 
     store.events(session_id="alice", newest_first=True, limit=10)
@@ -11,35 +12,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pmm.errors import EventNotFoundError
 from pmm.events.chains import ChainsWalker
 from pmm.records import Event, TurnRow, VerifyReport, event_from_row
 from pmm.storage.postgres.chains import chain_heads, chain_keys
-from pmm.storage.postgres.rows import COLUMNS, TABLE_BYTES, filters
+from pmm.storage.postgres.connection import PostgresBase
+from pmm.storage.postgres.rows import COLUMNS, TABLE_BYTES, query_sql
+from pmm.storage.shared import GROUPED, EventQuery
 
 if TYPE_CHECKING:
     import psycopg
 
-    from pmm.storage.postgres.connection import Database
 
+class EventQueries(PostgresBase):
+    """The log's reads (needs ``self.vector_detail`` besides :class:`PostgresBase`)."""
 
-class EventQueries:
-    """The log's reads (needs ``self._db``, ``self.path`` and ``self.vector_detail``)."""
-
-    _db: Database
-    path: str
     vector_detail: str
-
-    if TYPE_CHECKING:  # provided by PostgresEventStore (DerivedData)
-
-        def embedding_models(self) -> dict[str, int]: ...
-
-    def get(self, event_id: int) -> Event:
-        """The event with this id; raises :class:`EventNotFoundError` if there is none."""
-        rows = self._db.read(f"SELECT {COLUMNS} FROM events WHERE id = %s", (event_id,))
-        if not rows:
-            raise EventNotFoundError(f"no event with id {event_id} in {self.path}")
-        return event_from_row(rows[0])
 
     def get_many(self, event_ids: Iterable[int]) -> dict[int, Event]:
         """The events with these ids that exist, by id."""
@@ -47,106 +34,34 @@ class EventQueries:
         rows = self._db.read(f"SELECT {COLUMNS} FROM events WHERE id = ANY(%s)", (ids,))
         return {int(r[0]): event_from_row(r) for r in rows}
 
-    def events(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        after_id: int | None = None,
-        before_id: int | None = None,
-        newest_first: bool = False,
-        limit: int | None = None,
-        user_id: str | None = None,
-    ) -> list[Event]:
-        """Events filtered by session, user, kinds and an id range, oldest first unless
-        asked."""
-        where, params = filters(session_id, kinds, after_id, before_id, user_id)
-        sql = f"SELECT {COLUMNS} FROM events{where} ORDER BY id"
-        sql += " DESC" if newest_first else ""
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(int(limit))
-        return [event_from_row(r) for r in self._db.read(sql, params)]
+    def _query(self, query: EventQuery) -> list[Any]:
+        """The rows of one :class:`EventQuery` (see :func:`pmm.storage.postgres.rows.query_sql`)."""
+        sql, params = query_sql(query)
+        rows = self._db.read(sql, params)
+        select = query.select
+        if select == "events":
+            return [event_from_row(r) for r in rows]
+        if select == "turns":
+            return [TurnRow(int(r[0]), *r[1:]) for r in rows]
+        if select == "ids":
+            return [int(r[0]) for r in rows]
+        return [int(rows[0][0] or 0)]  # count, last_id
 
-    def turn_rows(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        after_id: int | None = None,
-        before_id: int | None = None,
-        limit: int | None = None,
-        user_id: str | None = None,
-    ) -> list[TurnRow]:
-        """Like :meth:`events` newest first, but only the columns a prompt needs."""
-        where, params = filters(session_id, kinds, after_id, before_id, user_id)
-        sql = (
-            "SELECT id, ts, kind, session_id, role, content, summary FROM events"
-            f"{where} ORDER BY id DESC"
-        )
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(int(limit))
-        return [TurnRow(int(r[0]), *r[1:]) for r in self._db.read(sql, params)]
+    def _counts_by(self, column: str) -> dict[str, int]:
+        if column not in GROUPED:
+            raise ValueError(f"not a grouped column: {column!r}")
+        sql = f"SELECT {column}, count(*) FROM events GROUP BY {column} ORDER BY 2 DESC"
+        return {str(k): int(n) for k, n in self._db.read(sql)}
 
-    def count(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        user_id: str | None = None,
-    ) -> int:
-        """How many events match."""
-        where, params = filters(session_id, kinds, None, None, user_id)
-        return int(self._db.read(f"SELECT count(*) FROM events{where}", params)[0][0])
-
-    def last_id(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        user_id: str | None = None,
-    ) -> int:
-        """The id of the newest matching event, 0 when there is none."""
-        where, params = filters(session_id, kinds, None, None, user_id)
-        return int(self._db.read(f"SELECT max(id) FROM events{where}", params)[0][0] or 0)
-
-    def event_ids(
-        self,
-        *,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        after_id: int | None = None,
-        user_id: str | None = None,
-    ) -> list[int]:
-        """Ids of the matching events, oldest first."""
-        where, params = filters(session_id, kinds, after_id, None, user_id)
-        return [
-            int(r[0]) for r in self._db.read(f"SELECT id FROM events{where} ORDER BY id", params)
-        ]
-
-    def stats(self) -> dict[str, Any]:
-        """Counts by kind, session and role, digest and embedding coverage, bytes used."""
-
-        def grouped(column: str) -> dict[str, int]:
-            sql = f"SELECT {column}, count(*) FROM events GROUP BY {column} ORDER BY 2 DESC"
-            return {str(k): int(n) for k, n in self._db.read(sql)}
-
+    def _coverage(self) -> tuple[int, int, int]:
         total, digested, with_text = self._db.read(
             "SELECT count(*), count(digest_method), count(content) FROM events"
         )[0]
-        size = self._db.read(TABLE_BYTES)[0][0]
+        return int(total), int(digested), int(with_text)
+
+    def _storage_stats(self) -> dict[str, Any]:
         return {
-            "path": self.path,
-            "events": int(total),
-            "by_kind": grouped("kind"),
-            "by_session": grouped("session_id"),
-            "by_role": grouped("role"),
-            "by_digest_method": grouped("digest_method"),
-            "digested": int(digested),
-            "with_text": int(with_text),
-            "embeddings": self.embedding_models(),
-            "bytes_on_disk": int(size),
+            "bytes_on_disk": int(self._db.read(TABLE_BYTES)[0][0]),
             "schema_version": max(self.applied_migrations_all(), default=0),
             "vector_search": self.vector_detail,
         }

@@ -11,6 +11,8 @@ from pmm.errors import InvalidInputError
 if TYPE_CHECKING:
     import psycopg
 
+    from pmm.storage.shared import EventQuery
+
 COLUMNS = (
     "id, ts, kind, session_id, role, content, content_sha256, meta, prev_hash, hash,"
     " hash_version, summary, keywords, digest_method, user_id, user_digest, session_digest"
@@ -86,3 +88,42 @@ def meta_field(field: str) -> str:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field):
         raise InvalidInputError(f"meta field must be a plain name, got {field!r}")
     return f"(meta::jsonb ->> '{field}')"
+
+
+_SELECTS = {
+    "events": f"SELECT {COLUMNS} FROM events",
+    "turns": "SELECT id, ts, kind, session_id, role, content, summary FROM events",
+    "ids": "SELECT id FROM events",
+    "count": "SELECT count(*) FROM events",
+    "last_id": "SELECT max(id) FROM events",
+}
+
+
+def query_sql(query: EventQuery) -> tuple[str, list[Any]]:
+    """The statement and parameters of one :class:`~pmm.storage.shared.EventQuery`::
+
+    sql, params = query_sql(EventQuery("count", session_id="alice"))
+    """
+    q = query
+    where, params = filters(q.session_id, q.kinds, q.after_id, q.before_id, q.user_id)
+    states: list[str] = []
+    if q.undigested:
+        states.append("digest_method IS NULL AND content IS NOT NULL")
+    if q.unembedded is not None:
+        states.append(
+            "content IS NOT NULL AND NOT EXISTS (SELECT 1 FROM embeddings m"
+            " WHERE m.event_id = events.id AND m.model = %s)"
+        )
+        params.append(q.unembedded)
+    if q.compacted:
+        states.append("content IS NULL AND summary IS NOT NULL")
+    if states:
+        where += (" AND " if where else " WHERE ") + " AND ".join(states)
+    sql = _SELECTS[q.select] + where
+    if q.select in ("count", "last_id"):
+        return sql, params
+    sql += " ORDER BY id DESC" if q.newest_first else " ORDER BY id"
+    if q.limit is not None:
+        sql += " LIMIT %s"
+        params.append(int(q.limit))
+    return sql, params

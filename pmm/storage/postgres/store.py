@@ -17,8 +17,9 @@ lock, by whichever process gets there first. Keyword search is PostgreSQL full t
 (:mod:`.windows`, kept in step in the transactions that change turns); vectors are float32
 bytes, searched by pgvector's HNSW index when the server has it (:mod:`.vectors`) and
 exactly by PMM otherwise. ``forget`` and ``compact`` rewrite the tables afterwards
-(:mod:`.erasure`). This module writes; the reads (events, counts, stats, verify) are
-:mod:`.queries`'.
+(:mod:`.erasure`). This module writes; the reads (the one events query, stats' figures,
+verify) are :mod:`.queries`', and the calls written once above them are
+:class:`pmm.storage.shared.SharedLog`'s.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pmm.errors import (
     InvalidInputError,
 )
-from pmm.events.chain import ASSIGN_KIND, CheckedEvent, check_new_event, owner_error
+from pmm.events.chain import CheckedEvent
 from pmm.events.chains import key_heads
 from pmm.events.rebase import meta_spelling, verify_export
 from pmm.records import Event, NewEvent, VerifyReport
@@ -54,11 +55,11 @@ from pmm.storage.postgres.windows import (
     rebuild_windows,
     windows_current,
 )
-from pmm.storage.reads import EventReads
+from pmm.storage.shared import check_assignable
 from pmm.text.window_keys import DEFAULT_WINDOW_RADIUS
 
 if TYPE_CHECKING:
-    from datetime import datetime, timedelta
+    from datetime import timedelta
 
     import psycopg
 
@@ -69,9 +70,7 @@ DEFAULT_MAX_CONTENT_BYTES = 1_048_576
 _HAS_FAST = "SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = 11)"
 
 
-class PostgresEventStore(
-    EventQueries, DerivedData, ConsolidationData, MetaKeys, StoreExpiry, EventReads
-):
+class PostgresEventStore(EventQueries, DerivedData, ConsolidationData, MetaKeys, StoreExpiry):
     """The event log in one PostgreSQL database (see the module docstring for an example).
 
     ``url`` is a libpq URL. ``pool_size`` caps the connections this store holds;
@@ -137,42 +136,11 @@ class PostgresEventStore(
         """Close the pool. The store cannot be used afterwards."""
         self._db.close()
 
-    def __enter__(self) -> PostgresEventStore:
-        return self
+    # -- writing (the shared layer checks the entries) ----------------------------------
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"PostgresEventStore({self.path!r})"
-
-    # -- writing ---------------------------------------------------------------------
-
-    def append(
-        self,
-        kind: str,
-        content: str,
-        *,
-        session_id: str | None = None,
-        role: str | None = None,
-        meta: dict[str, Any] | None = None,
-        ts: datetime | str | None = None,
-    ) -> Event:
-        """Append one event and return it with its id, timestamp and hash (``ts``: its
-        conversation time when not now, see :class:`pmm.records.NewEvent`)."""
-        return self.append_many([NewEvent(kind, content, session_id, role, meta, ts)])[0]
-
-    def append_many(
-        self, entries: Iterable[NewEvent], *, unique_meta: str | None = None
-    ) -> list[Event]:
-        """Append several events in one transaction: all of them are stored, or none.
-        ``unique_meta`` (e.g. ``"message_id"``): leave out the entries whose session
-        already holds an event with the same ``meta[unique_meta]``, checked in this
-        transaction under the session's lock, so each is stored once however many
-        writers race; returns only the events appended now."""
-        checked = [check_new_event(e, self.max_content_bytes) for e in entries]
-        if not checked:
-            return []
+    def _append_checked(self, checked: list[CheckedEvent], unique_meta: str | None) -> list[Event]:
+        """The one-call append first (:mod:`.append_cache`), else a transaction that takes
+        each user's lock (``unique_meta`` checked in it under the session's lock)."""
         if unique_meta is not None:
             meta_field(unique_meta)  # a plain name, or InvalidInputError before any write
         if self.fast_appends:
@@ -203,84 +171,29 @@ class PostgresEventStore(
         rows = self._db.read(OWNERS, ([session_id],))
         return (False, None) if not rows else (True, rows[0][1])
 
-    def assign_user(self, session_id: str, user_id: str, *, reason: str = "") -> Event:
-        """Give a session written without a user its user, once, recorded as a chained
-        ``user_assigned`` event (returned); see the SQLite store's ``assign_user``."""
-        entry = self._checked(
-            NewEvent(
-                ASSIGN_KIND,
-                f"session assigned to a user{': ' + reason if reason else ''}",
-                session_id,
-                "system",
-                {"assigned_user": True},
-                None,
-                user_id,
-            )
-        )
+    def _assign(self, session_id: str, user_id: str, entry: CheckedEvent) -> Event:
+        """Its rows (with their vectors and window keys) move to her partition and
+        ``entry`` is appended, in one transaction under the session's lock."""
         with self._db.write() as conn:
             lock_sessions(conn, [session_id])  # its appends wait; other users' do not
             rows = conn.execute(OWNERS, ([session_id],)).fetchall()
-            if not rows:
-                raise InvalidInputError(
-                    f"session {session_id!r} has no events: there is nothing to assign "
-                    "(a new session takes its user from its first event)"
-                )
-            if rows[0][1] is not None:
-                if rows[0][1] == user_id:
-                    raise InvalidInputError(
-                        f"session {session_id!r} already belongs to user {user_id!r}"
-                    )
-                raise owner_error(session_id, user_id, rows[0][1])
+            check_assignable(session_id, user_id, bool(rows), rows[0][1] if rows else None)
             move_session(conn, session_id, user_id)
             [event] = self._append_locked(conn, [entry])
             conn.execute(BUMP)
             return event
 
-    def redact(self, event_id: int, *, reason: str) -> Event:
-        """Erase one event's raw text, digest, vectors, edges and window keys (and the
-        session summaries built from it), recorded as a chained ``redaction`` event that
-        is returned; then the tables are rewritten, as :meth:`forget` does (its one-event
-        form, like SQLite's). Rows of the earlier PMM cannot be redacted."""
-        from pmm.storage.postgres.erasure import forget
-
-        return forget(self, event_ids=[event_id], reason=reason, require_text=True).markers[0]
-
-    def forget(
-        self,
-        *,
-        event_ids: Iterable[int] | None = None,
-        session_id: str | None = None,
-        session_ids: Iterable[str] | None = None,
-        match: str | None = None,
-        reason: str,
-        dry_run: bool = False,
-        identifiers_of: str | None = None,
-        pause: float = 0.0,
-    ) -> ErasureReport:
-        """Erase events (by id, session(s) and/or a case-insensitive ``match``) so that
-        their text leaves the tables' data files, recorded as chained ``redaction`` events;
-        one table rewrite per request however many sessions; see
-        :mod:`pmm.storage.postgres.erasure` (what PostgreSQL's WAL keeps); ``dry_run``:
-        only say what would be erased, writing nothing; ``identifiers_of``: the user all
-        of whose events these are, whose ids and chain key go too; ``pause`` (PostgreSQL
-        only, 0 to 10 s): seconds between the chunks of each partition's copy, a throttle
-        that stretches the erasure to leave other users' appends more WAL and CPU::
+    def _erase(self, *, require_text: bool, pause: float = 0.0, **request: Any) -> ErasureReport:
+        """:func:`pmm.storage.postgres.erasure.forget`: the erased rows' partitions are
+        rewritten so that their text leaves the tables' data files. ``pause`` (0 to 10 s):
+        seconds between the chunks of each partition's copy, a throttle that stretches the
+        erasure to leave other users' appends more WAL and CPU::
 
             store.forget(session_ids=["alice/t1"], reason="account deleted", pause=0.02)
         """
         from pmm.storage.postgres.erasure import forget
 
-        return forget(
-            self,
-            event_ids=event_ids,
-            session_id=session_id,
-            session_ids=session_ids,
-            match=match,
-            reason=reason,
-            dry_run=dry_run,
-            identifiers_of=identifiers_of,
-            pause=pause,
-        )
+        return forget(self, require_text=require_text, pause=pause, **request)
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
@@ -304,8 +217,8 @@ class PostgresEventStore(
         return before, table_bytes(self._db)
 
     def _checked(self, entry: NewEvent) -> CheckedEvent:
-        """An entry checked for appending (see :func:`pmm.events.chain.check_new_event`)."""
-        return check_new_event(entry, self.max_content_bytes)
+        """An entry checked for appending (the erasure driver's name for ``_check``)."""
+        return self._check(entry)
 
     def import_events(
         self, events: Iterable[Event], *, keys: Iterable[tuple[str, bytes]] = ()

@@ -32,14 +32,16 @@ from pmm.errors import (
     ReadOnlyDatabaseError,
     StoreRefusedError,
 )
+from pmm.storage.shared import SharedLog
 
 if TYPE_CHECKING:
     from pmm.storage.sqlite.stored_text import StoredText
 
 
-class SqliteBase:
+class SqliteBase(SharedLog):
     """The state the mixins of :class:`pmm.storage.sqlite.EventStore` share, and its
-    read/write helpers (every query goes through ``_read`` or ``_write``)."""
+    read/write helpers (every query goes through ``_read`` or ``_write``); the calls
+    written once above the primitives come from :class:`~pmm.storage.shared.SharedLog`."""
 
     path: str
     window_radius: int

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from pmm.records import Event, NewEvent
+from pmm.storage.shared import EdgeSide
 from pmm.storage.sqlite.log import EventLogData
 from pmm.storage.sqlite.rows import COLUMNS
 from pmm.storage.summaries import covering_summary, summary_edges
@@ -27,14 +28,6 @@ class ConsolidationData(EventLogData):
             conn.executemany(
                 "INSERT OR IGNORE INTO edges(src, dst, kind) VALUES (?,?,?)", list(edges)
             )
-
-    def edges_from(self, src: int, kind: str) -> list[int]:
-        return [
-            r[0]
-            for r in self._read(
-                "SELECT dst FROM edges WHERE src = ? AND kind = ? ORDER BY dst", (src, kind)
-            )
-        ]
 
     # -- consolidation: session summaries, supersession (pmm/dream/consolidation.py) -----------
 
@@ -70,15 +63,6 @@ class ConsolidationData(EventLogData):
         return [
             self._text.event(r) for r in self._read(sql, [session_id, *kind_list, upto, session_id])
         ]
-
-    def latest_summary(self, session_id: str, *, kind: str = "summary") -> Event | None:
-        """The newest summary event of a session (the one in use), or None."""
-        rows = self._read(
-            f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND kind = ?"
-            " ORDER BY id DESC LIMIT 1",
-            (session_id, kind),
-        )
-        return self._text.event(rows[0]) if rows else None
 
     def append_summary(
         self,
@@ -123,34 +107,18 @@ class ConsolidationData(EventLogData):
             conn.executemany("INSERT OR IGNORE INTO edges(src, dst, kind) VALUES (?,?,?)", edges)
             return event, True
 
-    def edge_targets(self, srcs: Iterable[int], kind: str) -> dict[int, list[int]]:
-        """``{src: [dst, ...]}`` of the ``kind`` edges leaving ``srcs`` (dst ascending)."""
-        ids = list(dict.fromkeys(srcs))
-        found: dict[int, list[int]] = {}
+    def _edge_pairs(
+        self, side: EdgeSide, ids: Sequence[int], kinds: Sequence[str]
+    ) -> list[tuple[int, int]]:
+        other = "dst" if side == "src" else "src"
+        found: list[tuple[int, int]] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for src, dst in self._read(
-                f"SELECT src, dst FROM edges WHERE kind = ? AND src IN ({marks}) ORDER BY src, dst",
-                [kind, *chunk],
-            ):
-                found.setdefault(src, []).append(dst)
-        return found
-
-    def edge_sources(self, dsts: Iterable[int], kind: str | Sequence[str]) -> dict[int, list[int]]:
-        """``{dst: [src, ...]}`` of the edges of ``kind`` (one or several) reaching ``dsts``."""
-        ids = list(dict.fromkeys(dsts))
-        kinds = [kind] if isinstance(kind, str) else list(kind)
-        found: dict[int, list[int]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for src, dst in self._read(
-                f"SELECT src, dst FROM edges WHERE dst IN ({marks})"
-                f" AND kind IN ({','.join('?' * len(kinds))}) ORDER BY dst, src",
+            found += self._read(
+                f"SELECT src, dst FROM edges WHERE {side} IN ({','.join('?' * len(chunk))})"
+                f" AND kind IN ({','.join('?' * len(kinds))}) ORDER BY {side}, {other}",
                 [*chunk, *kinds],
-            ):
-                found.setdefault(dst, []).append(src)
+            )
         return found
 
     def max_edge_src(self, kind: str) -> int:

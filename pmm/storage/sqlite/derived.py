@@ -12,11 +12,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import Any
 
-from pmm.records import Event
 from pmm.storage.sqlite.connection import SqliteBase, translate
-from pmm.storage.sqlite.rows import COLUMNS
 
 _FTS_DELETE = (
     "INSERT INTO events_fts(events_fts, rowid, summary, keywords, content, tags)"
@@ -32,38 +29,6 @@ class DerivedData(SqliteBase):
     """Digests and vectors over the ``events`` table."""
 
     # -- derived data: digests -----------------------------------------------------
-
-    def undigested(
-        self, *, kinds: Iterable[str], limit: int | None = None, after_id: int = 0
-    ) -> list[Event]:
-        """Events of these kinds that have text but no digest yet, oldest first.
-
-        Read through the partial index of undigested rows (migrations/0004), named: left to
-        itself SQLite walks the kind index over every turn, digested ones included, so each
-        batch of a dream cost more as the log grew (issue 22: 360 turns/s at 100,000)."""
-        kind_list = list(kinds)
-        sql = (
-            f"SELECT {COLUMNS} FROM events INDEXED BY events_undigested"
-            " WHERE digest_method IS NULL AND id > ?"
-            f" AND content IS NOT NULL AND kind IN ({','.join('?' * len(kind_list))})"
-            " ORDER BY id"
-        )
-        params: list[Any] = [after_id, *kind_list]
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
-        return [self._text.event(r) for r in self._read(sql, params)]
-
-    def count_undigested(self, *, kinds: Iterable[str]) -> int:
-        """How many events of these kinds wait for a digest (a walk of the pending rows
-        only, through the partial index, as :meth:`undigested`)."""
-        kind_list = list(kinds)
-        sql = (
-            "SELECT count(*) FROM events INDEXED BY events_undigested"
-            " WHERE digest_method IS NULL AND content IS NOT NULL"
-            f" AND kind IN ({','.join('?' * len(kind_list))})"
-        )
-        return int(self._read(sql, kind_list)[0][0])
 
     def set_digests(self, digests: Iterable[tuple[int, str, Sequence[str], str]]) -> int:
         """Store ``(event_id, summary, keywords, method)`` for each event; the raw text and
@@ -118,24 +83,19 @@ class DerivedData(SqliteBase):
             # total_changes also counts the embedding_stats rows the triggers touch.
             return (conn.total_changes - before) // 2
 
-    def embeddings(self, model: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
-        """``(event_id, vector bytes)`` of ``model`` for events with ids above ``after_id``."""
-        return [
-            (r[0], r[1])
-            for r in self._read(
+    def _vectors(
+        self, model: str, *, after_id: int = 0, ids: Sequence[int] | None = None
+    ) -> list[tuple[int, bytes]]:
+        if ids is None:
+            rows = self._read(
                 "SELECT event_id, vector FROM embeddings WHERE model = ? AND event_id > ?"
                 " ORDER BY event_id",
                 (model, after_id),
             )
-        ]
-
-    def embeddings_of(self, model: str, ids: Sequence[int]) -> list[tuple[int, bytes]]:
-        """``(event_id, vector bytes)`` of ``model`` for the events ``ids`` that have one,
-        by id (a few sessions' vectors, without loading every vector of the model)."""
+            return [(r[0], r[1]) for r in rows]
         found: list[tuple[int, bytes]] = []
-        wanted = sorted(set(ids))
-        for start in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
-            chunk = wanted[start : start + 500]
+        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             found += [
                 (r[0], r[1])
@@ -156,36 +116,10 @@ class DerivedData(SqliteBase):
             )
         }
 
-    def unembedded(
-        self, model: str, *, kinds: Iterable[str], limit: int | None = None
-    ) -> list[Event]:
-        """Events of these kinds with text and no vector of ``model`` yet, oldest first."""
-        kind_list = list(kinds)
-        sql = (
-            f"SELECT {COLUMNS} FROM events e WHERE content IS NOT NULL"
-            f" AND kind IN ({','.join('?' * len(kind_list))}) AND NOT EXISTS"
-            " (SELECT 1 FROM embeddings m WHERE m.event_id = e.id AND m.model = ?) ORDER BY id"
-        )
-        params: list[Any] = [*kind_list, model]
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
-        return [self._text.event(r) for r in self._read(sql, params)]
-
     def delete_embeddings(self, model: str) -> int:
         """Drop every vector of ``model``; returns how many."""
         with self._lock, self._write() as conn:
             return conn.execute("DELETE FROM embeddings WHERE model = ?", (model,)).rowcount
-
-    def count_unembedded(self, model: str, *, kinds: Iterable[str]) -> int:
-        """How many events :meth:`unembedded` would return."""
-        kind_list = list(kinds)
-        sql = (
-            "SELECT count(*) FROM events e WHERE content IS NOT NULL"
-            f" AND kind IN ({','.join('?' * len(kind_list))}) AND NOT EXISTS"
-            " (SELECT 1 FROM embeddings m WHERE m.event_id = e.id AND m.model = ?)"
-        )
-        return int(self._read(sql, [*kind_list, model])[0][0])
 
     def embedding_stats(self, model: str) -> tuple[int, int, int]:
         """``(count, sum of event ids, vectors replaced in place)`` of ``model``'s vectors,

@@ -101,29 +101,18 @@ def checked_field(field: str) -> str:
 
 class StoreExpiry(SqliteBase):
     """When LangGraph store items expire (``store_expiry``, migrations/0014): not chained,
-    so that a read can push the time back without writing an event::
+    so that a read can push the time back without writing an event (the calls are the
+    shared layer's ``set_expiry``, ``refresh_expiry``, ``expiry`` and ``expired``)."""
 
-        store.set_expiry([(ev.id, 30.0, time.time() + 1800)])   # (event, TTL min, Unix s)
-        store.refresh_expiry([ev.id], time.time())               # now + its TTL again
-        store.expiry([ev.id])                                    # {ev.id: 1700000000.0}
-        store.expired(time.time())                               # ids past their time
-    """
-
-    def set_expiry(self, rows: Iterable[tuple[int, float, float]]) -> None:
-        """Record ``(event_id, ttl_minutes, expires_at)`` rows (replacing earlier ones)."""
+    def _expiry_write(self, rows: list[tuple[int, float, float]]) -> None:
         with self._lock, self._write() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO store_expiry(event_id, ttl_minutes, expires_at)"
                 " VALUES (?, ?, ?)",
-                list(rows),
+                rows,
             )
 
-    def refresh_expiry(self, event_ids: Iterable[int], now: float) -> int:
-        """Set these events' expiry to ``now`` plus their TTL (those not yet expired);
-        returns how many were refreshed."""
-        ids = sorted(set(event_ids))
-        if not ids:
-            return 0
+    def _expiry_refresh(self, ids: list[int], now: float) -> int:
         with self._lock, self._write() as conn:
             done = 0
             for start in range(0, len(ids), 500):
@@ -135,28 +124,25 @@ class StoreExpiry(SqliteBase):
                 ).rowcount
             return done
 
-    def expiry(self, event_ids: Iterable[int]) -> dict[int, float]:
-        """``{event_id: expires_at}`` of those of ``event_ids`` that have a TTL."""
-        ids = sorted(set(event_ids))
-        found: dict[int, float] = {}
+    def _expiry_read(
+        self, *, ids: list[int] | None = None, due_by: float | None = None
+    ) -> list[tuple[int, float]]:
+        if ids is None:
+            rows = self._read(
+                "SELECT event_id, expires_at FROM store_expiry WHERE expires_at <= ?"
+                " ORDER BY event_id",
+                (due_by,),
+            )
+            return [(int(r[0]), float(r[1])) for r in rows]
+        found: list[tuple[int, float]] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            found.update(
+            found += [
                 (int(r[0]), float(r[1]))
                 for r in self._read(
                     "SELECT event_id, expires_at FROM store_expiry"
-                    f" WHERE event_id IN ({','.join('?' * len(chunk))})",
+                    f" WHERE event_id IN ({','.join('?' * len(chunk))}) ORDER BY event_id",
                     chunk,
                 )
-            )
+            ]
         return found
-
-    def expired(self, now: float) -> list[int]:
-        """The events whose expiry is at or before ``now``, ascending."""
-        return [
-            int(r[0])
-            for r in self._read(
-                "SELECT event_id FROM store_expiry WHERE expires_at <= ? ORDER BY event_id",
-                (now,),
-            )
-        ]

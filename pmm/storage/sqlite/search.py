@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 
-from pmm.errors import InvalidInputError
+from pmm.storage.shared import TextSearch
 from pmm.storage.sqlite.connection import SqliteBase, translate
 from pmm.storage.sqlite.rows import filters
 from pmm.storage.sqlite.stored_text import TEXT_SQL
@@ -23,10 +23,9 @@ from pmm.storage.sqlite.windows import (
     user_tag,
     windows_pending,
 )
-from pmm.storage.terms import QueryTerms, pick_terms
+from pmm.storage.terms import QueryTerms
 from pmm.text.stemmer import folded, query_tokens
 from pmm.text.window_keys import WINDOW_KINDS, WINDOW_SKIP
-from pmm.text.words import search_terms
 
 log = logging.getLogger(__name__)
 
@@ -263,48 +262,15 @@ class SearchIndex(SqliteBase):
             return self._shadow[1]
         return int(self._read("SELECT indexed_upto FROM fts_state")[0][0])
 
-    def search_text(
-        self,
-        query: str,
-        *,
-        limit: int = 10,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        sync: bool = True,
-        key: str = "turn",
-        date_weight: float = 1.0,
-        user_id: str | None = None,
-    ) -> list[tuple[int, float]]:
-        """``(event_id, score)`` by BM25, best first, over one key of the events:
-
-        - ``key="turn"``: the event's summary, keywords and content;
-        - ``key="content"``: its content only; ``key="digest"``: summary and keywords only;
-        - ``key="window"``: the turn with its neighbouring turns and its date in words
-          (turns only; ``date_weight`` scales the date column against the text).
-
-        The query is taken as plain words (any of them may match): quotes, ``AND``, ``*``,
-        ``-``, parentheses or ``NEAR`` in it are searched as text, never as syntax. In a
-        log of 1,000+ events, words found in over 5% of it count as stopwords, and at most
-        the :data:`MAX_QUERY_TERMS` rarest words are used: ranking cost grows with how
-        common the words are. When every word is that common, the newest events holding the
-        rarest word come first (score 0), since BM25 could not tell them apart anyway.
-        ``sync=False`` skips indexing events appended since the last search (for callers
-        that already hold the newest events). ``user_id`` keeps to that user's events (all
-        her sessions), read through her own postings.
-        """
-        if key not in _SEARCH_KEYS:
-            raise InvalidInputError(f"key must be one of {', '.join(_SEARCH_KEYS)}, got {key!r}")
-        words = search_terms(query)
-        if not words:
-            return []
-        if sync:
-            self.sync_search_index()
+    def _ranked(self, terms: QueryTerms, search: TextSearch) -> list[tuple[int, float]]:
+        """BM25 over the FTS5 index of ``search.key``; a session's or a user's tag lets FTS
+        read only their postings."""
+        key, session_id, user_id = search.key, search.session_id, search.user_id
         if key == "window" and self.read_only_reason is not None:
             self._warn_windows_unindexed()
-        terms = self._informative_terms(words)
         table, columns, rank = _SEARCH_KEYS[key]
         if key == "window":
-            rank = f"bm25(events_window_fts, 1.0, {float(date_weight)!r}, 0.0)"
+            rank = f"bm25(events_window_fts, 1.0, {float(search.date_weight)!r}, 0.0)"
         skip = WINDOW_SKIP if key == "window" else frozenset()
         match = columns + " : (" + " OR ".join(_fts_word(t, skip) for t in terms.words) + ")"
         # The session tag lets FTS read only this session's postings. Kinds are filtered
@@ -313,7 +279,7 @@ class SearchIndex(SqliteBase):
             match += " AND tags : " + _fts_phrase(_session_tag(session_id))
         if user_id is not None:
             match += " AND tags : " + _fts_phrase(user_tag(user_id))
-        kind_list = None if kinds is None else ([kinds] if isinstance(kinds, str) else list(kinds))
+        kind_list = search.kinds
         if key == "window" and kind_list is not None and set(WINDOW_KINDS) <= set(kind_list):
             kind_list = None  # only these kinds have window rows: the filter would keep all
         where, params = filters(session_id, kind_list, None, None, user_id)
@@ -337,26 +303,11 @@ class SearchIndex(SqliteBase):
                 f"SELECT rowid, {rank} AS score FROM {table}"
                 f" WHERE {table} MATCH ? ORDER BY {order} LIMIT ?"
             )
-        return [(r[0], -r[1]) for r in self._read(sql, [match, *params, int(limit)])]
+        return [(r[0], -r[1]) for r in self._read(sql, [match, *params, int(search.limit)])]
 
-    def search_symbols(
-        self,
-        needles: Sequence[str],
-        *,
-        limit: int = 10,
-        session_id: str | None = None,
-        kinds: Iterable[str] | None = None,
-        user_id: str | None = None,
-    ) -> list[tuple[int, float]]:
-        """``(event_id, needles found)`` of the events whose text or summary holds one of
-        ``needles`` (symbols such as emoji, which FTS5's tokenizer drops: see
-        :func:`pmm.text.words.symbol_needles`), most needles first, then newest. A scan of the
-        filtered rows (no index): recall calls it only for a query without a word."""
-        needles = [n for n in dict.fromkeys(needles) if n][:8]
-        if not needles:
-            return []
-        kind_list = None if kinds is None else list(kinds)
-        where, params = filters(session_id, kind_list, None, None, user_id)
+    def _symbol_hits(self, needles: list[str], search: TextSearch) -> list[tuple[int, float]]:
+        """A scan of the filtered rows (``instr`` over the decoded text and the summary)."""
+        where, params = filters(search.session_id, search.kinds, None, None, search.user_id)
         found = " + ".join(
             "(instr(coalesce(t, ''), ?) > 0 OR instr(coalesce(s, ''), ?) > 0)" for _ in needles
         )
@@ -365,27 +316,12 @@ class SearchIndex(SqliteBase):
             f"{where}) WHERE n > 0 ORDER BY n DESC, id DESC LIMIT ?"
         )
         pairs = [n for needle in needles for n in (needle, needle)]
-        return [(r[0], float(r[1])) for r in self._read(sql, [*pairs, *params, int(limit)])]
+        return [(r[0], float(r[1])) for r in self._read(sql, [*pairs, *params, int(search.limit)])]
 
-    def _informative_terms(self, words: list[str]) -> QueryTerms:
-        """The rarest (at most MAX_QUERY_TERMS) words, without very common ones."""
-        indexed = self.search_index_upto()
-        return pick_terms(words, indexed, lambda w: self._document_frequency(w, indexed))
-
-    def document_frequencies(self, words: Iterable[str]) -> dict[str, int]:
-        """How many indexed events hold each of ``words`` in their turn key (summary,
-        keywords, content), matched as the index matches (stemmed, case-folded). With
-        :meth:`search_index_upto` as the size of the log, enough for inverse document
-        frequencies. Counts the events indexed so far (see :meth:`sync_search_index`;
-        cached until the index grows by 10%)::
-
-            store.document_frequencies(["coffee", "work"])   # {'coffee': 3, 'work': 41}
-        """
-        wanted = [words] if isinstance(words, str) else list(words)
-        if isinstance(words, str) or not all(isinstance(w, str) for w in wanted):
-            raise InvalidInputError(f"words must be an iterable of str, got {words!r}")
-        indexed = self.search_index_upto()
-        return {w: self._document_frequency(w, indexed) if w.strip() else 0 for w in wanted}
+    def _term_counts(self, words: list[str], indexed: int) -> dict[str, int]:
+        """How many indexed events hold each word in the turn key (a count per word, cached
+        until the index grows by 10%)."""
+        return {w: self._document_frequency(w, indexed) if w.strip() else 0 for w in words}
 
     def _document_frequency(self, word: str, indexed: int) -> int:
         """How many indexed events hold ``word`` (cached until the index grows by 10%)."""

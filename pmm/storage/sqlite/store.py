@@ -32,7 +32,7 @@ import threading
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pmm.errors import IntegrityError, InvalidInputError
 from pmm.events.chains import key_heads
@@ -180,55 +180,12 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
                 return False
         return not busy
 
-    def __enter__(self) -> EventStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"EventStore({self.path!r})"
-
-    def redact(self, event_id: int, *, reason: str) -> Event:
-        """Erase one event's raw text (and its digest, vectors and edges) and record that as
-        a chained ``redaction`` event in the same session, which is returned. The redacted
-        row keeps verifying: its hash covers ``content_sha256``, not the text. The file is
-        then scrubbed so that no byte of the text remains (see :mod:`pmm.retention.erasure`, whose
-        ``forget`` erases many events at once). Rows of the earlier PMM (``hash_version``
-        0) hash the text itself and cannot be redacted."""
+    def _erase(self, *, require_text: bool, **request: Any) -> ErasureReport:
+        """:func:`pmm.storage.sqlite.erasure.forget`: erased so that no byte of the text
+        stays in the file, in one request and one scrub however many sessions."""
         from pmm.storage.sqlite.erasure import forget
 
-        report = forget(self, event_ids=[event_id], reason=reason, require_text=True)
-        return report.markers[0]
-
-    def forget(
-        self,
-        *,
-        event_ids: Iterable[int] | None = None,
-        session_id: str | None = None,
-        session_ids: Iterable[str] | None = None,
-        match: str | None = None,
-        reason: str,
-        dry_run: bool = False,
-        identifiers_of: str | None = None,
-    ) -> ErasureReport:
-        """Erase events so that no byte of their text stays in the file, in one request
-        and one scrub however many sessions ``session_ids`` names (see
-        :func:`pmm.storage.sqlite.erasure.forget`; ``dry_run``: only say what would be
-        erased; ``identifiers_of``: the user all of whose events these are, whose ids go
-        too)."""
-        from pmm.storage.sqlite.erasure import forget
-
-        return forget(
-            self,
-            event_ids=event_ids,
-            session_id=session_id,
-            session_ids=session_ids,
-            match=match,
-            reason=reason,
-            dry_run=dry_run,
-            identifiers_of=identifiers_of,
-        )
+        return forget(self, require_text=require_text, **request)
 
     def compact(
         self, *, older_than: str | timedelta, session_id: str | None = None, dry_run: bool = False
@@ -238,12 +195,6 @@ class EventStore(ConsolidationData, SearchIndex, Inspection, MetaKeys, StoreExpi
         from pmm.storage.sqlite.compaction import compact
 
         return compact(self, older_than=older_than, session_id=session_id, dry_run=dry_run)
-
-    def count_compacted(self) -> int:
-        """Rows whose raw text was compacted away (they keep a summary)."""
-        from pmm.storage.sqlite.compaction import count_compacted
-
-        return count_compacted(self)
 
     def compress(
         self,

@@ -2,7 +2,7 @@
 it holds (:meth:`stats`). Mixed into :class:`pmm.storage.sqlite.EventStore`::
 
     store.verify()        # VerifyReport(ok=True, rows=..., head='...', ...)
-    store.stats()["by_kind"]
+    store.stats()["bytes_on_disk"]     # stats itself is the shared layer's
 """
 
 from __future__ import annotations
@@ -16,30 +16,34 @@ from typing import Any
 from pmm.errors import CorruptDatabaseError, MissingDependencyError
 from pmm.events.chains import ChainsWalker
 from pmm.records import VerifyReport
+from pmm.storage.shared import GROUPED
 from pmm.storage.sqlite.chains import chain_heads, chain_keys
 from pmm.storage.sqlite.connection import translated
 from pmm.storage.sqlite.derived import DerivedData
 
 
 class Inspection(DerivedData):
-    """``verify`` and ``stats`` (``stats`` counts vectors through :class:`DerivedData`)."""
+    """``verify`` and the figures of ``stats`` (the shared layer's)."""
 
     # -- statistics ------------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
-        """Counts by kind, session and role, digest and embedding coverage, bytes on disk."""
+    def _counts_by(self, column: str) -> dict[str, int]:
+        if column not in GROUPED:
+            raise ValueError(f"not a grouped column: {column!r}")
+        return {
+            str(k): n
+            for k, n in self._read(
+                f"SELECT {column}, count(*) FROM events GROUP BY {column} ORDER BY 2 DESC"
+            )
+        }
 
-        def grouped(column: str) -> dict[str, int]:
-            return {
-                str(k): n
-                for k, n in self._read(
-                    f"SELECT {column}, count(*) FROM events GROUP BY {column} ORDER BY 2 DESC"
-                )
-            }
-
+    def _coverage(self) -> tuple[int, int, int]:
         total, digested, with_text = self._read(
             "SELECT count(*), count(digest_method), count(content) FROM events"
         )[0]
+        return int(total), int(digested), int(with_text)
+
+    def _storage_stats(self) -> dict[str, Any]:
         # The database's own size as of its last commit (pages x page size): what the .db
         # file holds once checkpointed, the same whether or not a -wal file holds part of
         # it, so every reader of the same log reports the same figure (the -wal and -shm
@@ -48,15 +52,6 @@ class Inspection(DerivedData):
         page_size = self._read("PRAGMA page_size")[0][0]
         wal = self.path + "-wal"
         return {
-            "path": self.path,
-            "events": total,
-            "by_kind": grouped("kind"),
-            "by_session": grouped("session_id"),
-            "by_role": grouped("role"),
-            "by_digest_method": grouped("digest_method"),
-            "digested": digested,
-            "with_text": with_text,
-            "embeddings": self.embedding_models(),
             "bytes_on_disk": int(pages) * int(page_size),
             "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
             "schema_version": self._read("PRAGMA user_version")[0][0],
