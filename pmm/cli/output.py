@@ -35,7 +35,7 @@ from pmm.errors import (
 from pmm.models.redact import mask_url
 from pmm.records import Event
 from pmm.settings import Settings
-from pmm.storage import is_postgres_url
+from pmm.storage import is_postgres_url, is_url
 from pmm.storage.sqlite import EventStore
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def _db_path(args: argparse.Namespace) -> str:
     is a usage error."""
     settings = _settings(args)
     path = settings.db_url or settings.db_path
-    if path != ":memory:" and not is_postgres_url(path):
+    if path != ":memory:" and not is_url(path):
         target = Path(path)
         if target.is_dir():
             raise InvalidInputError(f"{path} is a folder: give the path of a database file")
@@ -107,7 +107,7 @@ def _abs(path: str) -> str:
 
 def _existing_db(args: argparse.Namespace) -> str:
     path = _db_path(args)
-    if path != ":memory:" and not is_postgres_url(path) and not Path(path).exists():
+    if path != ":memory:" and not is_url(path) and not Path(path).exists():
         raise InvalidInputError(
             f"no database at {path}: check --db / PMM_DB_PATH, or create one with "
             f"`pmm init --db {path}`"
