@@ -34,8 +34,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness import Bench
-from provenance import stamp
+from harness import Bench, stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
