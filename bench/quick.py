@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE.parent / "tests" / "storage"))
 QUICK: dict[str, tuple[str, ...]] = {
     "append": ("append.py",),
     "memory": ("memory.py",),
-    "middleware": ("middleware.py",),
+    "middleware": ("memory.py", "--middleware"),
     "recall": ("recall.py",),
     "recall-latency": ("recall.py", "--synthetic", "5000"),
     "locomo": ("locomo.py",),
