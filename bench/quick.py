@@ -40,7 +40,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "facts": ("facts.py",),
     "gpu": ("gpu.py",),
     "chains": ("chains.py",),
-    "erase_stall": ("erase_stall.py",),
+    "erase_stall": ("chains.py", "--erase-stall"),
     "agent_soak": ("agent_soak.py",),
 }
 """Name -> the bench script and its extra arguments (``--quick --json PATH`` are added)."""

@@ -79,7 +79,7 @@ def test_the_row_floor_writes_the_rows_an_append_would(pg_url: str) -> None:
 
 
 def test_the_erase_stall_figure_runs_an_erasure_beside_writers(pg_cluster: PostgresCluster) -> None:
-    """bench/chains.py's erase-stall figure (bench/erase_stall.py underneath, which nothing
+    """bench/chains.py's erase-stall figure (its --erase-stall story underneath, which nothing
     else runs in the suite): other users' appends went on while one user was erased."""
     bench = _bench()
     figures = bench.erase_figures(pg_cluster.url, 3000, 60)
