@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "storage"))
 
 QUICK: dict[str, tuple[str, ...]] = {
-    "append": ("append.py",),
+    "append": ("storage.py", "--append"),
     "memory": ("memory.py",),
     "middleware": ("memory.py", "--middleware"),
     "recall": ("recall.py",),
