@@ -453,10 +453,10 @@ def peer_search(runner: Runner, dialog: Dialog) -> dict[str, list[list[str]]]:
 
 
 def build_scale(path: Path, n: int, data: dict[str, Any], seed: int = 1) -> None:
-    """``n`` events of bench/recall_scale.py's synthetic file: its text in sessions of 50
+    """``n`` events of bench/recall.py --synthetic's file: its text in sessions of 50
     (alternating user and assistant), each with a random unit vector under MiniLM's name
     (the queries are embedded by the model)."""
-    from recall_scale import fill_texts, fill_vectors, sentence_bank
+    from recall import fill_texts, fill_vectors, sentence_bank
 
     from pmm.embed.sentence import SentenceEmbedder
     from pmm.storage.sqlite import EventStore

@@ -104,6 +104,12 @@ class Bench:
         return record
 
 
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``samples`` by rank (``nan`` when there are none)."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"

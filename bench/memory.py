@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
-from harness import Bench
+from harness import Bench, percentile
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,11 +85,6 @@ VOCABULARY = Vocabulary()
 
 def sentence(rng: random.Random, n: int = 18) -> str:
     return VOCABULARY.sentence(rng, n)
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def timed(samples: list[float], fn: Callable[..., Any], *args: Any) -> Any:
