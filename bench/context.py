@@ -36,7 +36,7 @@ Systems, each one text within the budget by PMM's own counter (``cl100k_base_off
 - ``buffer``: the user's newest messages that fit (in ``new`` mode the previous threads'
   newest: the new thread itself is empty), oldest first, ``"{text}"`` lines;
 - ``half``: ``buffer`` in half the budget, then PMM recall's other hits to the rest;
-- ``bm25``: plain BM25 (``locomo_data.PlainBM25``) over the stored messages, to the budget;
+- ``bm25``: plain BM25 (``locomo.PlainBM25``) over the stored messages, to the budget;
 - ``recall``: ``Mind.recall(question, k=200, user_id=...)`` hits to the budget;
 - ``mem0``: mem0 ``Memory.search`` (``add(..., infer=False)``, local Qdrant, as
   bench/peers_systems.py builds it) and ``langgraph``: ``InMemoryStore(index=MiniLM)``
@@ -91,7 +91,7 @@ from context_data import (  # noqa: E402
     summary,
 )
 from harness import Bench  # noqa: E402
-from locomo_data import PlainBM25  # noqa: E402
+from locomo import PlainBM25  # noqa: E402
 
 from pmm import Mind  # noqa: E402
 from pmm.context.tokens import get_token_counter  # noqa: E402

@@ -41,7 +41,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from locomo_data import CATEGORIES, clean_evidence, load_locomo
+from locomo import CATEGORIES, clean_evidence, load_locomo
 
 NGRAM = 8
 SYSTEMS = ("pmm", "buffer", "half", "bm25", "recall", "mem0", "langgraph")
@@ -166,7 +166,7 @@ def pack(
 
 
 def load_dialogs(path: Path, questions: int = 0, conversations: int = 0) -> list[Dialog]:
-    """LoCoMo's conversations under the shared protocol (:func:`locomo_data.load_locomo`),
+    """LoCoMo's conversations under the shared protocol (:func:`locomo.load_locomo`),
     each question with its ``answer``; the first ``questions`` of categories 1-4 (with valid
     evidence) per conversation in file order, the first ``conversations`` (0 = all)."""
     convs = load_locomo(path)
@@ -394,7 +394,7 @@ FOLDS = 5
 
 
 def folds(ids: Sequence[str], n: int = FOLDS) -> list[list[str]]:
-    """``n`` folds of consecutive conversations in the file's order (as bench/locomo_cv.py:
+    """``n`` folds of consecutive conversations in the file's order (as bench/locomo.py --cv:
     fold f holds conversations 2f and 2f+1 of 10)."""
     size = max(1, len(ids) // n)
     return [list(ids[f * size : (f + 1) * size]) for f in range(min(n, len(ids)))]
