@@ -38,7 +38,7 @@ Systems, each one text within the budget by PMM's own counter (``cl100k_base_off
 - ``bm25``: plain BM25 (``locomo.PlainBM25``) over the stored messages, to the budget;
 - ``recall``: ``Mind.recall(question, k=200, user_id=...)`` hits to the budget;
 - ``mem0``: mem0 ``Memory.search`` (``add(..., infer=False)``, local Qdrant, as
-  bench/peers_systems.py builds it) and ``langgraph``: ``InMemoryStore(index=MiniLM)``
+  bench/peers.py builds it) and ``langgraph``: ``InMemoryStore(index=MiniLM)``
   ``search``, each ``"- {text}"`` per result as their docs format memories, to the budget.
 
 Ranked baselines (and the buffer) are ``"{text}"`` lines (``--dates``:
@@ -581,7 +581,7 @@ class Runner:
     ``embedder``: a PMM embedder (default: MiniLM behind ``locomo.DiskCachedEmbedder``);
     ``embeddings=False`` is keyword-only recall; ``summaries`` turns on the heuristic
     digests and session summaries; ``peers`` builds mem0 and LangGraph (MiniLM, the same
-    vectors: a ``peers_embed.MiniLM`` over the same model and cache)."""
+    vectors: a ``peers.MiniLM`` over the same model and cache)."""
 
     def __init__(
         self,
@@ -827,33 +827,30 @@ def ingest_dialog(mind: Mind, dialog: Dialog, mode: str) -> None:
 
 
 def peer_search(runner: Runner, dialog: Dialog) -> dict[str, list[list[str]]]:
-    """mem0 and LangGraph's InMemoryStore, built as bench/peers_systems.py builds them (one
+    """mem0 and LangGraph's InMemoryStore, built as bench/peers.py builds them (one
     add per message, MiniLM), searched for every question (``DEPTH`` results)."""
-    import peers_data
-    from peers_embed import MiniLM
-    from peers_systems import SYSTEMS as PEER_SYSTEMS
-    from peers_systems import unavailable
+    import peers
 
-    model = MiniLM(cache=None, embedder=getattr(runner.embedder, "inner", runner.embedder))
+    model = peers.MiniLM(cache=None, embedder=getattr(runner.embedder, "inner", runner.embedder))
     model.cache_path = runner.cache_dir / "unused-minilm.sqlite"  # vectors in memory only
     cache = getattr(runner.embedder, "cache", {})
     model.vectors.update({k: v for k, v in cache.items() if "_" not in k})
-    conversation = peers_data.Conversation(
+    conversation = peers.Conversation(
         dialog.id,
         tuple(
-            peers_data.Turn(i.id, i.speaker, i.role, i.text, str(i.session), i.date)
+            peers.Turn(i.id, i.speaker, i.role, i.text, str(i.session), i.date)
             for i in dialog.stored
         ),
     )
     out: dict[str, list[list[str]]] = {}
     for name, system in (("mem0", "mem0"), ("langgraph", "langgraph-memory")):
-        why = unavailable(system)
+        why = peers.unavailable(system)
         if why:
             note = f"{name}: {why}"
             if note not in runner.notes:
                 runner.notes.append(note)
             continue
-        peer = PEER_SYSTEMS[system](model)
+        peer = peers.SYSTEMS[system](model)
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix=f"pmm-context-{name}-") as folder:
             peer.start(Path(folder), conversation)
