@@ -268,33 +268,13 @@ PETS = [
     ("cat", "ragdoll", "flopped on a windowsill"),
 ]
 PET_NAMES = [
-    "Biscuit",
-    "Mochi",
-    "Pickle",
-    "Waffles",
-    "Juniper",
-    "Turnip",
-    "Pesto",
-    "Noodle",
-    "Clementine",
-    "Bramble",
-    "Kiwi",
-    "Dumpling",
-    "Fig",
-    "Pretzel",
-    "Olive",
-    "Sprout",
-]
+    "Biscuit", "Mochi", "Pickle", "Waffles", "Juniper", "Turnip", "Pesto", "Noodle", "Clementine",
+    "Bramble", "Kiwi", "Dumpling", "Fig", "Pretzel", "Olive", "Sprout",
+]  # fmt: skip
 CHEWED = [
-    "headphones",
-    "passport",
-    "favourite sneakers",
-    "tv remote",
-    "charger cable",
-    "sunglasses",
-    "library book",
-    "wallet",
-]
+    "headphones", "passport", "favourite sneakers", "tv remote", "charger cable", "sunglasses",
+    "library book", "wallet",
+]  # fmt: skip
 
 
 def pet(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
@@ -389,33 +369,14 @@ def pet(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
 
 
 COMPANIES = [
-    "Halden Labs",
-    "Orchard Freight",
-    "Bluefin Analytics",
-    "Corvid Games",
-    "Tamarack Health",
-    "Pinewell Energy",
-    "Lumen Bikes",
-    "Quarry Studio",
-    "Northgate Insurance",
-    "Saltmarsh Media",
-    "Cobalt Robotics",
-    "Meridian Foods",
-    "Fernhill Architects",
-    "Ostrava Logistics",
-]
+    "Halden Labs", "Orchard Freight", "Bluefin Analytics", "Corvid Games", "Tamarack Health",
+    "Pinewell Energy", "Lumen Bikes", "Quarry Studio", "Northgate Insurance", "Saltmarsh Media",
+    "Cobalt Robotics", "Meridian Foods", "Fernhill Architects", "Ostrava Logistics",
+]  # fmt: skip
 ROLES = [
-    "data analyst",
-    "ux researcher",
-    "project coordinator",
-    "product designer",
-    "qa engineer",
-    "account manager",
-    "grant writer",
-    "supply chain planner",
-    "copy editor",
-    "lab technician",
-]
+    "data analyst", "ux researcher", "project coordinator", "product designer", "qa engineer",
+    "account manager", "grant writer", "supply chain planner", "copy editor", "lab technician",
+]  # fmt: skip
 
 
 def job(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
@@ -504,39 +465,19 @@ def job(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
 HOBBIES = [
     ("bouldering", "a chalk bag", "sent my first V4", "a weekend climbing trip", "climbing"),
     ("pottery", "a set of clay tools", "made a mug that doesn't leak", "a ceramics market", "clay"),
-    (
-        "sourdough",
-        "a proofing basket",
-        "got a loaf with a real ear",
-        "a bread-baking class",
-        "bread",
-    ),
-    (
-        "trail running",
-        "proper trail shoes",
-        "finished a half marathon",
-        "a 10k through the hills",
-        "running",
-    ),
-    (
-        "birdwatching",
-        "binoculars",
-        "spotted a kingfisher",
-        "a dawn walk at a nature reserve",
-        "birds",
-    ),
+    ("sourdough", "a proofing basket", "got a loaf with a real ear", "a bread-baking class",
+     "bread"),
+    ("trail running", "proper trail shoes", "finished a half marathon", "a 10k through the hills",
+     "running"),
+    ("birdwatching", "binoculars", "spotted a kingfisher", "a dawn walk at a nature reserve",
+     "birds"),
     ("knitting", "bamboo needles", "finished a whole sweater", "a yarn festival", "yarn"),
     ("chess", "a wooden board", "beat a 1600-rated player", "a local chess tournament", "chess"),
-    (
-        "film photography",
-        "an old Pentax",
-        "developed my first roll",
-        "a darkroom workshop",
-        "camera",
-    ),
+    ("film photography", "an old Pentax", "developed my first roll", "a darkroom workshop",
+     "camera"),
     ("sea swimming", "a wetsuit", "swam to the buoy and back", "a cold-water swim at dawn", "swim"),
     ("woodworking", "a chisel set", "built a little stool", "a furniture-making course", "wood"),
-]
+]  # fmt: skip
 
 
 def hobby(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
@@ -1036,14 +977,9 @@ def language(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
 
 
 VENUES = [
-    "a karaoke bar",
-    "the bowling alley",
-    "a rooftop bar",
-    "a little tapas place",
-    "the lake",
-    "a board game cafe",
-    "an escape room",
-]
+    "a karaoke bar", "the bowling alley", "a rooftop bar", "a little tapas place", "the lake",
+    "a board game cafe", "an escape room",
+]  # fmt: skip
 CAKES = ["lemon drizzle", "carrot", "black forest", "matcha", "tiramisu", "red velvet"]
 
 
@@ -1093,17 +1029,5 @@ def party(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
 
 
 ARCS: list[Arc] = [
-    trip,
-    pet,
-    job,
-    hobby,
-    baby,
-    injury,
-    purchase,
-    show,
-    concert,
-    allergy,
-    move,
-    language,
-    party,
-]
+    trip, pet, job, hobby, baby, injury, purchase, show, concert, allergy, move, language, party,
+]  # fmt: skip

@@ -29,86 +29,47 @@ OPENERS: list[list[str]] = [
 ]
 
 REACTIONS = [
-    "haha no way",
-    "omg",
-    "that's awesome!!",
-    "lol",
-    "wait what",
-    "nooo",
-    "ugh same",
-    "hahaha",
-    "yesss",
-    "fair",
-    "true true",
-    "ok that's amazing",
-    "dying",
-    "ha",
-    "mood",
-    "oof",
-    "stoppp",
-    "love that",
-    "wow",
-    "no!!",
-    "lmaooo",
-    "aw",
-    "honestly same",
-    "so good",
-    "yikes",
-    "hmm",
-    "i mean... fair",
-    "amazing",
-    "omg yes",
-    "nice nice",
-    "ok but why",
-    "hahah classic",
-    "cute",
-    "rip",
-    "ok respect",
-    "thats wild",
-]
+    "haha no way", "omg", "that's awesome!!", "lol", "wait what", "nooo", "ugh same", "hahaha",
+    "yesss", "fair", "true true", "ok that's amazing", "dying", "ha", "mood", "oof", "stoppp",
+    "love that", "wow", "no!!", "lmaooo", "aw", "honestly same", "so good", "yikes", "hmm",
+    "i mean... fair", "amazing", "omg yes", "nice nice", "ok but why", "hahah classic", "cute",
+    "rip", "ok respect", "thats wild",
+]  # fmt: skip
 
 SMALL: list[list[str]] = [
     [
-        "it's been raining for like 6 days straight",
-        "ugh here too",
+        "it's been raining for like 6 days straight", "ugh here too",
         "I forgot what the sun looks like",
     ],
     ["I've had 3 coffees and it's not even noon", "that's a cry for help", "it's a lifestyle"],
     [
-        "did u see the thing about the bridge closing",
-        "no?? which bridge",
-        "the old one downtown, for repairs apparently",
-        "ugh traffic is gonna be hell",
+        "did u see the thing about the bridge closing", "no?? which bridge",
+        "the old one downtown, for repairs apparently", "ugh traffic is gonna be hell",
     ],
     ["couldn't sleep at all last night", "noo why", "neighbours were doing karaoke till 2"],
     ["what are you making for dinner", "cereal probably", "a classic"],
     ["my phone screen cracked again", "how", "dropped it in the parking lot. face down obviously"],
     [
-        "the grocery store moved everything around",
-        "why do they DO that",
+        "the grocery store moved everything around", "why do they DO that",
         "took me 20 min to find eggs",
     ],
     [
-        "ok random but do you still have that yellow umbrella",
-        "lol yes why",
+        "ok random but do you still have that yellow umbrella", "lol yes why",
         "no reason I just think about it sometimes",
     ],
     ["I think I'm getting a cold", "drink tea and go to bed", "yes mom"],
     [
-        "is it weird to eat cake for breakfast",
-        "no. it's basically a muffin",
+        "is it weird to eat cake for breakfast", "no. it's basically a muffin",
         "exactly what I told myself",
     ],
     ["the wifi at my place keeps dying", "turn it off and on again", "I have done that 40 times"],
     ["it's so hot today", "I'm melting", "sitting in front of the fan like a dog"],
     [
-        "I started three books and finished none",
-        "that's the most you thing ever",
+        "I started three books and finished none", "that's the most you thing ever",
         "rude but accurate",
     ],
     [
-        "do you ever just stare at the fridge",
-        "every night",
+        "do you ever just stare at the fridge", "every night",
         "nothing in there changes but I keep checking",
     ],
     ["someone parked in my spot AGAIN", "leave a note", "I did. a very passive aggressive one"],
@@ -117,32 +78,23 @@ SMALL: list[list[str]] = [
     ["I accidentally replied all at work", "nooo what did you say", "just 'lol' but still"],
     ["I bought a standing desk", "do you stand", "no. I sit at it"],
     [
-        "why is everything so expensive now",
-        "don't get me started",
+        "why is everything so expensive now", "don't get me started",
         "paid 7 dollars for a sandwich. a sad one",
     ],
-]
+]  # fmt: skip
 
 RAMBLE_BITS = [
-    "so basically the whole morning was a mess",
-    "I missed the bus because I went back for my keys",
-    "and then of course it started pouring",
-    "and I had no umbrella obviously",
+    "so basically the whole morning was a mess", "I missed the bus because I went back for my keys",
+    "and then of course it started pouring", "and I had no umbrella obviously",
     "anyway I get to the office and the elevator is broken",
-    "so I walk up six floors like an idiot",
-    "and the meeting got moved anyway",
-    "like nobody told me",
-    "then at lunch the place was out of the soup I wanted",
-    "so I just had crackers honestly",
-    "and by 4pm I was ready to lie down on the floor",
-    "but then the evening was actually nice",
-    "I called my aunt and we talked for like an hour",
-    "she's doing ok, her knee is better",
-    "and I made pasta and watched something dumb",
+    "so I walk up six floors like an idiot", "and the meeting got moved anyway",
+    "like nobody told me", "then at lunch the place was out of the soup I wanted",
+    "so I just had crackers honestly", "and by 4pm I was ready to lie down on the floor",
+    "but then the evening was actually nice", "I called my aunt and we talked for like an hour",
+    "she's doing ok, her knee is better", "and I made pasta and watched something dumb",
     "so yeah not a terrible day overall i guess",
-    "also I think I left the oven light on this morning",
-    "which is fine, it's just a light",
-]
+    "also I think I left the oven light on this morning", "which is fine, it's just a light",
+]  # fmt: skip
 
 RELATION_TALK: dict[str, list[list[str]]] = {
     "siblings": [
@@ -153,22 +105,19 @@ RELATION_TALK: dict[str, list[list[str]]] = {
     "coworkers": [
         ["that standup was 45 minutes", "stand DOWN more like", "lol"],
         [
-            "did you see the new expense form",
-            "it has 14 fields now",
+            "did you see the new expense form", "it has 14 fields now",
             "I'm just not going to expense things anymore",
         ],
         ["the printer on 3 is jammed again", "it's haunted", "we should name it"],
     ],
     "old classmates": [
         [
-            "saw our old chem teacher at the store",
-            "mr okafor?? is he still alive",
+            "saw our old chem teacher at the store", "mr okafor?? is he still alive",
             "very much, buying 12 limes",
         ],
         ["the reunion group chat is unhinged", "I muted it years ago", "smart"],
         [
-            "do u remember the field trip where the bus broke down",
-            "the cow incident",
+            "do u remember the field trip where the bus broke down", "the cow incident",
             "THE COW INCIDENT",
         ],
     ],
@@ -176,15 +125,13 @@ RELATION_TALK: dict[str, list[list[str]]] = {
         ["did you take the chicken out of the freezer", "...define take out", "so no"],
         ["we're out of dish soap", "adding it to the list", "the list is 40 items long"],
         [
-            "your mom texted me about sunday",
-            "why does she text you and not me",
+            "your mom texted me about sunday", "why does she text you and not me",
             "she likes me more",
         ],
     ],
     "neighbours": [
         [
-            "your package ended up on my porch again",
-            "omg sorry!! coming over",
+            "your package ended up on my porch again", "omg sorry!! coming over",
             "no rush I'm home all day",
         ],
         ["the guy at 14 is mowing at 7am", "every saturday", "I'm going to lose it"],
@@ -202,13 +149,11 @@ RELATION_TALK: dict[str, list[list[str]]] = {
     ],
     "roommates past": [
         [
-            "found a fork of yours in my drawer from 2018",
-            "I KNEW I was missing one",
+            "found a fork of yours in my drawer from 2018", "I KNEW I was missing one",
             "it's been well cared for",
         ],
         [
-            "our old landlord is selling the building",
-            "good riddance",
+            "our old landlord is selling the building", "good riddance",
             "the radiator screams in my nightmares still",
         ],
         ["remember the mouse we named gerald", "rip gerald", "he lived a full life in our walls"],
@@ -217,8 +162,7 @@ RELATION_TALK: dict[str, list[list[str]]] = {
         ["leg day tomorrow?", "ugh fine", "6:30 sharp"],
         ["my quads are still dead from monday", "stretch!!", "I'll stretch when I'm dead"],
         [
-            "the gym got new machines",
-            "the fancy ones?",
+            "the gym got new machines", "the fancy ones?",
             "yeah with screens. nobody knows how to use them",
         ],
     ],
@@ -226,7 +170,7 @@ RELATION_TALK: dict[str, list[list[str]]] = {
         ["we need to do a movie night soon", "yes please", "you pick this time"],
         ["I miss our tuesday dinners", "let's bring them back", "deal"],
     ],
-}
+}  # fmt: skip
 
 CLOSERS: list[list[str]] = [
     ["ok gotta run", "byeee"],
