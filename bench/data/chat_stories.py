@@ -69,14 +69,12 @@ def pet(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
     stages = [
         [
             Line(0, f"[shares a photo: {photo}]", "photo"),
-            Line(
-                1, r.choice(["OMG who is this?!", "wait... is that yours??", "STOP. Who is that"])
-            ),
+            Line(1,
+                 r.choice(["OMG who is this?!", "wait... is that yours??", "STOP. Who is that"])),
             Line(0, f"Meet {name}! We picked {him} up from the shelter {rel}", "adopt"),
             Line(1, r.choice(["I'm obsessed", "Aww I need to meet " + him, "Cutest thing ever"])),
-            Line(
-                0, r.choice(["I haven't slept but worth it", f"{cap(he)} already runs the house"])
-            ),
+            Line(0,
+                 r.choice(["I haven't slept but worth it", f"{cap(he)} already runs the house"])),
             Line(1, f"haha {other} just got a {other_breed} too, they could be friends"),
         ],
         [
@@ -91,7 +89,7 @@ def pet(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
             Line(0, f"Yeah, just {vet}. {cap(he)} has to wear the cone of shame lol", "vet"),
             Line(1, "Poor baby"),
         ],
-    ]
+    ]  # fmt: skip
     asks = [
         Ask("single", r.choice([f"What is the name of {o.name}'s {species}?",
                                 f"What did {o.name} call {o.pos} new pet?"]), name, ["adopt"]),
@@ -304,17 +302,12 @@ def book(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Story:
         Line(1, "Adding it to my list" if liked else "Ha, noted"),
     ]]  # fmt: skip
     asks = [
-        Ask(
-            "single", f"Who wrote {title}, the book {o.name} finished?", author, ["book", "author"]
-        ),
+        Ask("single", f"Who wrote {title}, the book {o.name} finished?", author,
+            ["book", "author"]),
         Ask("single", f"What did {o.name} think of {title}?", verdict, ["book", "verdict"]),
-        Ask(
-            "commonsense",
-            f"Would {o.name} recommend {title} to a friend?",
-            "Yes, loved it" if liked else "Probably not, didn't like it",
-            ["verdict"],
-        ),
-    ]
+        Ask("commonsense", f"Would {o.name} recommend {title} to a friend?",
+            "Yes, loved it" if liked else "Probably not, didn't like it", ["verdict"]),
+    ]  # fmt: skip
     return Story("book", stages, asks, ("book", title))
 
 
@@ -431,13 +424,9 @@ def volunteer(r: random.Random, pick: Picker, o: Who, f: Who, other: str) -> Sto
     asks = [
         Ask("single", f"Where does {o.name} volunteer?", place, ["place"]),
         Ask("single", f"What does {o.name} do on Saturday mornings?", task, ["place", "task"]),
-        Ask(
-            "commonsense",
-            f"Is {o.name} someone who gives time to {o.pos} community?",
-            f"Yes; {o.sub} volunteers at {place}",
-            ["place"],
-        ),
-    ]
+        Ask("commonsense", f"Is {o.name} someone who gives time to {o.pos} community?",
+            f"Yes; {o.sub} volunteers at {place}", ["place"]),
+    ]  # fmt: skip
     return Story("volunteer", stages, asks)
 
 
@@ -463,9 +452,8 @@ BUILDERS: list[Builder] = [pet, hobby, trip, trip, job, family, book, book, conc
                            injury, volunteer, preference, preference, preference]  # fmt: skip
 # Questions across the stories of one kind and owner, from each story's key line.
 ACROSS: dict[str, str] = {
-    "trip": "Which places has {A} booked trips to?",
-    "book": "What books has {A} finished lately?",
+    "trip": "Which places has {A} booked trips to?", "book": "What books has {A} finished lately?",
     "concert": "Which concerts has {A} got tickets for?",
     "purchase": "What has {A} bought second-hand recently?",
-}
+}  # fmt: skip
 __all__ = ["ACROSS", "BUILDERS", "fmt"]

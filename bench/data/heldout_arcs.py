@@ -159,11 +159,9 @@ def trip(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
             s0,
             [
                 ("X", f"guess where {mate.name} and I are going in {month}", "g0"),
-                (
-                    "Y",
-                    ctx.rng.choice(["ummm paris? idk", "the moon", "no idea tell me", "omg where"]),
-                    "g1",
-                ),
+                ("Y",
+                 ctx.rng.choice(["ummm paris? idk", "the moon", "no idea tell me", "omg where"]),
+                 "g1"),
                 ("X", f"{first[0]}!!", "g2"),
                 ("Y", "stoppp I'm so jealous", ""),
             ],
@@ -180,7 +178,7 @@ def trip(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
                             f"flights got insane so we switched to {second[0]} instead",
                             f"{mate.name} found a crazy deal so now it's {second[0]}",
                             f"we're doing {second[0]} now, the other one was sold out everywhere",
-                        ]
+                        ],
                     ),
                     "sw",
                 ),
@@ -193,15 +191,12 @@ def trip(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
                 ("X", "back!!", "bk"),
                 ("X", f"[shares a photo of {second[2]}]", "ph"),
                 ("Y", "ok that's unreal. where is that??", ""),
-                (
-                    "X",
-                    f"{second[0]}, old town. and the {second[1]}... I had it every single day",
-                    "fd",
-                ),
+                ("X", f"{second[0]}, old town. and the {second[1]}... I had it every single day",
+                 "fd"),
                 ("Y", "I need to go", ""),
             ],
         ),
-    ]
+    ]  # fmt: skip
     w = x.name
     qs = [
         Q(
@@ -210,48 +205,21 @@ def trip(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
                 [
                     f"Which city did {w} actually end up visiting?",
                     f"Where did {w} and {mate.name} travel in the end?",
-                ]
+                ],
             ),
-            second[0],
-            ["sw"],
-            [second[0]],
+            second[0], ["sw"], [second[0]],
         ),
-        Q(
-            "single",
-            f"Who was {w} travelling with on that holiday?",
-            mate.name,
-            ["g0"],
-            [mate.name],
-        ),
-        Q(
-            "multi",
-            f"What destination did {w} announce first, and which one replaced it?",
-            f"{first[0]}, then {second[0]}",
-            ["g2", "sw"],
-            [first[0], second[0]],
-        ),
-        Q(
-            "single",
-            f"What local dish did {w} eat daily while away?",
-            second[1],
-            ["fd"],
-            [second[1]],
-        ),
-        Q(
-            "temporal",
-            f"When did {w} return from {second[0]}?",
-            f"shortly before {ctx.day(s2)}",
-            ["bk", "fd"],
-            [second[0]],
-        ),
-        Q(
-            "temporal",
-            f"How long after revealing the trip did {w} change the destination?",
-            ctx.gap(s0, s1),
-            ["g2", "sw"],
-            [second[0]],
-        ),
-    ]
+        Q("single", f"Who was {w} travelling with on that holiday?", mate.name, ["g0"],
+          [mate.name]),
+        Q("multi", f"What destination did {w} announce first, and which one replaced it?",
+          f"{first[0]}, then {second[0]}", ["g2", "sw"], [first[0], second[0]]),
+        Q("single", f"What local dish did {w} eat daily while away?", second[1], ["fd"],
+          [second[1]]),
+        Q("temporal", f"When did {w} return from {second[0]}?", f"shortly before {ctx.day(s2)}",
+          ["bk", "fd"], [second[0]]),
+        Q("temporal", f"How long after revealing the trip did {w} change the destination?",
+          ctx.gap(s0, s1), ["g2", "sw"], [second[0]]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -320,40 +288,21 @@ def pet(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     ]
     w = x.name
     qs = [
-        Q(
-            "single",
-            ctx.rng.choice([f"What is {w}'s {kind} called?", f"What did {w} name the new {kind}?"]),
-            name,
-            ["ph", "nm"],
-            [name],
-        ),
+        Q("single",
+          ctx.rng.choice([f"What is {w}'s {kind} called?", f"What did {w} name the new {kind}?"]),
+          name, ["ph", "nm"], [name]),
         Q("single", f"What breed is {name}?", breed, ["ph", "nm"], [breed]),
         Q("single", f"What belonging of {w}'s did {name} ruin?", thing, ["ch"], [thing]),
-        Q(
-            "temporal",
-            f"When did {w} adopt {name}?",
-            f"the day before {ctx.day(s0)}",
-            ["ph", "got", "nm"],
-            [name],
-        ),
-        Q(
-            "multi",
-            f"How much did {w}'s {breed} weigh at the vet, and what had it chewed earlier?",
-            f"{kilos} kg; the {thing}",
-            ["ch", "vt"],
-            [thing, str(kilos)],
-        ),
-    ]
+        Q("temporal", f"When did {w} adopt {name}?", f"the day before {ctx.day(s0)}",
+          ["ph", "got", "nm"], [name]),
+        Q("multi", f"How much did {w}'s {breed} weigh at the vet, and what had it chewed earlier?",
+          f"{kilos} kg; the {thing}", ["ch", "vt"], [thing, str(kilos)]),
+    ]  # fmt: skip
     if kind == "dog":
         qs.append(
-            Q(
-                "commonsense",
-                f"Does {w} probably need to take a pet out for walks every day?",
-                f"yes, {w} has a {breed} dog",
-                ["ph"],
-                [breed],
-            )
-        )
+            Q("commonsense", f"Does {w} probably need to take a pet out for walks every day?",
+              f"yes, {w} has a {breed} dog", ["ph"], [breed]),
+        )  # fmt: skip
     else:
         qs.append(
             Q(
@@ -392,7 +341,7 @@ def job(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
                 (
                     "X",
                     ctx.rng.choice(
-                        [f"{company}. for a {role} position", f"{company}, they need a {role}"]
+                        [f"{company}. for a {role} position", f"{company}, they need a {role}"],
                     ),
                     "iv",
                 ),
@@ -410,55 +359,28 @@ def job(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
         Beat(
             s2,
             [
-                (
-                    "X",
-                    f"first week done. my manager {boss.name} is intense but I like {boss.obj}",
-                    "bs",
-                ),
+                ("X", f"first week done. my manager {boss.name} is intense but I like {boss.obj}",
+                 "bs"),
                 ("Y", "intense how", ""),
-                (
-                    "X",
-                    f"like {boss.sub} has a spreadsheet for spreadsheets. but {boss.sub}'s fair",
-                    "",
-                ),
+                ("X", f"like {boss.sub} has a spreadsheet for spreadsheets. but {boss.sub}'s fair",
+                 ""),
             ],
         ),
-    ]
+    ]  # fmt: skip
     w = x.name
     qs = [
-        Q(
-            "single",
-            ctx.rng.choice(
-                [f"Which employer hired {w}?", f"Where does {w} work since the new job?"]
-            ),
-            company,
-            ["iv", "of0"],
-            [company],
-        ),
+        Q("single",
+          ctx.rng.choice([f"Which employer hired {w}?", f"Where does {w} work since the new job?"]),
+          company, ["iv", "of0"], [company]),
         Q("single", f"What role did {w} interview for?", role, ["iv"], [role]),
         Q("single", f"Who is {w}'s boss at {company}?", boss.name, ["bs"], [boss.name]),
-        Q(
-            "temporal",
-            f"When did {w} hear that {x.sub} got the offer?",
-            ctx.day(s1),
-            ["of0", "of1", "of2"],
-            [role],
-        ),
-        Q(
-            "temporal",
-            f"How long after the interview did {w} start work?",
-            ctx.gap(s0, s2),
-            ["iv", "bs"],
-            [company, boss.name],
-        ),
-        Q(
-            "multi",
-            f"What company did {w} join and who manages {x.obj} there?",
-            f"{company}; {boss.name}",
-            ["iv", "bs"],
-            [company, boss.name],
-        ),
-    ]
+        Q("temporal", f"When did {w} hear that {x.sub} got the offer?", ctx.day(s1),
+          ["of0", "of1", "of2"], [role]),
+        Q("temporal", f"How long after the interview did {w} start work?", ctx.gap(s0, s2),
+          ["iv", "bs"], [company, boss.name]),
+        Q("multi", f"What company did {w} join and who manages {x.obj} there?",
+          f"{company}; {boss.name}", ["iv", "bs"], [company, boss.name]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -501,28 +423,13 @@ def hobby(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     qs = [
         Q("single", f"What pastime did {w} get into?", name, ["st"], [name]),
         Q("single", f"Who introduced {w} to {name}?", pal.name, ["by"], [pal.name]),
-        Q(
-            "multi",
-            f"What did {w} buy when starting {name}, and what milestone came later?",
-            f"{gear}; {feat}",
-            ["by", "ft"],
-            [gear, feat],
-        ),
-        Q(
-            "temporal",
-            f"When did {w} share {x.pos} big {name} achievement?",
-            ctx.day(s1),
-            ["ft"],
-            [feat],
-        ),
-        Q(
-            "commonsense",
-            f"Would {w} probably be up for {like}?",
-            f"yes, {x.sub} took up {name}",
-            ["st"],
-            [name],
-        ),
-    ]
+        Q("multi", f"What did {w} buy when starting {name}, and what milestone came later?",
+          f"{gear}; {feat}", ["by", "ft"], [gear, feat]),
+        Q("temporal", f"When did {w} share {x.pos} big {name} achievement?", ctx.day(s1), ["ft"],
+          [feat]),
+        Q("commonsense", f"Would {w} probably be up for {like}?", f"yes, {x.sub} took up {name}",
+          ["st"], [name]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -572,28 +479,13 @@ def baby(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     qs = [
         Q("single", f"What did {kin.name} call {kin.pos} newborn?", child, ["bn", "nm"], [child]),
         Q("single", f"Who or what was {child} named after?", after, ["nm"], [after]),
-        Q(
-            "temporal",
-            f"When was {kin.name}'s baby born?",
-            f"the night before {ctx.day(s1)}",
-            ["bn"],
-            [kin.name],
-        ),
-        Q(
-            "multi",
-            f"How is {kin.name} related to {w}, and is the baby a boy or a girl?",
-            f"{rel}; a {sex}",
-            ["pg", "bn"],
-            [rel, sex],
-        ),
-        Q(
-            "temporal",
-            f"How long after announcing the pregnancy did {w} share the birth news?",
-            ctx.gap(s0, s1),
-            ["pg", "bn"],
-            [kin.name],
-        ),
-    ]
+        Q("temporal", f"When was {kin.name}'s baby born?", f"the night before {ctx.day(s1)}",
+          ["bn"], [kin.name]),
+        Q("multi", f"How is {kin.name} related to {w}, and is the baby a boy or a girl?",
+          f"{rel}; a {sex}", ["pg", "bn"], [rel, sex]),
+        Q("temporal", f"How long after announcing the pregnancy did {w} share the birth news?",
+          ctx.gap(s0, s1), ["pg", "bn"], [kin.name]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -618,11 +510,8 @@ def injury(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
             [
                 ("X", "so I did something really dumb", ""),
                 ("Y", "oh no what", ""),
-                (
-                    "X",
-                    ctx.rng.choice([f"hurt my {part} {how}", f"messed up my {part} {how}"]),
-                    "in",
-                ),
+                ("X", ctx.rng.choice([f"hurt my {part} {how}", f"messed up my {part} {how}"]),
+                 "in"),
                 ("Y", "ouch. ice it!!", ""),
             ],
         ),
@@ -634,27 +523,17 @@ def injury(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
                 ("Y", "ugh sorry", ""),
             ],
         ),
-    ]
+    ]  # fmt: skip
     w = x.name
     qs = [
         Q("single", f"Which body part did {w} injure?", part, ["in"], [part]),
         Q("single", f"How did {w} get hurt?", how, ["in"], [how]),
-        Q(
-            "single",
-            f"How many more weeks did the physiotherapist tell {w} to rest?",
-            f"{weeks} weeks",
-            ["q", "ph"],
-            [str(weeks)],
-        ),
+        Q("single", f"How many more weeks did the physiotherapist tell {w} to rest?",
+          f"{weeks} weeks", ["q", "ph"], [str(weeks)]),
         Q("temporal", f"When did {w} get injured?", ctx.day(s0), ["in"], [part]),
-        Q(
-            "commonsense",
-            f"Was {w} cleared to get back to {sport} right after the physio visit?",
-            f"no, {weeks} more weeks without {sport}",
-            ["ph"],
-            [sport],
-        ),
-    ]
+        Q("commonsense", f"Was {w} cleared to get back to {sport} right after the physio visit?",
+          f"no, {weeks} more weeks without {sport}", ["ph"], [sport]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -671,11 +550,8 @@ def purchase(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
         Beat(
             s0,
             [
-                (
-                    "X",
-                    f"[shares a photo of two {item}s side by side, a {c1} one and a {c2} one]",
-                    "ph",
-                ),
+                ("X", f"[shares a photo of two {item}s side by side, a {c1} one and a {c2} one]",
+                 "ph"),
                 ("X", "help me choose", ""),
                 ("Y", f"the {c1} one obviously", "rc"),
                 ("X", "hmm", ""),
@@ -689,25 +565,15 @@ def purchase(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
                 ("Y", "betrayal", ""),
             ],
         ),
-    ]
+    ]  # fmt: skip
     w = x.name
     qs = [
         Q("single", f"What colour {item} did {w} finally buy?", c2, ["ph", "q", "fn"], [c2, item]),
-        Q(
-            "single",
-            f"Which colour did {y.name} advise for {w}'s {item}?",
-            c1,
-            ["ph", "rc"],
-            [c1, item],
-        ),
-        Q(
-            "commonsense",
-            f"Did {w} follow {y.name}'s advice about the {item}?",
-            f"no, {x.sub} chose {c2} over {c1}",
-            ["rc", "fn"],
-            [c1, c2],
-        ),
-    ]
+        Q("single", f"Which colour did {y.name} advise for {w}'s {item}?", c1, ["ph", "rc"],
+          [c1, item]),
+        Q("commonsense", f"Did {w} follow {y.name}'s advice about the {item}?",
+          f"no, {x.sub} chose {c2} over {c1}", ["rc", "fn"], [c1, c2]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -751,21 +617,11 @@ def show(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     qs = [
         Q("single", f"Which series did {v} insist {w} should watch?", title, ["rc"], [title]),
         Q("single", f"Where can you stream the show {v} recommended?", where, ["pl"], [where]),
-        Q(
-            "multi",
-            f"Did {w} end up watching what {v} suggested?",
-            f"yes, {x.sub} finished {title}",
-            ["rc", "fn0", "fn1"],
-            [title],
-        ),
-        Q(
-            "temporal",
-            f"How long did {w} take to finish {title} after hearing about it?",
-            ctx.gap(s0, s1),
-            ["rc", "fn1"],
-            [title],
-        ),
-    ]
+        Q("multi", f"Did {w} end up watching what {v} suggested?",
+          f"yes, {x.sub} finished {title}", ["rc", "fn0", "fn1"], [title]),
+        Q("temporal", f"How long did {w} take to finish {title} after hearing about it?",
+          ctx.gap(s0, s1), ["rc", "fn1"], [title]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -801,21 +657,11 @@ def concert(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     qs = [
         Q("single", f"Who went to see {band} with {w}?", mate.name, ["mt"], [mate.name]),
         Q("single", f"Which song made {mate.name} tear up?", song, ["mt"], [song]),
-        Q(
-            "temporal",
-            f"When did {w} see {band} live?",
-            f"the night before {ctx.day(s1)}",
-            ["gig0", "gig1"],
-            [band],
-        ),
-        Q(
-            "temporal",
-            f"How long before the {band} gig did {w} get tickets?",
-            ctx.gap(s0, s1),
-            ["tk", "gig1"],
-            [band],
-        ),
-    ]
+        Q("temporal", f"When did {w} see {band} live?", f"the night before {ctx.day(s1)}",
+          ["gig0", "gig1"], [band]),
+        Q("temporal", f"How long before the {band} gig did {w} get tickets?", ctx.gap(s0, s1),
+          ["tk", "gig1"], [band]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -846,14 +692,9 @@ def allergy(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     w = x.name
     qs = [
         Q("single", f"What food must {w} avoid?", food, ["al"], [food]),
-        Q(
-            "commonsense",
-            f"Would {dish} be a safe thing for {y.name} to serve {w}?",
-            f"no, {w} cannot eat {food}",
-            ["al"],
-            [food],
-        ),
-    ]
+        Q("commonsense", f"Would {dish} be a safe thing for {y.name} to serve {w}?",
+          f"no, {w} cannot eat {food}", ["al"], [food]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -895,28 +736,13 @@ def move(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     w = x.name
     qs = [
         Q("single", f"On which street is {w}'s new apartment?", st2, ["sg"], [st2]),
-        Q(
-            "multi",
-            f"What did the place {w} turned down have that the chosen one lacked?",
-            f1,
-            ["sa", "sg"],
-            [f1, st2],
-        ),
-        Q(
-            "temporal",
-            f"When did {w} finish moving into the new flat?",
-            f"around {ctx.day(s2)}",
-            ["mv"],
-            ["moved"],
-        ),
-        Q(
-            "temporal",
-            f"How long was it from signing the lease to moving in for {w}?",
-            ctx.gap(s1, s2),
-            ["sg", "mv"],
-            [st2, "moved"],
-        ),
-    ]
+        Q("multi", f"What did the place {w} turned down have that the chosen one lacked?", f1,
+          ["sa", "sg"], [f1, st2]),
+        Q("temporal", f"When did {w} finish moving into the new flat?", f"around {ctx.day(s2)}",
+          ["mv"], ["moved"]),
+        Q("temporal", f"How long was it from signing the lease to moving in for {w}?",
+          ctx.gap(s1, s2), ["sg", "mv"], [st2, "moved"]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -958,21 +784,11 @@ def language(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     qs = [
         Q("single", f"Which language has {w} been studying?", lang, ["ls"], [lang]),
         Q("single", f"Who teaches {w} {lang}?", tutor.name, ["tt"], [tutor.name]),
-        Q(
-            "commonsense",
-            f"Could {w} probably manage some small talk on a visit to {country}?",
-            f"yes, {x.sub} has been learning {lang}",
-            ["ls", "cv"],
-            [lang],
-        ),
-        Q(
-            "temporal",
-            f"How long after starting lessons could {w} hold a ten-minute chat?",
-            ctx.gap(s0, s1),
-            ["ls", "cv"],
-            [lang],
-        ),
-    ]
+        Q("commonsense", f"Could {w} probably manage some small talk on a visit to {country}?",
+          f"yes, {x.sub} has been learning {lang}", ["ls", "cv"], [lang]),
+        Q("temporal", f"How long after starting lessons could {w} hold a ten-minute chat?",
+          ctx.gap(s0, s1), ["ls", "cv"], [lang]),
+    ]  # fmt: skip
     return beats, qs
 
 
@@ -1009,22 +825,12 @@ def party(ctx: Ctx, owner: str) -> tuple[list[Beat], list[Q]]:
     w = x.name
     qs = [
         Q("single", f"Where did {w} celebrate {x.pos} birthday in the end?", v2, ["p1"], [v2]),
-        Q(
-            "multi",
-            f"Where had {w} first wanted the birthday, and why did it move?",
-            f"{v1}; it was fully booked",
-            ["p0", "p1"],
-            [v1, "booked"],
-        ),
+        Q("multi", f"Where had {w} first wanted the birthday, and why did it move?",
+          f"{v1}; it was fully booked", ["p0", "p1"], [v1, "booked"]),
         Q("single", f"What flavour was the cake at {w}'s birthday?", cake, ["ck"], [cake]),
-        Q(
-            "temporal",
-            f"Roughly when was {w}'s birthday get-together?",
-            f"shortly before {ctx.day(s2)}",
-            ["p1", "ck"],
-            [cake],
-        ),
-    ]
+        Q("temporal", f"Roughly when was {w}'s birthday get-together?",
+          f"shortly before {ctx.day(s2)}", ["p1", "ck"], [cake]),
+    ]  # fmt: skip
     return beats, qs
 
 

@@ -219,13 +219,10 @@ def build_conversation(
             )  # fmt: skip
             questions.append(
                 {
-                    "conversation": conv_id,
-                    "type": ask.type,
-                    "question": ask.question,
-                    "answer_ids": ids,
-                    "answer": answer,
-                }
-            )
+                    "conversation": conv_id, "type": ask.type, "question": ask.question,
+                    "answer_ids": ids, "answer": answer,
+                },
+            )  # fmt: skip
     # across stories of one kind: "What books has Gina finished lately?"
     for owner in (0, 1):
         for kind, template in ACROSS.items():

@@ -138,14 +138,12 @@ def conversation(
                 "conversation": cid,
                 "type": q.kind,
                 "question": q.question,
-                "answer_ids": sorted(
-                    {tag_ids[(k, t)] for t in q.tags},
-                    key=lambda i: [int(n) for n in i.split("-")[1:]],
-                ),
+                "answer_ids": sorted({tag_ids[(k, t)] for t in q.tags},
+                                     key=lambda i: [int(n) for n in i.split("-")[1:]]),
                 "answer": q.answer,
                 "keys": q.keys,
-            }
-        )
+            },
+        )  # fmt: skip
     conv = {
         "id": cid,
         "relation": relation,
