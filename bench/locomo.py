@@ -232,19 +232,25 @@ TOKENS = r"(?u)\b\w+\b"
 class PlainBM25:
     """Plain BM25 over one conversation's raw turn texts with ``bm25s`` (k1 1.2, b 0.75,
     lower-cased alphanumeric tokens, :data:`SMALL_STOPWORDS`, no stemming): the
-    protocol's baseline."""
+    protocol's baseline (bench/peers.py's passes bm25s' English stopwords and words)."""
 
-    def __init__(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+    def __init__(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        stopwords: str | list[str] = SMALL_STOPWORDS,
+        pattern: str = TOKENS,
+    ) -> None:
         import bm25s
 
-        self._bm25s = bm25s
+        self._bm25s, self.stopwords, self.pattern = bm25s, stopwords, pattern
         self.ids = list(ids)
         self.model = bm25s.BM25(k1=1.2, b=0.75)
         self.model.index(self._tokens(texts), show_progress=False)
 
     def _tokens(self, texts: Sequence[str]) -> Any:
         return self._bm25s.tokenize(
-            list(texts), stopwords=SMALL_STOPWORDS, token_pattern=TOKENS, show_progress=False
+            list(texts), stopwords=self.stopwords, token_pattern=self.pattern, show_progress=False
         )
 
     def search(self, query: str, limit: int) -> list[str]:
@@ -269,14 +275,14 @@ BASELINE = "bm25"
 
 class DiskCachedEmbedder:
     """The model's own vectors, each text embedded once across runs: kept in
-    ``folder/<model>.npz`` keyed by the text's sha256."""
+    ``folder/<model>.npz`` keyed by the text's sha256 (``folder=None``: in memory, one run)."""
 
-    def __init__(self, inner: Any, folder: Path) -> None:
+    def __init__(self, inner: Any, folder: Path | None) -> None:
         self.inner = inner
         self.model_name: str = inner.model_name
-        self.path = folder / (self.model_name.replace("/", "_") + ".npz")
+        self.path = folder / (self.model_name.replace("/", "_") + ".npz") if folder else None
         self.cache: dict[str, npt.NDArray[np.float32]] = {}
-        if self.path.exists():
+        if self.path is not None and self.path.exists():
             with np.load(self.path) as saved:
                 self.cache = {k: saved[k] for k in saved.files}
         self.added = 0
@@ -310,7 +316,7 @@ class DiskCachedEmbedder:
         return self.cache[key]
 
     def save(self) -> None:
-        if self.added:
+        if self.added and self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(".tmp.npz")
             np.savez(tmp, **self.cache)

@@ -70,7 +70,7 @@ import tempfile
 import time
 import traceback
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,6 +91,7 @@ import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 from harness import Bench  # noqa: E402
 from langchain_core.embeddings import Embeddings  # noqa: E402
+from locomo import CATEGORIES, PlainBM25, clean_evidence  # noqa: E402
 
 from pmm.embed.sentence import SentenceEmbedder  # noqa: E402
 
@@ -103,9 +104,6 @@ CACHE = Path.home() / ".cache" / "pmm-bench" / "peers-minilm.sqlite"
 KS = (10, 25)
 """Recall cut-offs reported (R@10, R@25); H@10 (any evidence turn in the top 10) too."""
 DEPTH = max(KS)
-
-LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-_DIA_ID = re.compile(r"^D:?(\d+):0*(\d+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,23 +159,6 @@ def _locomo_date(text: str) -> datetime | None:
         return None
 
 
-def normalise_evidence(raw: Iterable[str], known: set[str]) -> tuple[str, ...]:
-    """LoCoMo evidence ids cleaned as its README says (order kept, duplicates dropped).
-
-    >>> normalise_evidence(["D8:6; D9:17", "D:1:3", "D30:05", "D"], {"D8:6", "D1:3", "D30:5"})
-    ('D8:6', 'D1:3', 'D30:5')
-    """
-    out: list[str] = []
-    for item in raw:
-        for part in re.split(r"[;,\s]+", str(item)):
-            match = _DIA_ID.match(part.strip())
-            if match:
-                dia = f"D{int(match[1])}:{int(match[2])}"
-                if dia in known and dia not in out:
-                    out.append(dia)
-    return tuple(out)
-
-
 def load_locomo(path: Path, conversations: int = 0, limit: int = 0) -> Dataset:
     """LoCoMo under the protocol above: the first ``conversations`` (0 = all), at most
     ``limit`` questions of each (0 = all)."""
@@ -207,8 +188,8 @@ def load_locomo(path: Path, conversations: int = 0, limit: int = 0) -> Dataset:
         known = {t.id for t in turns}
         kept = 0
         for number, qa in enumerate(sample["qa"]):
-            category = LOCOMO_CATEGORIES.get(int(qa.get("category", 0)))
-            evidence = normalise_evidence(qa.get("evidence") or [], known)
+            category = CATEGORIES.get(int(qa.get("category", 0)))
+            evidence = clean_evidence(qa.get("evidence") or [], known)
             if category is None or not evidence or (limit and kept >= limit):
                 continue
             kept += 1
@@ -755,19 +736,11 @@ class BM25Peer(Peer):
         self.texts.append(turn.text)
 
     def finish(self) -> None:
-        import bm25s
-
-        self.bm25 = bm25s.BM25(k1=1.2, b=0.75)
-        tokens = bm25s.tokenize(self.texts, stopwords="en", show_progress=False)
-        self.bm25.index(tokens, show_progress=False)
-        self.bm25.save(str(self.folder / "bm25s"))
+        self.bm25 = PlainBM25(self.ids, self.texts, "en", r"(?u)\b\w\w+\b")  # bm25s' own words
+        self.bm25.model.save(str(self.folder / "bm25s"))
 
     def search(self, query: str, k: int) -> list[str]:
-        import bm25s
-
-        tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
-        docs, scores = self.bm25.retrieve(tokens, k=min(k, len(self.ids)), show_progress=False)
-        return [self.ids[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+        return self.bm25.search(query, k)
 
 
 SYSTEMS: dict[str, type[Peer]] = {

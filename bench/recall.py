@@ -78,8 +78,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-import numpy.typing as npt  # noqa: E402
 from harness import Bench, percentile  # noqa: E402
+from locomo import DiskCachedEmbedder  # noqa: E402
 
 import pmm.recall.recaller as engine  # noqa: E402
 from pmm.embed.backfill import embed_pending  # noqa: E402
@@ -173,40 +173,6 @@ def load_dataset(path: Path, conversations: int = 0) -> dict[str, Any]:
         if missing:
             raise SystemExit(f"{path}: question {q['id']} names unknown turns {missing}")
     return data
-
-
-class CachingEmbedder:
-    """Wraps an embedder so that a text is embedded once per run (small talk repeats):
-    the vectors are the model's own, only the repeated work is skipped."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.model_name: str = inner.model_name
-        self.cache: dict[str, npt.NDArray[np.float32]] = {}
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        todo = list(dict.fromkeys(t for t in texts if t not in self.cache))
-        if todo:
-            for text, vector in zip(todo, self.inner.embed(todo), strict=True):
-                self.cache[text] = np.asarray(vector, dtype=np.float32)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self.cache[t] for t in texts])
-
-    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        """A recall query through the inner embedder's query encoder (``--query-encoder``),
-        cached apart from the model's own vectors when that encoder is not fp32."""
-        encoder = getattr(self.inner, "query_encoder", "fp32")
-        if encoder == "fp32":
-            return self.embed([text])[0]
-        key = f"\0{encoder}\0{text}"
-        if key not in self.cache:
-            self.cache[key] = np.asarray(self.inner.embed_query(text), dtype=np.float32)
-        return self.cache[key]
 
 
 def make_digester() -> Any:
@@ -795,7 +761,9 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
     if args.synthetic:
         results = run_synthetic(args, embedder, load_dataset(resolve_data(args.data)))
     else:
-        results = run_quality(args, None if embedder is None else CachingEmbedder(embedder))
+        results = run_quality(
+            args, None if embedder is None else DiskCachedEmbedder(embedder, None)
+        )
     bench.finish(results)
     return 0
 
