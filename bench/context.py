@@ -832,7 +832,6 @@ def peer_search(runner: Runner, dialog: Dialog) -> dict[str, list[list[str]]]:
     import peers
 
     model = peers.MiniLM(cache=None, embedder=getattr(runner.embedder, "inner", runner.embedder))
-    model.cache_path = runner.cache_dir / "unused-minilm.sqlite"  # vectors in memory only
     cache = getattr(runner.embedder, "cache", {})
     model.vectors.update({k: v for k, v in cache.items() if "_" not in k})
     conversation = peers.Conversation(

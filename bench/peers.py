@@ -5,7 +5,6 @@
     python bench/peers.py --systems pmm,bm25 --datasets chat --json /tmp/peers.json
     python bench/peers.py --json docs/benchmarks/data/peers.json   # the page's figures
     python bench/peers.py --quick        # chat only, 1 conversation, 10 questions, no mem0
-    python bench/peers.py --no-embed-cache                 # the model runs inside each add
 
 Systems (``--systems``, each behind one small adapter, :class:`Peer`): ``pmm`` (PMM's
 default with embeddings on: hybrid recall), ``pmm-keyword`` (embeddings off), ``mem0``
@@ -31,14 +30,12 @@ message: the files the memory left in its folder after close, or, for the in-mem
 the growth of this process's resident memory from its empty store to the last message
 (marked RSS: allocator noise included, a rough figure).
 
-The model's time: by default every text is embedded once, in batches, into a cache kept
-across runs (``--embed-cache``), and the systems read its vectors, so their ingest and
-search times leave the model out; the model's own cost per text (one text per call, as
-mem0 and LangGraph embed on each add or search, and batched, as PMM's backfill does) is
-measured in the same run and printed beside them. ``--no-embed-cache`` runs the model
-inside each system instead (mem0 then uses its own sentence-transformers embedder on the
-packaged model path). Torch runs ``--torch-threads`` threads (1 by default: on a small,
-shared machine more threads are slower).
+The model's time: every text is embedded once, in batches, into a cache kept across runs
+(``--embed-cache``), and the systems read its vectors, so their ingest and search times
+leave the model out; the model's own cost per text (one text per call, as mem0 and LangGraph
+embed on each add or search, and batched, as PMM's backfill does) is measured in the same
+run and printed beside them. Torch runs ``--torch-threads`` threads (1 by default: on a
+small, shared machine more threads are slower).
 
 Every adapter uses the system's public API: ``pmm.Mind`` (a SQLite file); mem0's
 ``Memory.add(..., infer=False)`` / ``Memory.search`` (local Qdrant on disk, a chat model
@@ -307,8 +304,8 @@ def _key(text: str) -> str:
 
 
 class MiniLM:
-    """MiniLM vectors, from ``cache`` (a SQLite file kept across runs) where it has them.
-    ``misses`` counts texts a system asked for that the cache lacked (embedded then)."""
+    """MiniLM vectors, from ``cache`` (a SQLite file kept across runs; None: in memory) where
+    it has them. ``misses`` counts texts a system asked for that it lacked (embedded then)."""
 
     def __init__(self, cache: Path | None, embedder: Any | None = None) -> None:
         self.model: Any = embedder if embedder is not None else SentenceEmbedder()
@@ -327,10 +324,6 @@ class MiniLM:
     @property
     def dim(self) -> int:
         return int(self.model.dim)
-
-    @property
-    def cached(self) -> bool:
-        return self.cache_path is not None
 
     def fill(self, texts: Sequence[str], batch_size: int = 256) -> tuple[int, float]:
         """Embed the ``texts`` the cache lacks and store them; returns (how many, seconds)."""
@@ -356,8 +349,6 @@ class MiniLM:
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors of ``texts`` (n, dim): cached ones from memory, others from the model."""
-        if not self.cached:
-            return np.asarray(self.model.embed(list(texts)), dtype=np.float32)
         missing = [t for t in dict.fromkeys(texts) if _key(t) not in self.vectors]
         if missing:
             self.misses += len(missing)
@@ -576,18 +567,7 @@ class Mem0Peer(Peer):
                     " from the Hugging Face hub (no offline copy), so mem0 ranks by MiniLM alone"
                 )
         assert self.model is not None
-        if self.model.cached:
-            embedder = {"provider": "langchain", "config": {"model": self.model.langchain()}}
-        else:  # mem0's own sentence-transformers embedder on the packaged model
-            source = str(self.model.model.source)
-            embedder = {
-                "provider": "huggingface",
-                "config": {
-                    "model": source,
-                    "embedding_dims": 384,
-                    "model_kwargs": {"device": "cpu"},
-                },
-            }
+        embedder = {"provider": "langchain", "config": {"model": self.model.langchain()}}
         self.user = conversation.id
         self.memory = Memory.from_config(
             {
@@ -864,7 +844,6 @@ def parse(argv: Sequence[str] | None) -> tuple[Bench, argparse.Namespace]:
     p.add_argument("--locomo", type=Path, default=LOCOMO, help="path of locomo10.json")
     p.add_argument("--chat", type=Path, default=CHAT, help="path of the chat dataset")
     p.add_argument("--embed-cache", type=Path, default=CACHE, help="MiniLM vector cache file")
-    p.add_argument("--no-embed-cache", action="store_true", help="run the model in each system")
     p.add_argument("--torch-threads", type=int, default=1, help="torch threads (default 1)")
     args = bench.parse(argv)
     if args.quick:
@@ -912,7 +891,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
                 "questions": len(data.questions),
                 "systems": results,
             }
-    if model is not None and model.cached:
+    if model is not None:
         print(f"\ncache misses while the systems ran: {model.misses} (embedded then)")
         report["embedding"]["cache_misses"] = model.misses
     bench.finish(report)
@@ -927,7 +906,7 @@ def _model(
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    model = MiniLM(None if args.no_embed_cache else args.embed_cache, embedder)
+    model = MiniLM(args.embed_cache, embedder)
     texts = [t for d in datasets for t in d.texts()]
     cost = model.cost(texts[:64])
     info: dict[str, Any] = {"model": model.model_name, "dims": model.dim, **cost}
@@ -936,16 +915,13 @@ def _model(
         f"{cost['single_ms']:.1f} ms per text one at a time, {cost['batched_ms']:.1f} ms "
         f"per text in a batch of {cost['n']:.0f}"
     )
-    if model.cached:
-        added, seconds = model.fill(texts)
-        info.update(cache=str(args.embed_cache), cache_added=added, cache_fill_s=seconds)
-        line += (
-            f"; cache {args.embed_cache}: {added:,} new texts embedded in {seconds:.1f} s. "
-            "The dense systems' ingest and search times below leave the model out: add "
-            "one of these per message (and per search)."
-        )
-    else:
-        line += "; no cache: each system runs the model itself."
+    added, seconds = model.fill(texts)
+    info.update(cache=str(args.embed_cache), cache_added=added, cache_fill_s=seconds)
+    line += (
+        f"; cache {args.embed_cache}: {added:,} new texts embedded in {seconds:.1f} s. "
+        "The dense systems' ingest and search times below leave the model out: add "
+        "one of these per message (and per search)."
+    )
     print(line)
     report["embedding"] = info
     return model
