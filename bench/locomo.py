@@ -26,10 +26,11 @@ lists (modes and rankers, 100 deep) for ``--cv``, which chooses the fusion and t
 cross-validation offline (below). Without ``../shared/data/locomo/`` (or
 ``--data``) the run is skipped with a message and exits 0.
 
-    convs = load_locomo(Path("../shared/data/locomo/locomo10.json"))
-    convs[0].turns[0]          # Turn(dia_id='D1:1', speaker='Caroline', session=1, ...)
-    convs[0].questions[0]      # Question(question=..., category=2, evidence=('D1:3',))
-    scores(["D1:3", "D1:1"], ("D1:3",))["R@1"]   # 1.0
+The data is CC BY-NC 4.0 and stays in ``../shared/data/locomo/``: nothing here copies it.
+Protocol (its README): one memory per conversation, one item per turn with the text
+``"{speaker}: {text}"`` (+ ``" [shares {blip_caption}]"``), categories 1-4 only, evidence
+ids split on ``;``, ``,`` and spaces, normalised (``D:?(\\d+):0*(\\d+)``) and kept only when
+the conversation has them: 1,536 questions.
 
 ``--cv --lists PATH``: recall's fusion and levers chosen on LoCoMo by cross-validation by
 conversation, from the lists ``--lists`` wrote (no memory is built: every figure is computed
