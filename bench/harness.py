@@ -110,6 +110,14 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
+def nearest_rank(samples: Sequence[float], q: float) -> float:
+    """The ``q`` percentile (0..100) of ``samples`` by nearest rank (``nan`` when none)."""
+    ordered = sorted(samples)
+    if not ordered:
+        return float("nan")
+    return ordered[max(0, min(len(ordered) - 1, round(q / 100 * len(ordered)) - 1))]
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"

@@ -73,7 +73,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from harness import Bench  # noqa: E402
+from harness import Bench, nearest_rank  # noqa: E402
 
 TOPICS = [
     "the database migration",
@@ -334,14 +334,6 @@ TARGET_RATIO = 2.0
 TARGET_VERIFY_ROWS_S = 100_000.0
 
 
-def percentile(sorted_values: list[float], q: float) -> float:
-    """The q-th percentile (0..100) by nearest rank."""
-    if not sorted_values:
-        return float("nan")
-    rank = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values)) - 1))
-    return sorted_values[rank]
-
-
 def message(i: int) -> str:
     return f"message {i}: I moved to Lisbon last spring and the trams are lovely " + "x" * (i % 64)
 
@@ -384,8 +376,8 @@ def bench_pmm(
         "events": n,
         "seconds": seconds,
         "events_per_s": n / seconds,
-        "p50_us": percentile(latencies, 50),
-        "p99_us": percentile(latencies, 99),
+        "p50_us": nearest_rank(latencies, 50),
+        "p99_us": nearest_rank(latencies, 99),
         "max_us": latencies[-1] if latencies else float("nan"),
         "verify_ok": report.ok,
         "verify_rows": report.rows,
@@ -435,8 +427,8 @@ def bench_langchain(folder: Path, n: int, budget_s: float) -> dict[str, Any]:
         "stopped_early": done < n,
         "seconds": seconds,
         "events_per_s": done / seconds,
-        "p50_us": percentile(latencies, 50),
-        "p99_us": percentile(latencies, 99),
+        "p50_us": nearest_rank(latencies, 50),
+        "p99_us": nearest_rank(latencies, 99),
         "journal_mode": journal,
     }
 
