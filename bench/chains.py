@@ -96,7 +96,6 @@ from pmm.records import NewEvent  # noqa: E402
 from pmm.storage.postgres import PostgresEventStore  # noqa: E402
 from pmm.storage.postgres.connection import APPEND_LOCK  # noqa: E402
 
-WRITERS = (1, 2, 4, 8)
 MODES = ("per-user", "two-call", "global", "bare", "row", "chained")
 
 

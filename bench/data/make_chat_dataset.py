@@ -135,8 +135,6 @@ def _weekday_after(d: date, weekday: int) -> date:
     return d + timedelta(days=ahead)
 
 
-DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-
 # (phrase, date of the session -> answer)
 PAST: list[tuple[str, Callable[[date], str]]] = [
     ("yesterday", lambda d: fmt(d - timedelta(days=1))),
@@ -155,10 +153,6 @@ FUTURE: list[tuple[str, Callable[[date], str]]] = [
     ("next Thursday", lambda d: fmt(_weekday_after(d, 3))),
     ("on Sunday", lambda d: fmt(_weekday_after(d, 6))),
 ]
-
-
-def month_of(d: date) -> str:
-    return f"{d:%B %Y}"
 
 
 def when(tag: str, rel: Callable[[date], str]) -> Callable[[DayOf], str]:
