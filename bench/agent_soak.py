@@ -55,19 +55,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "storage"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from harness import Bench  # noqa: E402
+from harness import Bench, nearest_rank  # noqa: E402
 
 BAD_KINDS = ("oversized", "empty", "nul", "surrogate", "huge_tool")
 TOOL_PREFIX = "Read the table"
 BIG_MESSAGE = "2MB paste " * 200_000  # 2,000,000 bytes
 HUGE_TOOL_RESULT = "row;" * 900_000  # 3,600,000 bytes
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(q / 100 * len(ordered)) - 1))]
 
 
 def build_agents(middleware: Any) -> tuple[Any, Any]:
@@ -343,8 +336,8 @@ def run_soak(target: str, *, seconds: float, processes: int, threads: int, **arg
 def _summary(samples: list[float]) -> dict[str, float]:
     return {
         "n": len(samples),
-        "p50": round(1000 * percentile(samples, 50), 2),
-        "p99": round(1000 * percentile(samples, 99), 2),
+        "p50": round(1000 * nearest_rank(samples, 50), 2),
+        "p99": round(1000 * nearest_rank(samples, 99), 2),
     }
 
 

@@ -3,20 +3,12 @@
     python bench/digest.py                    # heuristic + local with a tiny test BART
     python bench/digest.py --model PATH       # local with a real model folder (or hub id)
     python bench/digest.py --skip-local --turns 5000
-    python bench/digest.py --backlog 2000,20000   # dream() over a backlog, both sizes
     python bench/digest.py --quick            # 300 turns, 5 rounds, 8 local turns (tiny BART)
 
 It also prints save_context p50/p99 per summary mode with the llm summarizer (ChatOpenAI
 against a local fake OpenAI server that answers after --llm-delay seconds) beside
 ConversationSummaryMemory with the same model, and the prompt tokens load_memory_variables
 returns for a --conversation-turn chat beside ConversationBufferMemory.
-
-``--backlog`` prints only the rate of ``Mind.dream()`` digesting N pending turns
-(heuristic, 200 turns a session) at each size, with the query that read the pending
-turns before issue 22 (SQLite walked the kind index over every turn, digested ones too, so
-each batch cost more as the backlog went down) beside the one now (the partial index of
-undigested rows): the rate should stay flat as N grows. The digest phase is also timed in
-this process's CPU time, which other load on the machine disturbs less than wall time.
 
 The heuristic runs on realistic ~600-character chat turns in this one process (its target is
 >= 2,000 turns/s on one core, to run inline on every turn). Without ``--model``, the local
@@ -138,71 +130,6 @@ def bench_heuristic(texts: Sequence[str], roles: Sequence[str], repeat: int = 3)
         note = f"{label}, one process, avg {size:.0f} chars/turn, best of {repeat}"
         results.append(Result(best.name, best.turns, best.seconds, note))
     return results
-
-
-def _old_undigested(store: Any, *, kinds: Any, limit: int | None = None, after_id: int = 0) -> Any:
-    """The pending-turns query before issue 22 (the planner's pick: the kind index)."""
-    from pmm.storage.sqlite.rows import COLUMNS
-
-    kind_list = list(kinds)
-    sql = (
-        f"SELECT {COLUMNS} FROM events WHERE digest_method IS NULL AND id > ?"
-        f" AND content IS NOT NULL AND kind IN ({','.join('?' * len(kind_list))}) ORDER BY id"
-    )
-    params: list[Any] = [after_id, *kind_list]
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(int(limit))
-    return [store._text.event(r) for r in store._read(sql, params)]
-
-
-def bench_backlog(size: int, *, old_query: bool) -> list[str]:
-    """``Mind.dream()`` over ``size`` pending turns: the digest phase's rate and the
-    whole dream's (with session summaries and contradictions)."""
-    from pmm import Mind
-    from pmm.records import NewEvent
-    from pmm.storage.sqlite import EventStore
-
-    texts, roles = realistic_turns(size, seed=size)
-    label = "before (kind index)" if old_query else "now (partial index)"
-    saved = EventStore.undigested
-    with tempfile.TemporaryDirectory() as folder:
-        options: dict[str, Any] = {
-            "enable_summary": True,
-            "summary_mode": "deferred",
-            "summarizer": "heuristic",
-            "dream_on_close": False,
-        }
-        with Mind(str(Path(folder) / "backlog.db"), **options) as mind:
-            for start in range(0, size, 1000):
-                mind.remember_many(
-                    [
-                        NewEvent(
-                            "prompt" if r == "user" else "response", t, f"s{i // 200}", r, None
-                        )
-                        for i, (t, r) in enumerate(zip(texts, roles, strict=True))
-                        if start <= i < start + 1000
-                    ]
-                )
-            mind.store.sync_search_index()  # indexing the appends is not the dream's cost
-            marks: list[tuple[float, float]] = []
-            if old_query:
-                EventStore.undigested = _old_undigested  # type: ignore[assignment,method-assign]
-            try:
-                started, cpu = time.perf_counter(), time.process_time()
-                report = mind.dream(
-                    progress=lambda done, total: marks.append(
-                        (time.perf_counter(), time.process_time())
-                    )
-                )
-                ended = time.perf_counter()
-            finally:
-                EventStore.undigested = saved  # type: ignore[method-assign]
-    digest = Result(f"{size:>7,} pending, {label}", report.digested, marks[-1][0] - started)
-    digest_cpu = Result(f"{'':>7}  digest phase, CPU time", report.digested, marks[-1][1] - cpu)
-    whole = Result(f"{'':>7}  whole dream()", report.digested, ended - started,
-                   f"{report.summaries} session summaries")  # fmt: skip
-    return [digest.line() + "  digest phase, wall", digest_cpu.line(), whole.line()]
 
 
 def build_tiny_model(folder: Path) -> Path:
@@ -386,27 +313,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30, help="save_context calls per mode")
     parser.add_argument("--llm-delay", type=float, default=0.2, help="fake LLM latency, s")
     parser.add_argument("--conversation", type=int, default=200, help="turns for prompt size")
-    parser.add_argument(
-        "--backlog",
-        metavar="N,N",
-        help="only dream() over N pending turns, each size, e.g. 2000,20000",
-    )
     args = bench.parse(argv)
     if args.quick:
         args.turns, args.local_turns, args.rounds, args.llm_delay = 300, 8, 5, 0.05
         args.conversation = 40
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     figures: dict[str, Any] = {}
-    if args.backlog:
-        print(f"pmm dream backlog bench: python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-        for size in (int(n) for n in args.backlog.split(",")):
-            for old_query in (True, False):
-                lines = bench_backlog(size, old_query=old_query)
-                print("\n".join(lines), flush=True)
-                figures.setdefault("backlog", []).extend(lines)
-        bench.finish(figures)
-        return 0
-
     texts, roles = realistic_turns(args.turns)
     print(f"pmm digest bench: python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     results = bench_heuristic(texts, roles)
@@ -425,26 +337,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
 
     local_texts, local_roles = texts[: args.local_turns], roles[: args.local_turns]
-    if args.model:
+    with tempfile.TemporaryDirectory() as folder:
+        model = args.model or str(build_tiny_model(Path(folder) / "tiny-bart"))
+        note = args.model or "TINY RANDOM TEST MODEL: plumbing overhead, not DistilBART speed"
         results = bench_local(
-            args.model,
+            model,
             local_texts,
             local_roles,
             device=args.device,
             batch_size=args.batch_size,
-            note=args.model,
+            note=note,
         )
-    else:
-        with tempfile.TemporaryDirectory() as folder:
-            path = build_tiny_model(Path(folder) / "tiny-bart")
-            results = bench_local(
-                str(path),
-                local_texts,
-                local_roles,
-                device=args.device,
-                batch_size=args.batch_size,
-                note="TINY RANDOM TEST MODEL: plumbing overhead, not DistilBART speed",
-            )
     for result in results:
         print(result.line())
     figures["local"] = [vars(r) for r in results]

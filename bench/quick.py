@@ -25,9 +25,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "storage"))
 
 QUICK: dict[str, tuple[str, ...]] = {
-    "append": ("append.py",),
+    "append": ("storage.py", "--append"),
     "memory": ("memory.py",),
-    "middleware": ("middleware.py",),
+    "middleware": ("memory.py", "--middleware"),
     "recall": ("recall.py",),
     "recall-latency": ("recall.py", "--synthetic", "5000"),
     "locomo": ("locomo.py",),
@@ -40,7 +40,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "facts": ("facts.py",),
     "gpu": ("gpu.py",),
     "chains": ("chains.py",),
-    "erase_stall": ("erase_stall.py",),
+    "erase_stall": ("chains.py", "--erase-stall"),
     "agent_soak": ("agent_soak.py",),
 }
 """Name -> the bench script and its extra arguments (``--quick --json PATH`` are added)."""

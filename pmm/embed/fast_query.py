@@ -26,7 +26,7 @@ The copy shares the model's float tensors (the token embeddings are half of Mini
 weights) and adds only the packed weights: about 40 MB of peak memory for fp16, 29 MB for
 int8, against 239 MB for a full copy (max RSS, measured on the development machine).
 
-``python bench/fast_query.py`` prints the times and cosines; what they do to recall is on
+``bench/fast_query.py`` (in git at ``d733cab``) printed the times and cosines; recall is on
 ``docs/benchmarks/recall.md``. Where a copy cannot be built (no quantised kernels in this
 torch build, a model without linear layers) the embedder logs one warning per model and
 encodes queries with the fp32 model; on a GPU (where these kernels do not run, and the

@@ -18,13 +18,13 @@ vectors in full. Only vectors stored under ``model_name`` are ever read, so a se
 mixes two models.
 
 A big matrix (:data:`QUANTIZED_MIN` vectors or more) is searched in two passes: the sign
-bits of every vector (48 bytes for 384 dimensions) are compared with the query's by
-Hamming distance, and the few thousand nearest are scored exactly in float32,
-so every returned score is the exact cosine and only the choice of the shortlist is
-approximate (how much of the exact top k it keeps on real MiniLM vectors: ``python
-bench/vector_quality.py``; figures in the README's Recall section). A smaller matrix, or a
-search restricted to a session, is scored exactly in one pass. ``quantized_min`` and
-``shortlist_min`` tune this per index.
+bits of every vector (48 bytes for 384 dimensions) are compared with the query's by Hamming
+distance, and the few thousand nearest are scored exactly in float32, so every returned
+score is the exact cosine and only the choice of the shortlist is approximate (how much of
+the exact top k it keeps on real MiniLM vectors: docs/benchmarks/vector-quality.md, by
+``bench/vector_quality.py`` at ``179830b``). A smaller matrix, or a search restricted to a
+session, is scored exactly in one pass. ``quantized_min`` and ``shortlist_min`` tune this
+per index.
 """
 
 from __future__ import annotations

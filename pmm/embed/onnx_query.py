@@ -10,10 +10,10 @@ normalisation inside the graph, one query run by ONNX Runtime on the CPU.
 
 Why: the same fp32 weights, the same vector to float rounding (cosine >= 0.9999996 with the
 torch model's over 4,055 LoCoMo and generated questions), in 0.62x the time of the fp16
-torch copy on the 2-core development machine (``python bench/fast_query.py``: 9.95 against
+torch copy on the 2-core development machine (``bench/fast_query.py``, ``d733cab``: 9.95 vs
 16.13 ms): one ONNX Runtime call instead of some hundred small torch calls, each taking the
 GIL back. One thread: inside recall the encoder runs beside the FTS5 queries, and two
-ONNX Runtime threads made hybrid recall slower there (``bench/recall_ab.py``). It costs
+ONNX Runtime threads made hybrid recall slower there (``bench/recall_ab.py``, ``d733cab``). It costs
 memory: ONNX Runtime holds the weights again, pre-packed (about +210 MB max RSS for MiniLM
 against +41 MB for the fp16 copy).
 

@@ -21,13 +21,13 @@ gets only incidental keyword hits, and there the dense ranker should lead. The s
 the query's words that its best keyword hits hold tells the two apart without labels;
 weighted by inverse document frequency, so that common words the hits hold by chance
 ("work", "days") count little.
-Measured by ``python bench/fusion.py`` (see the README's Recall section).
+Measured by ``bench/fusion.py`` (in git at ``e8ccbf3``; docs/benchmarks/fusion.md).
 
-Measured and not adopted (``python bench/fusion_signals.py``): gates that let the dense
-ranker lead on other query-time signals - its top-1 cosine and margins, its overlap with
-the keyword top 10, the BM25 drop from 1st to 10th, the question's share of stop words.
-The ones that reach the dense ranker's recall on the paraphrase dataset cost more chat
-questions than they win, and the 4-fold picks disagree between folds.
+Measured and not adopted (``bench/fusion_signals.py``, in git at ``e8ccbf3``): gates that
+let the dense ranker lead on other query-time signals - its top-1 cosine and margins, its
+overlap with the keyword top 10, the BM25 drop from 1st to 10th, the question's share of
+stop words. The ones that reach the dense ranker's recall on the paraphrase dataset cost
+more chat questions than they win, and the 4-fold picks disagree between folds.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ DEFAULT_POLICY = FusionPolicy(
     idf=True,
     blend=EVIDENCE_BLEND,
 )
-"""Hybrid mode's default: chosen by cross-validation (``python bench/fusion.py``)."""
+"""Hybrid mode's default: chosen by cross-validation (docs/benchmarks/fusion.md)."""
 DEFAULT_KEYWORD_POLICY = FusionPolicy(DEFAULT_KEYWORD_WEIGHTS, TEMPORAL_KEYWORD_WEIGHTS)
 """Keyword mode's default (no dense ranker, so no low-evidence switch)."""
 

@@ -20,7 +20,7 @@ Fusion: in the modes :data:`pmm.recall.rerank.LEARNED_COEFFICIENTS` names (``hyb
 ``keyword``), the rankers' candidates are ordered by a small linear model over their ranks
 and cheap features of each turn (:mod:`pmm.recall.rerank`: a question turn, a person the
 query names, its session's rank, :mod:`pmm.recall.session_rank`), chosen by cross-validation
-on LoCoMo (``python bench/locomo_cv.py``). ``Recaller(..., learned=False)`` and weights set
+on LoCoMo (``python bench/locomo.py --cv``). ``Recaller(..., learned=False)`` and weights set
 by ``PMM_RECALL_WEIGHTS`` (``turn=1,window=1,dense=0.3``: used as given for every query)
 keep the weighted reciprocal rank fusion of :mod:`pmm.recall.fusion`, whose default weights
 adapt to the query (:class:`~pmm.recall.fusion.FusionPolicy`). ``semantic`` is ``dense``

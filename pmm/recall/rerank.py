@@ -10,7 +10,7 @@ scored by a small linear model whose coefficients are fixed here (no model file)
     # -> [(3, score), (7, score), (9, score)]: best first
 
 Why: weighted reciprocal rank fusion (:mod:`pmm.recall.fusion`) only sees ranks. Two things the
-ranks miss, measured on LoCoMo (``python bench/locomo_cv.py``):
+ranks miss, measured on LoCoMo (``python bench/locomo.py --cv``):
 
 - a turn that is itself a question ("What's my dog's name?") rarely holds the answer,
   yet it shares the question's words, so every keyword key ranks it high;
@@ -27,7 +27,7 @@ the share of the query's terms it holds, and its session's rank among the candid
 sessions by the session's whole text and by its mean turn vector
 (:mod:`pmm.recall.session_rank`; passed in as ``session_ranks``). The coefficients were
 fitted by logistic regression on LoCoMo and checked held out by conversation
-(``bench/locomo_cv.py``; figures in ``docs/benchmarks/locomo.md``).
+(``bench/locomo.py --cv``; figures in ``docs/benchmarks/locomo.md``).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ FEATURES: tuple[str, ...] = (
 )
 
 LEARNED_COEFFICIENTS: dict[str, dict[str, float]] = {
-    # logistic regression on all 10 LoCoMo conversations (python bench/locomo_cv.py --lists
+    # logistic regression on all 10 LoCoMo conversations (python bench/locomo.py --cv --lists
     # <lists 300 deep> prints them), with the length of the turn, the share of the query's
     # terms it holds (which keeps a long turn from outranking the one a query names in
     # small logs: tests/cli/test_cli.py) and its session's ranks by the session's whole
@@ -115,7 +115,7 @@ LEARNED_COEFFICIENTS: dict[str, dict[str, float]] = {
     },
 }  # fmt: skip
 """Recall mode -> the coefficients :class:`pmm.recall.recaller.Recaller` fuses with in that mode
-(fitted on LoCoMo by ``python bench/locomo_cv.py``); a mode without any (``semantic``)
+(fitted on LoCoMo by ``python bench/locomo.py --cv``); a mode without any (``semantic``)
 keeps its single ranker's order."""
 
 LENGTH_CAP = 40

@@ -25,7 +25,7 @@ and a session's whole text names it more often than any one turn does
 The sessions ranked are those of the recall's candidate turns, which every ranker has
 already kept to the recall's user or session: no other user's session is ever read.
 The functions that rank (:func:`stemmed_order`, :func:`vector_order`,
-:class:`SessionTerms`) are pure; ``bench/locomo_cv.py`` computes the features with them,
+:class:`SessionTerms`) are pure; ``bench/locomo.py --cv`` computes the features with them,
 so that the coefficients fitted there hold here.
 
 :class:`SessionRanks` caches each session's terms, read through the store's

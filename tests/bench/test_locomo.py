@@ -24,10 +24,10 @@ pytest.importorskip("bm25s")
 
 
 @pytest.fixture(scope="module")
-def bench() -> Iterator[tuple[ModuleType, ModuleType]]:
+def bench() -> Iterator[ModuleType]:
     sys.path.insert(0, str(BENCH))
     try:
-        yield importlib.import_module("locomo"), importlib.import_module("locomo_data")
+        yield importlib.import_module("locomo")
     finally:
         sys.path.remove(str(BENCH))
 
@@ -83,8 +83,8 @@ def tiny_locomo() -> list[dict[str, Any]]:
              "session_summary": {}, "event_summary": {}}]  # fmt: skip
 
 
-def test_metrics_of_a_known_ranking(bench: tuple[ModuleType, ModuleType]) -> None:
-    _, data = bench
+def test_metrics_of_a_known_ranking(bench: ModuleType) -> None:
+    data = bench
     s = data.scores(["x", "a", "y", "b", "z"], ["a", "b", "c"])
     assert s["R@1"] == 0 and s["H@1"] == 0
     assert s["R@5"] == pytest.approx(2 / 3) and s["H@5"] == 1.0 and s["A@5"] == 0.0
@@ -96,8 +96,8 @@ def test_metrics_of_a_known_ranking(bench: tuple[ModuleType, ModuleType]) -> Non
     assert table["single-hop"]["n"] == 1 and "temporal" not in table
 
 
-def test_protocol_cleaning(bench: tuple[ModuleType, ModuleType], tmp_path: Path) -> None:
-    _, data = bench
+def test_protocol_cleaning(bench: ModuleType, tmp_path: Path) -> None:
+    data = bench
     path = tmp_path / "locomo10.json"
     path.write_text(json.dumps(tiny_locomo()), encoding="utf-8")
     [conv] = data.load_locomo(path)
@@ -113,9 +113,9 @@ def test_protocol_cleaning(bench: tuple[ModuleType, ModuleType], tmp_path: Path)
 
 
 def test_run_on_a_tiny_file(
-    bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    locomo, _ = bench
+    locomo = bench
     (tmp_path / "locomo10.json").write_text(json.dumps(tiny_locomo()), encoding="utf-8")
     out, lists = tmp_path / "out.json", tmp_path / "lists.json"
     argv = ["--data", str(tmp_path), "--json", str(out), "--lists", str(lists)]
@@ -145,21 +145,20 @@ def test_run_on_a_tiny_file(
 
 
 def test_missing_data_is_a_skip(
-    bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    locomo, _ = bench
+    locomo = bench
     assert locomo.main(["--data", str(tmp_path / "nowhere"), "--no-dense"]) == 0
     assert "skipped" in capsys.readouterr().out
 
 
 def test_cv_fits_the_shipped_features_on_ten_tiny_conversations(
-    bench: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """bench/locomo_cv.py on ten tiny conversations (its five folds of two): every
+    """bench/locomo.py --cv on ten tiny conversations (its five folds of two): every
     configuration is scored held out and the shipped coefficients are fitted."""
     pytest.importorskip("sklearn")
-    locomo, _ = bench
-    cv = importlib.import_module("locomo_cv")
+    locomo = bench
     convs = [{**tiny_locomo()[0], "sample_id": f"conv-{n}"} for n in range(10)]
     data = tmp_path / "locomo10.json"
     data.write_text(json.dumps(convs), encoding="utf-8")
@@ -169,7 +168,7 @@ def test_cv_fits_the_shipped_features_on_ten_tiny_conversations(
     capsys.readouterr()
     out = tmp_path / "cv.json"
     argv = ["--lists", str(lists), "--data", str(data), "--json", str(out)]
-    assert cv.main([*argv, "--vectors", str(tmp_path / "no-cache.npz")]) == 0
+    assert locomo.main(["--cv", *argv, "--vectors", str(tmp_path / "no-cache.npz")]) == 0
     printed = capsys.readouterr().out
     assert "learned: shipped, held out: R@10" in printed and "never below" in printed
     record = json.loads(out.read_text(encoding="utf-8"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import sys
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +38,7 @@ def peers() -> ModuleType:
     spec = importlib.util.spec_from_file_location("bench_peers", ROOT / "bench" / "peers.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -123,7 +125,7 @@ def locomo_data() -> list[dict[str, Any]]:
 
 
 def test_score_summarize_and_percentile(peers: ModuleType) -> None:
-    from peers_data import percentile, score, summarize
+    percentile, score, summarize = peers.percentile, peers.score, peers.summarize
 
     assert score(["a", "b", "a", "c"], ["c", "x"]) == {"R@10": 0.5, "R@25": 0.5, "H@10": 1.0}
     deep = [f"t{i}" for i in range(30)]
@@ -142,11 +144,9 @@ def test_score_summarize_and_percentile(peers: ModuleType) -> None:
 
 
 def test_locomo_reading_follows_the_protocol(peers: ModuleType, tmp_path: Path) -> None:
-    from peers_data import load_locomo
-
     path = tmp_path / "locomo10.json"
     path.write_text(json.dumps(locomo_data()), encoding="utf-8")
-    data = load_locomo(path)
+    data = peers.load_locomo(path)
     texts = [t.text for t in data.conversations[0].turns]
     assert texts[1] == "Ben: wow [shares a photo of a cat]" and texts[3] == "Ben: I painted a quexo"
     assert [t.role for t in data.conversations[0].turns[:2]] == ["user", "assistant"]
@@ -221,12 +221,10 @@ def test_every_installed_system_runs_on_a_generated_chat(
 def test_locomo_shaped_file_and_a_missing_system_are_reported(
     peers: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import peers_systems
-
     path = tmp_path / "locomo10.json"
     path.write_text(json.dumps(locomo_data()), encoding="utf-8")
-    real = peers_systems._importable
-    monkeypatch.setattr(peers_systems, "_importable", lambda m: m != "bm25s" and real(m))
+    real = peers._importable
+    monkeypatch.setattr(peers, "_importable", lambda m: m != "bm25s" and real(m))
     report = run(
         peers, tmp_path, "--datasets", "locomo", "--locomo", str(path),
         "--systems", "pmm-keyword,bm25",

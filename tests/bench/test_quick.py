@@ -27,8 +27,7 @@ QUICK = _quick()
 
 def test_the_quick_set_holds_every_maintained_bench() -> None:
     """A bench script under bench/ is in the quick set, or is a module the benches share."""
-    shared = {"harness", "provenance", "quick", "locomo_data", "recall_scale", "locomo_cv"}
-    shared |= {"peers_data", "peers_embed", "peers_systems", "context_data", "key_facts"}
+    shared = {"harness", "quick"}
     scripts = {p.stem for p in (ROOT / "bench").glob("*.py")} - shared
     assert scripts <= {script.removesuffix(".py") for script, *_ in QUICK.QUICK.values()}
 

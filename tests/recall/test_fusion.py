@@ -179,7 +179,7 @@ def test_default_is_never_below_its_best_single_ranker(tmp_path: Path, mode: str
         # (pmm/recall/rerank.py, chosen on LoCoMo) the rule is checked at k=5 here: at k=1 hybrid
         # puts "...adopted a rescue greyhound..." above "She sleeps all day on the sofa."
         # for "Where does my new dog like to rest?" (2nd, where dense alone has it 1st);
-        # on LoCoMo it holds per category held out (bench/locomo_cv.py).
+        # on LoCoMo it holds per category held out (bench/locomo.py --cv).
         for k in (5,):
             default = hits_by_kind(Recaller(store, embedder), k, mode)
             singles = {
@@ -266,7 +266,7 @@ def test_weak_lexical_evidence_lets_the_dense_ranker_lead(tmp_path: Path) -> Non
     # dense ranker leads. Every turn of that session has the same window.
     question = "Where does my new greyhound like to rest?"
     # (the adaptive weighted RRF, which learned=False keeps; the learned fusion of
-    # pmm/recall/rerank.py is measured on LoCoMo, bench/locomo_cv.py)
+    # pmm/recall/rerank.py is measured on LoCoMo, bench/locomo.py --cv)
     with fixture_store(tmp_path / "pmm.db", embedder) as store:
         adaptive = Recaller(store, embedder, learned=False).recall(question, k=2)
         assert [h.event.id for h in adaptive] == [1, 3]

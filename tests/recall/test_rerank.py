@@ -64,7 +64,7 @@ def test_features_of_known_candidates() -> None:
 
 
 def test_a_question_is_answered_when_a_told_turn_holds_its_query_words() -> None:
-    """The measured (not shipped) lever of bench/locomo_cv.py --lever question_answered."""
+    """The measured (not shipped) lever of bench/locomo.py --cv (learned: ranks + question)."""
     texts = {1: "What's my dog's name?", 2: "Is your cat ok?", 3: "I have a dog named Bolt.",
              4: "What is the dog's name and age?"}  # fmt: skip
     rankings = {"turn": [1, 2, 3, 4]}

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_chains", ROOT / "bench" / "chains.py")
+    # named as bench/ on sys.path names it: the erase stall's spawned writers import it so
+    spec = importlib.util.spec_from_file_location("chains", ROOT / "bench" / "chains.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -79,7 +80,7 @@ def test_the_row_floor_writes_the_rows_an_append_would(pg_url: str) -> None:
 
 
 def test_the_erase_stall_figure_runs_an_erasure_beside_writers(pg_cluster: PostgresCluster) -> None:
-    """bench/chains.py's erase-stall figure (bench/erase_stall.py underneath, which nothing
+    """bench/chains.py's erase-stall figure (its --erase-stall story underneath, which nothing
     else runs in the suite): other users' appends went on while one user was erased."""
     bench = _bench()
     figures = bench.erase_figures(pg_cluster.url, 3000, 60)
