@@ -35,7 +35,8 @@ CANDIDATES = 4
 """The HNSW index is asked for this many times ``k`` candidates before the exact re-score."""
 EF_SEARCH = 40
 """The least ``hnsw.ef_search`` (pgvector's default; raised to the candidate count): the
-width of the index walk, recall against latency (``bench/postgres.py --pgvector``)."""
+width of the index walk, recall against latency (``bench/postgres.py --pgvector``, in git
+at ``44d630e``)."""
 _warned = False
 
 _SEARCH_SETTINGS = (

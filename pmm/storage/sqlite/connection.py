@@ -190,8 +190,9 @@ READ_CACHE_KIB = 65_536
 """Page cache of each connection in KiB (``PRAGMA cache_size``; SQLite's default is 2,000).
 Recall at 100,000 events reads a few MiB of FTS5 segments and event rows per query; with
 the default cache most of them are re-read from the OS each time (keyword recall p50
-13.96 -> 13.01 ms, hybrid 36.1 -> 35.6 in ``bench/recall_ab.py``, 2026-11-26). The cache
-grows only as pages are read: a small file never uses more than its own size."""
+13.96 -> 13.01 ms, hybrid 36.1 -> 35.6 in ``bench/recall_ab.py``, 2026-11-26, in git at
+``d733cab``). The cache grows only as pages are read: a small file never uses more than
+its own size."""
 
 
 def tune_reads(conn: sqlite3.Connection) -> None:

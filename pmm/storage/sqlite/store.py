@@ -17,7 +17,7 @@ The file is in WAL mode. With ``synchronous="normal"`` (``PMM_SQLITE_SYNCHRONOUS
 default) an acknowledged append survives the process being killed, but a power cut or an
 OS crash may lose the last transactions (never breaking the chain); ``synchronous="full"``
 syncs the -wal file on every commit, so an acknowledged append survives those too (see
-``bench/append.py`` for the cost). :meth:`EventStore.close` and interpreter exit copy the
+``bench/storage.py --append`` for the cost). :meth:`EventStore.close` and interpreter exit copy the
 -wal file into the database file (:meth:`EventStore.checkpoint`).
 """
 
