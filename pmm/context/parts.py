@@ -86,7 +86,11 @@ class Context:
 
     def head(self) -> list[str]:
         """The sections above the recent turns (facts, summary, memories), each a block."""
-        return head_sections(
+        return ["\n".join(block) for block in self.head_lines()]
+
+    def head_lines(self) -> list[list[str]]:
+        """:meth:`head`'s sections, each as its lines (its header first)."""
+        return head_blocks(
             self.facts,
             self.summary,
             self.memories,
@@ -95,16 +99,21 @@ class Context:
             self.ai_prefix,
         )
 
+    def blocks(self) -> list[list[str]]:
+        """:meth:`text` as blocks of lines: the head's sections, then the recent turns
+        (under their header when a section is above them); none when all are empty."""
+        head = self.head_lines()
+        lines = [turn_line(t, self.human_prefix, self.ai_prefix) for t in self.history]
+        if not head:
+            return [lines] if lines else []
+        if lines:
+            head.append([HISTORY_HEADER, *lines])
+        return head
+
     def text(self) -> str:
         """The context as one string (for prompts with a ``{history}`` text variable).
         With no facts, summary or memories it is exactly LangChain's buffer format."""
-        head = self.head()
-        lines = [turn_line(t, self.human_prefix, self.ai_prefix) for t in self.history]
-        if not head:
-            return "\n".join(lines)
-        if lines:
-            head.append(HISTORY_HEADER + "\n" + "\n".join(lines))
-        return "\n\n".join(head)
+        return "\n\n".join("\n".join(block) for block in self.blocks())
 
     def messages(self) -> list[BaseMessage]:
         """The context as chat messages: a system message with the sections above the
@@ -202,12 +211,37 @@ def head_sections(
     ai_prefix: str,
 ) -> list[str]:
     """The rendered sections above the recent turns, in reading order."""
-    sections = []
+    blocks = head_blocks(facts, summary, memories, session_id, human_prefix, ai_prefix)
+    return ["\n".join(block) for block in blocks]
+
+
+def head_blocks(
+    facts: Sequence[str],
+    summary: Sequence[str],
+    memories: Sequence[Turn],
+    session_id: str,
+    human_prefix: str,
+    ai_prefix: str,
+) -> list[list[str]]:
+    """:func:`head_sections` as lines: each section's header, then its lines."""
+    blocks = []
     if facts:
-        sections.append(FACTS_HEADER + "\n" + "\n".join(f"- {f}" for f in facts))
+        blocks.append([FACTS_HEADER, *(f"- {f}" for f in facts)])
     if summary:
-        sections.append(SUMMARY_HEADER + "\n" + "\n".join(f"- {b}" for b in summary))
+        blocks.append([SUMMARY_HEADER, *(f"- {b}" for b in summary)])
     if memories:
-        block = memory_block(memories, session_id, human_prefix, ai_prefix)
-        sections.append(MEMORIES_HEADER + "\n" + "\n".join(block))
-    return sections
+        lines = memory_block(memories, session_id, human_prefix, ai_prefix)
+        blocks.append([MEMORIES_HEADER, *lines])
+    return blocks
+
+
+def text_pieces(blocks: Sequence[Sequence[str]]) -> list[str]:
+    """The text of ``blocks`` (lines joined by a line break, blocks by a blank line) as
+    its lines, each with the break after it: ``"".join(text_pieces(b))`` is the text,
+    and :meth:`~pmm.context.tokens.TokenCounter.count_joined` counts it from its lines."""
+    pieces: list[str] = []
+    for n, block in enumerate(blocks):
+        after = "\n\n" if n < len(blocks) - 1 else ""
+        pieces += [f"{line}\n" for line in block[:-1]]
+        pieces.append(block[-1] + after)
+    return pieces

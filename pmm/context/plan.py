@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pmm.context.budget import Spend, count_upto
-from pmm.context.parts import HISTORY_HEADER, MESSAGE_OVERHEAD, Context, Turn, turn_line
+from pmm.context.parts import (
+    HISTORY_HEADER,
+    MESSAGE_OVERHEAD,
+    Context,
+    Turn,
+    text_pieces,
+    turn_line,
+)
 from pmm.context.tokens import TokenCounter
 from pmm.text.words import repeat_key
 
@@ -99,7 +106,11 @@ class Plan:
 
 def rendered_cost(ctx: Context, counter: TokenCounter) -> int:
     """What ``ctx`` costs as the model receives it: its text, or (messages mode) each
-    message plus :data:`MESSAGE_OVERHEAD`."""
-    if ctx.as_messages:
-        return sum(counter.count(str(m.content)) + MESSAGE_OVERHEAD for m in ctx.messages())
-    return counter.count(ctx.text())
+    message plus :data:`MESSAGE_OVERHEAD` (the system message holds the head's text, each
+    turn's message its text), counted from its lines (:meth:`TokenCounter.count_joined`:
+    a line's count is cached, the text's is not)."""
+    if not ctx.as_messages:
+        return counter.count_joined(text_pieces(ctx.blocks()))
+    head = ctx.head_lines()
+    cost = counter.count_joined(text_pieces(head)) + MESSAGE_OVERHEAD if head else 0
+    return cost + sum(counter.count(turn.text) + MESSAGE_OVERHEAD for turn in ctx.history)
