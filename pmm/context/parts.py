@@ -178,11 +178,19 @@ def group_header(key: tuple[str, str], labels: dict[str, str]) -> str:
 def in_reading_order(memories: Sequence[Turn]) -> list[Turn]:
     """``memories`` grouped by day and thread, the groups in the order of their first
     turn, each group's turns in log order."""
+    return [memory for memory, _ in _reading_order(memories)]
+
+
+def _reading_order(memories: Sequence[Turn]) -> list[tuple[Turn, tuple[str, str]]]:
+    """:func:`in_reading_order`, each memory with its :func:`group_key`."""
+    keys = [group_key(m) for m in memories]
     first: dict[tuple[str, str], tuple[str, int]] = {}
-    for m in memories:
-        key = group_key(m)
-        first[key] = min(first.get(key, (m.ts, m.event_id)), (m.ts, m.event_id))
-    return sorted(memories, key=lambda m: (first[group_key(m)], m.event_id))
+    for m, key in zip(memories, keys, strict=True):
+        held = first.get(key)
+        if held is None or (m.ts, m.event_id) < held:
+            first[key] = (m.ts, m.event_id)
+    order = sorted(range(len(keys)), key=lambda i: (first[keys[i]], memories[i].event_id))
+    return [(memories[i], keys[i]) for i in order]
 
 
 def memory_block(
@@ -193,8 +201,7 @@ def memory_block(
     labels = thread_labels(memories, session_id)
     lines: list[str] = []
     current: tuple[str, str] | None = None
-    for memory in in_reading_order(memories):
-        key = group_key(memory)
+    for memory, key in _reading_order(memories):
         if key != current:
             lines.append(group_header(key, labels))
             current = key
