@@ -46,7 +46,6 @@ format (``Human: ...\\nAI: ...``).
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -327,7 +326,7 @@ def _render(plan: Plan) -> Context:
         ctx = plan.context()
         tokens = rendered_cost(ctx, plan.count)
         if tokens <= plan.spend.budget:
-            return dataclasses.replace(ctx, tokens=tokens)
+            return plan.context(tokens)
         if plan.memories:
             plan.memories.pop()
         elif plan.bullets:

@@ -58,6 +58,10 @@ class Turn:
     excerpt: bool = False
 
 
+_Rendering = tuple[tuple[object, ...], list[list[str]], list[str]]
+"""What :meth:`Context._lines` keeps: what it rendered from, the head's sections, the turns."""
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """The assembled memory of one session, ready to render.
@@ -79,6 +83,8 @@ class Context:
     as_messages: bool = False
     summary: list[str] = field(default_factory=list)
     """Bullets of the stored session summary standing for turns that are not shown."""
+    _rendered: list[_Rendering] = field(default_factory=list, init=False, repr=False, compare=False)
+    """The lines last rendered and what they were rendered from (:meth:`_lines`)."""
 
     def __str__(self) -> str:
         """:meth:`text`: ``print(mind.context("alice"))`` shows what the model reads."""
@@ -86,11 +92,44 @@ class Context:
 
     def head(self) -> list[str]:
         """The sections above the recent turns (facts, summary, memories), each a block."""
-        return ["\n".join(block) for block in self.head_lines()]
+        return ["\n".join(block) for block in self._lines()[0]]
 
     def head_lines(self) -> list[list[str]]:
         """:meth:`head`'s sections, each as its lines (its header first)."""
-        return head_blocks(
+        return [list(block) for block in self._lines()[0]]
+
+    def blocks(self) -> list[list[str]]:
+        """:meth:`text` as blocks of lines: the head's sections, then the recent turns
+        (under their header when a section is above them); none when all are empty."""
+        head, lines = self._lines()
+        if not head:
+            return [list(lines)] if lines else []
+        blocks = [list(block) for block in head]
+        if lines:
+            blocks.append([HISTORY_HEADER, *lines])
+        return blocks
+
+    def reuse_rendering(self, other: Context) -> None:
+        """Take ``other``'s rendered lines, used while this context's parts equal what
+        they were rendered from (the assembly renders each step's context to count it)."""
+        self._rendered[:] = other._rendered[-1:]
+
+    def _lines(self) -> tuple[list[list[str]], list[str]]:
+        """The head's sections and the recent turns' lines, rendered once for what the
+        context holds (rendered again when its lists were changed since)."""
+        key = (
+            self.session_id,
+            self.human_prefix,
+            self.ai_prefix,
+            tuple(self.facts),
+            tuple(self.summary),
+            tuple(self.memories),
+            tuple(self.history),
+        )
+        held = self._rendered[-1] if self._rendered else None
+        if held is not None and held[0] == key:
+            return held[1], held[2]
+        head = head_blocks(
             self.facts,
             self.summary,
             self.memories,
@@ -98,17 +137,9 @@ class Context:
             self.human_prefix,
             self.ai_prefix,
         )
-
-    def blocks(self) -> list[list[str]]:
-        """:meth:`text` as blocks of lines: the head's sections, then the recent turns
-        (under their header when a section is above them); none when all are empty."""
-        head = self.head_lines()
         lines = [turn_line(t, self.human_prefix, self.ai_prefix) for t in self.history]
-        if not head:
-            return [lines] if lines else []
-        if lines:
-            head.append([HISTORY_HEADER, *lines])
-        return head
+        self._rendered[:] = [(key, head, lines)]
+        return head, lines
 
     def text(self) -> str:
         """The context as one string (for prompts with a ``{history}`` text variable).
