@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
+    from pmm.context.tokens import TokenCounter
+
 MESSAGE_OVERHEAD = 4
 """Tokens a chat API adds per message (role and separators), counted in messages mode."""
 
@@ -58,8 +60,9 @@ class Turn:
     excerpt: bool = False
 
 
-_Rendering = tuple[tuple[object, ...], list[list[str]], list[str]]
-"""What :meth:`Context._lines` keeps: what it rendered from, the head's sections, the turns."""
+_Rendering = tuple[tuple[object, ...], list[list[str]], list[str], dict[object, int]]
+"""What :meth:`Context._held` keeps: what it rendered from, the head's sections, the
+turns' lines, and the costs counted of them (:meth:`Context.cost`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ class Context:
     summary: list[str] = field(default_factory=list)
     """Bullets of the stored session summary standing for turns that are not shown."""
     _rendered: list[_Rendering] = field(default_factory=list, init=False, repr=False, compare=False)
-    """The lines last rendered and what they were rendered from (:meth:`_lines`)."""
+    """The lines last rendered and what they were rendered from (:meth:`_held`)."""
 
     def __str__(self) -> str:
         """:meth:`text`: ``print(mind.context("alice"))`` shows what the model reads."""
@@ -110,13 +113,37 @@ class Context:
         return blocks
 
     def reuse_rendering(self, other: Context) -> None:
-        """Take ``other``'s rendered lines, used while this context's parts equal what
-        they were rendered from (the assembly renders each step's context to count it)."""
+        """Take ``other``'s rendered lines (and their costs), used while this context's
+        parts equal what they were rendered from (the assembly renders and counts each
+        step's context)."""
         self._rendered[:] = other._rendered[-1:]
 
+    def cost(self, counter: TokenCounter) -> int:
+        """What the context costs as the model receives it: its text, or (messages mode)
+        each message plus :data:`MESSAGE_OVERHEAD` (the system message holds the head's
+        text, each turn's message its text); counted from its lines
+        (:meth:`~pmm.context.tokens.TokenCounter.count_joined`), once per rendering."""
+        costs = self._held()[3]
+        found = costs.get((counter, self.as_messages))
+        if found is not None:
+            return found
+        if not self.as_messages:
+            found = counter.count_joined(text_pieces(self.blocks()))
+        else:
+            head = self.head_lines()
+            found = counter.count_joined(text_pieces(head)) + MESSAGE_OVERHEAD if head else 0
+            found += sum(counter.count(t.text) + MESSAGE_OVERHEAD for t in self.history)
+        costs[counter, self.as_messages] = found
+        return found
+
     def _lines(self) -> tuple[list[list[str]], list[str]]:
-        """The head's sections and the recent turns' lines, rendered once for what the
-        context holds (rendered again when its lists were changed since)."""
+        """The head's sections and the recent turns' lines (:meth:`_held`)."""
+        held = self._held()
+        return held[1], held[2]
+
+    def _held(self) -> _Rendering:
+        """The rendering of what the context holds, made once (made again when a list of
+        it was changed since, or the one taken from another context is of other parts)."""
         key = (
             self.session_id,
             self.human_prefix,
@@ -128,7 +155,7 @@ class Context:
         )
         held = self._rendered[-1] if self._rendered else None
         if held is not None and held[0] == key:
-            return held[1], held[2]
+            return held
         head = head_blocks(
             self.facts,
             self.summary,
@@ -138,8 +165,9 @@ class Context:
             self.ai_prefix,
         )
         lines = [turn_line(t, self.human_prefix, self.ai_prefix) for t in self.history]
-        self._rendered[:] = [(key, head, lines)]
-        return head, lines
+        held = (key, head, lines, {})
+        self._rendered[:] = [held]
+        return held
 
     def text(self) -> str:
         """The context as one string (for prompts with a ``{history}`` text variable).

@@ -18,7 +18,6 @@ from pmm.context.parts import (
     MESSAGE_OVERHEAD,
     Context,
     Turn,
-    text_pieces,
     turn_line,
 )
 from pmm.context.tokens import TokenCounter
@@ -112,12 +111,5 @@ class Plan:
 
 
 def rendered_cost(ctx: Context, counter: TokenCounter) -> int:
-    """What ``ctx`` costs as the model receives it: its text, or (messages mode) each
-    message plus :data:`MESSAGE_OVERHEAD` (the system message holds the head's text, each
-    turn's message its text), counted from its lines (:meth:`TokenCounter.count_joined`:
-    a line's count is cached, the text's is not)."""
-    if not ctx.as_messages:
-        return counter.count_joined(text_pieces(ctx.blocks()))
-    head = ctx.head_lines()
-    cost = counter.count_joined(text_pieces(head)) + MESSAGE_OVERHEAD if head else 0
-    return cost + sum(counter.count(turn.text) + MESSAGE_OVERHEAD for turn in ctx.history)
+    """What ``ctx`` costs as the model receives it (:meth:`Context.cost`)."""
+    return ctx.cost(counter)

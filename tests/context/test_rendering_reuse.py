@@ -1,10 +1,11 @@
-"""A context renders its lines once and reuses them (and another context's, which the
-assembly hands on from step to step) only while what it holds is what they were rendered
-from."""
+"""A context renders its lines (and counts their cost) once and reuses them, and another
+context's, which the assembly hands on from step to step, only while what it holds is what
+they were rendered from."""
 
 from __future__ import annotations
 
-from pmm.context.parts import Context, Turn
+from pmm.context.parts import MESSAGE_OVERHEAD, Context, Turn
+from pmm.context.tokens import TokenCounter, estimate_tokens, get_token_counter
 
 
 def fresh(ctx: Context) -> str:
@@ -61,3 +62,17 @@ def test_a_rendering_is_reused_only_for_the_same_parts() -> None:
         expected = fresh(other)
         other.reuse_rendering(rendered)
         assert other.text() == expected != rendered.text()
+
+
+def test_a_cost_is_counted_again_for_other_parts_a_mode_or_a_counter() -> None:
+    counter = get_token_counter()
+    estimate = TokenCounter("estimate:chars/4", estimate_tokens)
+    ctx = make()
+    assert ctx.cost(counter) == counter.count(ctx.text())
+    ctx.memories.append(Turn("assistant", "Lisbon is lovely, " * 20, 4, "2023-05-09", "t2"))
+    assert ctx.cost(counter) == counter.count(ctx.text())
+    assert ctx.cost(estimate) == estimate_tokens(ctx.text()) != ctx.cost(counter)
+    as_messages = make(memories=list(ctx.memories), as_messages=True)
+    as_messages.reuse_rendering(ctx)  # the same lines, sent as messages
+    sent = sum(counter.count(str(m.content)) + MESSAGE_OVERHEAD for m in as_messages.messages())
+    assert as_messages.cost(counter) == sent != ctx.cost(counter)
