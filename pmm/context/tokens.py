@@ -35,8 +35,10 @@ class TokenCounter:
     ``splits_at_lines``: a line break followed by a character that is not white space always
     ends a token, so that a text cut there counts as its pieces do (true of cl100k: no
     piece of its pre-tokenizer holds a line break followed by anything but white space,
-    and it looks no further ahead than the white space it is in); :meth:`count_joined`
-    then adds up the pieces' (cached) counts."""
+    and it looks ahead only from a run of white space to what ends it, the same for a run
+    ending in a line break whether a character or the end of the text comes next;
+    ``tests/context/test_count_joined.py``); :meth:`count_joined` then adds up the
+    pieces' (cached) counts."""
 
     def __init__(
         self, name: str, count: Callable[[str], int], *, splits_at_lines: bool = False
