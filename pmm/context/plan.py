@@ -13,13 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pmm.context.budget import Spend, count_upto
-from pmm.context.parts import (
-    HISTORY_HEADER,
-    MESSAGE_OVERHEAD,
-    Context,
-    Turn,
-    turn_line,
-)
+from pmm.context.parts import HISTORY_HEADER, MESSAGE_OVERHEAD, Context, Turn, turn_line
 from pmm.context.tokens import TokenCounter
 from pmm.text.words import repeat_key
 
