@@ -46,9 +46,8 @@ format (``Human: ...\\nAI: ...``).
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pmm.context.budget import Spend, count_upto, truncate_to_tokens
@@ -212,15 +211,12 @@ def _memories(
     shown = {t.event_id for t in taken}
     said = {plan.key_of(t) for t in taken} - {frozenset()}
     terms = query_terms(query)
-    heap = [(float(rank), rank) for rank in range(len(memories))]  # (score, rank): lazy greedy
+    groups = [group_key(m) for m in memories]
     misses = 0
-    while heap and len(plan.memories) < limit and plan.spend.left >= SMALLEST_LINE:
-        score, rank = heapq.heappop(heap)
+    for rank in _spread_order(plan, groups, policy.spread):
+        if len(plan.memories) >= limit or plan.spend.left < SMALLEST_LINE:
+            break
         memory = memories[rank]
-        current = rank + policy.spread * plan.groups[group_key(memory)]
-        if current > score:  # its day/thread gained a memory since it was scored
-            heapq.heappush(heap, (current, rank))
-            continue
         if memory.event_id in shown:
             continue
         key = plan.key_of(memory)
@@ -233,8 +229,9 @@ def _memories(
             line = turn_line(as_shown, plan.human_prefix, plan.ai_prefix)
             plan.shown_as[memory.event_id] = (as_shown, plan.line_cost(line))
         shown_memory, cost = plan.shown_as[memory.event_id]
-        if group_key(memory) not in plan.groups:
-            labelled = any(t != plan.session_id for _, t in (*plan.groups, group_key(memory)))
+        group = groups[rank]
+        if group not in plan.groups:
+            labelled = any(t != plan.session_id for _, t in (*plan.groups, group))
             cost += GROUP_HEADER_TOKENS if labelled else DAY_HEADER_TOKENS
         if not plan.take_section(MEMORIES_HEADER, bool(plan.memories), cost):
             misses += 1
@@ -243,10 +240,27 @@ def _memories(
             continue
         misses = 0
         plan.memories.append(shown_memory)
-        plan.groups[group_key(memory)] += 1
+        plan.groups[group] += 1
         shown.add(memory.event_id)
         if key:
             said.add(key)
+
+
+def _spread_order(plan: Plan, groups: list[tuple[str, str]], spread: float) -> Iterator[int]:
+    """The memories' ranks in the order packing tries them: recall's, or with ``spread`` > 0
+    each moved down that many places per memory already taken from its day and thread
+    (a lazy greedy: a rank is scored again when it comes up, from what is taken by then)."""
+    if not spread > 0:  # nothing moves: recall's order
+        yield from range(len(groups))
+        return
+    heap = [(float(rank), rank) for rank in range(len(groups))]  # (score, rank)
+    while heap:
+        score, rank = heapq.heappop(heap)
+        current = rank + spread * plan.groups[groups[rank]]
+        if current > score:  # its day/thread gained a memory since it was scored
+            heapq.heappush(heap, (current, rank))
+            continue
+        yield rank
 
 
 def _shown_text(plan: Plan, memory: Turn, terms: frozenset[str], cap: int) -> Turn:
@@ -312,7 +326,7 @@ def _render(plan: Plan) -> Context:
         ctx = plan.context()
         tokens = rendered_cost(ctx, plan.count)
         if tokens <= plan.spend.budget:
-            return dataclasses.replace(ctx, tokens=tokens)
+            return plan.context(tokens)
         if plan.memories:
             plan.memories.pop()
         elif plan.bullets:

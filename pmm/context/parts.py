@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
+    from pmm.context.tokens import TokenCounter
+
 MESSAGE_OVERHEAD = 4
 """Tokens a chat API adds per message (role and separators), counted in messages mode."""
 
@@ -58,6 +60,11 @@ class Turn:
     excerpt: bool = False
 
 
+_Rendering = tuple[tuple[object, ...], list[list[str]], list[str], dict[object, int]]
+"""What :meth:`Context._held` keeps: what it rendered from, the head's sections, the
+turns' lines, and the costs counted of them (:meth:`Context.cost`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """The assembled memory of one session, ready to render.
@@ -79,6 +86,8 @@ class Context:
     as_messages: bool = False
     summary: list[str] = field(default_factory=list)
     """Bullets of the stored session summary standing for turns that are not shown."""
+    _rendered: list[_Rendering] = field(default_factory=list, init=False, repr=False, compare=False)
+    """The lines last rendered and what they were rendered from (:meth:`_held`)."""
 
     def __str__(self) -> str:
         """:meth:`text`: ``print(mind.context("alice"))`` shows what the model reads."""
@@ -86,7 +95,68 @@ class Context:
 
     def head(self) -> list[str]:
         """The sections above the recent turns (facts, summary, memories), each a block."""
-        return head_sections(
+        return ["\n".join(block) for block in self._lines()[0]]
+
+    def head_lines(self) -> list[list[str]]:
+        """:meth:`head`'s sections, each as its lines (its header first)."""
+        return [list(block) for block in self._lines()[0]]
+
+    def blocks(self) -> list[list[str]]:
+        """:meth:`text` as blocks of lines: the head's sections, then the recent turns
+        (under their header when a section is above them); none when all are empty."""
+        head, lines = self._lines()
+        if not head:
+            return [list(lines)] if lines else []
+        blocks = [list(block) for block in head]
+        if lines:
+            blocks.append([HISTORY_HEADER, *lines])
+        return blocks
+
+    def reuse_rendering(self, other: Context) -> None:
+        """Take ``other``'s rendered lines (and their costs), used while this context's
+        parts equal what they were rendered from (the assembly renders and counts each
+        step's context)."""
+        self._rendered[:] = other._rendered[-1:]
+
+    def cost(self, counter: TokenCounter) -> int:
+        """What the context costs as the model receives it: its text, or (messages mode)
+        each message plus :data:`MESSAGE_OVERHEAD` (the system message holds the head's
+        text, each turn's message its text); counted from its lines
+        (:meth:`~pmm.context.tokens.TokenCounter.count_joined`), once per rendering."""
+        costs = self._held()[3]
+        found = costs.get((counter, self.as_messages))
+        if found is not None:
+            return found
+        if not self.as_messages:
+            found = counter.count_joined(text_pieces(self.blocks()))
+        else:
+            head = self.head_lines()
+            found = counter.count_joined(text_pieces(head)) + MESSAGE_OVERHEAD if head else 0
+            found += sum(counter.count(t.text) + MESSAGE_OVERHEAD for t in self.history)
+        costs[counter, self.as_messages] = found
+        return found
+
+    def _lines(self) -> tuple[list[list[str]], list[str]]:
+        """The head's sections and the recent turns' lines (:meth:`_held`)."""
+        held = self._held()
+        return held[1], held[2]
+
+    def _held(self) -> _Rendering:
+        """The rendering of what the context holds, made once (made again when a list of
+        it was changed since, or the one taken from another context is of other parts)."""
+        key = (
+            self.session_id,
+            self.human_prefix,
+            self.ai_prefix,
+            tuple(self.facts),
+            tuple(self.summary),
+            tuple(self.memories),
+            tuple(self.history),
+        )
+        held = self._rendered[-1] if self._rendered else None
+        if held is not None and held[0] == key:
+            return held
+        head = head_blocks(
             self.facts,
             self.summary,
             self.memories,
@@ -94,17 +164,15 @@ class Context:
             self.human_prefix,
             self.ai_prefix,
         )
+        lines = [turn_line(t, self.human_prefix, self.ai_prefix) for t in self.history]
+        held = (key, head, lines, {})
+        self._rendered[:] = [held]
+        return held
 
     def text(self) -> str:
         """The context as one string (for prompts with a ``{history}`` text variable).
         With no facts, summary or memories it is exactly LangChain's buffer format."""
-        head = self.head()
-        lines = [turn_line(t, self.human_prefix, self.ai_prefix) for t in self.history]
-        if not head:
-            return "\n".join(lines)
-        if lines:
-            head.append(HISTORY_HEADER + "\n" + "\n".join(lines))
-        return "\n\n".join(head)
+        return "\n\n".join("\n".join(block) for block in self.blocks())
 
     def messages(self) -> list[BaseMessage]:
         """The context as chat messages: a system message with the sections above the
@@ -169,11 +237,19 @@ def group_header(key: tuple[str, str], labels: dict[str, str]) -> str:
 def in_reading_order(memories: Sequence[Turn]) -> list[Turn]:
     """``memories`` grouped by day and thread, the groups in the order of their first
     turn, each group's turns in log order."""
+    return [memory for memory, _ in _reading_order(memories)]
+
+
+def _reading_order(memories: Sequence[Turn]) -> list[tuple[Turn, tuple[str, str]]]:
+    """:func:`in_reading_order`, each memory with its :func:`group_key`."""
+    keys = [group_key(m) for m in memories]
     first: dict[tuple[str, str], tuple[str, int]] = {}
-    for m in memories:
-        key = group_key(m)
-        first[key] = min(first.get(key, (m.ts, m.event_id)), (m.ts, m.event_id))
-    return sorted(memories, key=lambda m: (first[group_key(m)], m.event_id))
+    for m, key in zip(memories, keys, strict=True):
+        held = first.get(key)
+        if held is None or (m.ts, m.event_id) < held:
+            first[key] = (m.ts, m.event_id)
+    order = sorted(range(len(keys)), key=lambda i: (first[keys[i]], memories[i].event_id))
+    return [(memories[i], keys[i]) for i in order]
 
 
 def memory_block(
@@ -184,8 +260,7 @@ def memory_block(
     labels = thread_labels(memories, session_id)
     lines: list[str] = []
     current: tuple[str, str] | None = None
-    for memory in in_reading_order(memories):
-        key = group_key(memory)
+    for memory, key in _reading_order(memories):
         if key != current:
             lines.append(group_header(key, labels))
             current = key
@@ -202,12 +277,37 @@ def head_sections(
     ai_prefix: str,
 ) -> list[str]:
     """The rendered sections above the recent turns, in reading order."""
-    sections = []
+    blocks = head_blocks(facts, summary, memories, session_id, human_prefix, ai_prefix)
+    return ["\n".join(block) for block in blocks]
+
+
+def head_blocks(
+    facts: Sequence[str],
+    summary: Sequence[str],
+    memories: Sequence[Turn],
+    session_id: str,
+    human_prefix: str,
+    ai_prefix: str,
+) -> list[list[str]]:
+    """:func:`head_sections` as lines: each section's header, then its lines."""
+    blocks = []
     if facts:
-        sections.append(FACTS_HEADER + "\n" + "\n".join(f"- {f}" for f in facts))
+        blocks.append([FACTS_HEADER, *(f"- {f}" for f in facts)])
     if summary:
-        sections.append(SUMMARY_HEADER + "\n" + "\n".join(f"- {b}" for b in summary))
+        blocks.append([SUMMARY_HEADER, *(f"- {b}" for b in summary)])
     if memories:
-        block = memory_block(memories, session_id, human_prefix, ai_prefix)
-        sections.append(MEMORIES_HEADER + "\n" + "\n".join(block))
-    return sections
+        lines = memory_block(memories, session_id, human_prefix, ai_prefix)
+        blocks.append([MEMORIES_HEADER, *lines])
+    return blocks
+
+
+def text_pieces(blocks: Sequence[Sequence[str]]) -> list[str]:
+    """The text of ``blocks`` (lines joined by a line break, blocks by a blank line) as
+    its lines, each with the break after it: ``"".join(text_pieces(b))`` is the text,
+    and :meth:`~pmm.context.tokens.TokenCounter.count_joined` counts it from its lines."""
+    pieces: list[str] = []
+    for n, block in enumerate(blocks):
+        after = "\n\n" if n < len(blocks) - 1 else ""
+        pieces += [f"{line}\n" for line in block[:-1]]
+        pieces.append(block[-1] + after)
+    return pieces

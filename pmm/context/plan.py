@@ -38,6 +38,8 @@ class Plan:
     shown_as: dict[int, tuple[Turn, int]] = field(default_factory=dict)
     """Each memory considered: as shown (whole or excerpted) and its line's cost."""
     repeat_keys: dict[int, frozenset[str]] = field(default_factory=dict)
+    last: Context | None = None
+    """The last :meth:`context` made (whose rendering the next one reuses)."""
 
     def key_of(self, turn: Turn) -> frozenset[str]:
         """:func:`~pmm.text.words.repeat_key` of ``turn``'s full text, worked out once."""
@@ -45,12 +47,13 @@ class Plan:
             self.repeat_keys[turn.event_id] = repeat_key(turn.text)
         return self.repeat_keys[turn.event_id]
 
-    def context(self) -> Context:
-        """What is packed so far, as a context (``tokens`` not yet counted)."""
-        return Context(
+    def context(self, tokens: int = 0) -> Context:
+        """What is packed so far, as a context (``tokens``: what it costs, when counted).
+        It reuses the rendering of the last one while they hold the same."""
+        ctx = Context(
             session_id=self.session_id,
             budget_tokens=self.spend.budget,
-            tokens=0,
+            tokens=tokens,
             counter=self.count.name,
             facts=list(self.facts),
             memories=list(self.memories),
@@ -60,6 +63,10 @@ class Plan:
             as_messages=self.as_messages,
             summary=[t for t, _ in self.bullets],
         )
+        if self.last is not None:
+            ctx.reuse_rendering(self.last)
+        self.last = ctx
+        return ctx
 
     def resync(self) -> None:
         """Set what is left to the budget less what the packed context costs as rendered
@@ -98,8 +105,5 @@ class Plan:
 
 
 def rendered_cost(ctx: Context, counter: TokenCounter) -> int:
-    """What ``ctx`` costs as the model receives it: its text, or (messages mode) each
-    message plus :data:`MESSAGE_OVERHEAD`."""
-    if ctx.as_messages:
-        return sum(counter.count(str(m.content)) + MESSAGE_OVERHEAD for m in ctx.messages())
-    return counter.count(ctx.text())
+    """What ``ctx`` costs as the model receives it (:meth:`Context.cost`)."""
+    return ctx.cost(counter)
