@@ -8,10 +8,14 @@ The files, and the command that writes each:
 - ``recall-locomo.json``: ``python bench/locomo.py --json docs/benchmarks/data/recall-locomo.json``
   (needs ../shared/data/locomo/; the file holds figures only, never LoCoMo's text);
 - ``recall-chat.json`` and ``recall-paraphrase.json``: ``python bench/recall.py --data chat
-  --digests without --out-json docs/benchmarks/data/recall-chat.json`` (and ``paraphrase``);
+  --digests without --json docs/benchmarks/data/recall-chat.json`` (and ``paraphrase``);
 - ``memory-N.json``: ``python bench/memory.py --events N --sessions N/100 --rounds 100
   --json docs/benchmarks/data/memory-N.json`` (100 events per session, so only the size of
   the file changes);
+- ``users-EVENTS.json``: ``python bench/users.py [--users N] --json
+  docs/benchmarks/data/users-EVENTS.json`` (EVENTS: the big file's events);
+- ``chains.json``: ``python bench/chains.py --seconds 8 --events 5000 --users 500 --json
+  docs/benchmarks/data/chains.json``;
 - ``storage-bytes.json``: ``python bench/storage.py --recall-conversations 0 --json
   docs/benchmarks/data/storage-bytes.json``.
 
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -81,7 +86,7 @@ def _recall_rows(data: dict[str, Any]) -> dict[str, dict[str, float]]:
 def recall_at_k() -> Path:
     panels = {title: _load(name) for title, name in RECALL_FILES.items() if (DATA / name).is_file()}
     if not panels:
-        raise SystemExit("no docs/benchmarks/data/recall-*.json: run bench/recall.py --out-json")
+        raise SystemExit("no docs/benchmarks/data/recall-*.json: run bench/recall.py --json")
     ks = [1, 5, 10, 25]
     figure, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.6), sharey=True)
     for ax, (title, data) in zip(axes, panels.items(), strict=True):
@@ -283,9 +288,93 @@ def context() -> Path:
     return _save(figure, "context-evidence.svg")
 
 
+USERS_MEASURES = ("load_memory_variables", "keyword recall", "hybrid recall")
+"""The steady-state calls bench/users.py times (a user's first recall is left out)."""
+
+
+def users() -> Path:
+    """One user's p50 in a file and in one ten times larger, from each ``users-*.json``
+    (``python bench/users.py [--users N] --json docs/benchmarks/data/users-EVENTS.json``)."""
+    runs = sorted(
+        (_load(p.name) for p in DATA.glob("users-*.json")), key=lambda r: r["events"]["big"]
+    )
+    figure, axes = plt.subplots(1, len(runs), figsize=(3.6 * len(runs), 3.0), sharey=True)
+    for ax, run in zip(list(axes) if len(runs) > 1 else [axes], runs, strict=True):
+        small, big = run["p50_ms"]["small"], run["p50_ms"]["big"]
+        x = range(len(USERS_MEASURES))
+        for offset, (rows, n, color) in enumerate(
+            ((small, run["events"]["small"], "tab:gray"), (big, run["events"]["big"], "tab:blue"))
+        ):
+            values = [rows[m] for m in USERS_MEASURES]
+            bars = ax.bar(
+                [i + (offset - 0.5) * 0.38 for i in x], values, 0.38, color=color,
+                label=f"{n:,} events",
+            )  # fmt: skip
+            ax.bar_label(bars, [f"{v:.1f}" for v in values], padding=2, fontsize=7)
+        ratios = [big[m] / small[m] for m in USERS_MEASURES]
+        names = ("load_memory_\nvariables", "keyword\nrecall", "hybrid\nrecall")
+        ax.set_xticks(list(x), [f"{n}\n{r:.2f}x" for n, r in zip(names, ratios, strict=True)])
+        ax.set_title(f"{run['measured'][:10]}, load {run['load_average']:.1f}", fontsize=8)
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(axis="y", alpha=0.3)
+    (axes[0] if len(runs) > 1 else axes).set_ylabel("one user's p50, ms")
+    figure.suptitle(
+        f"The same 200 users in a file and in one ten times larger ({runs[0]['machine']})",
+        fontsize=8,
+        y=1.02,
+    )
+    return _save(figure, "users-scale.svg")
+
+
+POSTGRES_APPENDS = {
+    "per-user": ("PMM append (one chain per user)", "tab:blue", "-"),
+    "global": ("PMM under one global chain (before)", "tab:red", "--"),
+    "chained": ("floor: PMM's row on its chain", "tab:cyan", ":"),
+    "row": ("floor: PMM's row, bare", "tab:purple", ":"),
+    "bare": ("baseline: one-row INSERT", "tab:gray", ":"),
+}
+"""The append paths of bench/chains.py, as the plot names them."""
+
+
+def postgres_appends() -> Path:
+    """Appends/s on PostgreSQL by writer processes, PMM beside its floors and the bare
+    insert of the same run (``python bench/chains.py --json docs/benchmarks/data/chains.json``)."""
+    data = _load("chains.json")
+    rates: dict[str, dict[int, float]] = {}
+    for key, rate in data["appends_per_s"].items():
+        how, writers = key.rsplit(" x", 1)
+        rates.setdefault(how, {})[int(writers)] = rate
+    figure, ax = plt.subplots(figsize=(5.2, 3.4))
+    for how, (label, color, style) in POSTGRES_APPENDS.items():
+        if how not in rates:
+            continue
+        writers = sorted(rates[how])
+        width = 2.2 if how == "per-user" else 1.2
+        ax.plot(writers, [rates[how][w] for w in writers], style, color=color, lw=width,
+                marker="o", ms=3, label=label)  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(rates["per-user"]), [str(w) for w in sorted(rates["per-user"])])
+    ax.set_yscale("log")
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+    ax.set_xlabel("writer processes (distinct users)")
+    ax.set_ylabel("appends per second, all writers")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    pg = data["postgres"]
+    ax.set_title(
+        f"PostgreSQL {pg['server_version'].split()[0]}, fsync and synchronous commit on\n"
+        f"{data['measured'][:10]}, {data['machine']}, load {data['load_average']:.1f}",
+        fontsize=8,
+    )
+    return _save(figure, "postgres-appends.svg")
+
+
 def main() -> None:
     draws = (recall_at_k, latency_against_events, bytes_per_turn, headline_recall, peers)
-    for draw in (*draws, context):
+    for draw in (*draws, context, users, postgres_appends):
         print(f"wrote {draw().relative_to(ROOT)}")
 
 

@@ -32,6 +32,8 @@ def test_every_plot_is_drawn_from_the_data(tmp_path: Path, monkeypatch: pytest.M
         plots.bytes_per_turn(),
         plots.headline_recall(),
         plots.peers(),
+        plots.users(),
+        plots.postgres_appends(),
     ]
     for path in drawn:
         assert path.read_text("utf-8").lstrip().startswith("<?xml")
@@ -82,3 +84,28 @@ def test_the_memory_runs_record_where_they_were_measured() -> None:
     for run in runs:
         assert run["bench"] == "bench/memory.py" and run["commit"] and run["machine"]
         assert run["figures"]["PMM"]["load_memory_variables"]["p50_ms"] > 0
+
+
+def test_the_users_page_prints_the_plotted_figures() -> None:
+    page = (ROOT / "docs" / "benchmarks" / "users.md").read_text("utf-8")
+    runs = [json.loads(p.read_text("utf-8")) for p in DATA.glob("users-*.json")]
+    assert len(runs) >= 2
+    for run in runs:
+        small, big = run["p50_ms"]["small"], run["p50_ms"]["big"]
+        [line] = [r for r in page.splitlines() if r.startswith(f"| {run['events']['big']:,} ")]
+        for measure in ("load_memory_variables", "keyword recall", "hybrid recall"):
+            cell = f"{small[measure]:.2f} / {big[measure]:.2f}"
+            assert cell in line, (measure, cell, line)
+        assert f"load {run['load_average']:.1f}" in line and run["measured"][:10] in line
+
+
+def test_the_postgres_page_prints_the_plotted_figures() -> None:
+    data = json.loads((DATA / "chains.json").read_text("utf-8"))
+    page = " ".join((ROOT / "docs" / "benchmarks" / "postgres.md").read_text("utf-8").split())
+    rates = data["appends_per_s"]
+    for how in ("per-user", "chained", "row", "bare", "global"):
+        cells = " | ".join(f"{rates[f'{how} x{n}']:,.0f}" for n in (1, 2, 4, 8))
+        assert cells in page, (how, cells)
+    assert f"{data['verify']['user_ms']:.2f} ms" in page
+    assert f"{data['erase_stall']['other_ms']:.0f} ms" in page
+    assert f"at commit `{data['commit']}`" in page
