@@ -210,20 +210,33 @@ def redaction_entries(sessions: dict[str | None, list[int]], reason: str) -> lis
 
 
 def unfinished(
-    exc: PMMError, where: str, erased: int, markers: Sequence[Event], undone: str
+    exc: PMMError,
+    where: str,
+    erased: int,
+    markers: Sequence[Event],
+    undone: str,
+    *,
+    compaction: bool = False,
 ) -> PMMError:
     """The error to raise when the rewrite after a committed erasure failed (a full disk:
     SQLite's ``VACUUM`` and PostgreSQL's partition copies need room for a copy): of the
     class of ``exc``, saying that the erasure was committed, what was ``undone`` and how
-    to finish it; never "retry" (nothing is left to erase: a retry only says so)::
+    to finish it; never "retry" (nothing is left to erase: a retry only says so). With
+    ``compaction`` it says the same of a committed compaction (``erased``: turns whose
+    text was dropped)::
 
         raise unfinished(exc, store.path, 60, markers, "the file could not be rewritten ...")
     """
     cause = exc.__cause__ if exc.__cause__ is not None else exc
+    what, done, command = (
+        ("compaction", "turns' text dropped", "compact")
+        if compaction
+        else ("erasure", "events erased", "forget")
+    )
     return type(exc)(
-        f"{where}: the erasure was committed ({erased} events erased, recorded as event(s) "
+        f"{where}: the {what} was committed ({erased} {done}, recorded as event(s) "
         f"{', '.join(str(m.id) for m in markers)}), but {undone} ({cause}). Do not repeat "
-        "the forget: there is nothing left to erase"
+        f"the {command}: there is nothing left to {command if compaction else 'erase'}"
     )
 
 

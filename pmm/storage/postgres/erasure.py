@@ -87,7 +87,7 @@ edges, her chain's secret and her sessions' owners."""
 ALL_SHARDS = tuple(range(33))
 _UNDONE = (
     "the tables could not be rewritten afterwards: until they are, dead row versions in "
-    "their data files may still hold the erased text. Free some space on the server (each "
+    "their data files may still hold the {} text. Free some space on the server (each "
     "partition's copy needs room beside it), then run `pmm forget --scrub --db URL` to finish"
 )
 
@@ -215,7 +215,9 @@ def forget(
     try:
         rewrite(db, shards, pause=pause)
     except DatabaseError as exc:  # the erasure is committed: say so, and what is left
-        raise unfinished(exc, db.where, len(targets | derived), markers, _UNDONE) from exc
+        raise unfinished(
+            exc, db.where, len(targets | derived), markers, _UNDONE.format("erased")
+        ) from exc
     report = ErasureReport(
         erased=sorted(targets | derived),
         derived=sorted(derived),
@@ -423,6 +425,10 @@ def compact(
             entry = compaction_marker(label, session_id, [(int(r[0]), r[1]) for r in rows])
             marker = pg._append_locked(conn, [pg._checked(entry)])[0]
     if marker is not None:
-        rewrite(db, shards)
+        try:
+            rewrite(db, shards)
+        except DatabaseError as exc:  # the compaction is committed: say so, and what is left
+            undone = _UNDONE.format("compacted")
+            raise unfinished(exc, db.where, len(ids), [marker], undone, compaction=True) from exc
     raw = sum(int(r[2]) for r in rows)
     return CompactionReport(ids, raw, marker, dry_run, before, table_bytes(db))

@@ -16,12 +16,13 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pmm.errors import DatabaseError
 from pmm.events.hashing import LEGACY_HASH_VERSION
 from pmm.records import Event, NewEvent
 from pmm.retention.compaction import CompactionReport, compaction_marker, cutoff
-from pmm.retention.erasure import PROTECTED_KINDS, file_bytes
+from pmm.retention.erasure import PROTECTED_KINDS, file_bytes, unfinished
 from pmm.storage.sqlite.connection import translated
-from pmm.storage.sqlite.erasure import scrub
+from pmm.storage.sqlite.erasure import UNDONE, scrub
 
 if TYPE_CHECKING:
     from pmm.storage.sqlite.handles import CompactableFile, LogFile
@@ -87,7 +88,11 @@ def compact_rows(
             event = file._append_locked(conn, [entry])[0]
             file.rebuild_search_indexes(conn)
     if event is not None:
-        scrub(file)
+        try:
+            scrub(file)
+        except DatabaseError as exc:  # the compaction is committed: say so, and what is left
+            undone = UNDONE.format("compacted")
+            raise unfinished(exc, file.path, len(ids), [event], undone, compaction=True) from exc
     return ids, raw, event
 
 

@@ -50,11 +50,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("pmm.retention.erasure")  # the logger erasure always warned on
 _CHUNK = 500
 _SCRUB_CACHE_KIB = 65_536
-_UNDONE = (
-    "the file could not be rewritten afterwards: until it is, pieces of the erased text may "
+UNDONE = (
+    "the file could not be rewritten afterwards: until it is, pieces of the {} text may "
     "remain in its free pages and its -wal file. Free some space (the rewrite needs room for "
     "a copy of the file), then run `pmm forget --scrub` to finish"
 )
+"""What a failed rewrite leaves, for :func:`pmm.retention.erasure.unfinished` (``{}``: the
+text's fate, "erased" or "compacted")."""
 
 
 def forget(
@@ -134,7 +136,9 @@ def erase(
             try:
                 truncated = scrub(file)
             except DatabaseError as exc:  # the erasure is committed: say so, and what is left
-                raise unfinished(exc, file.path, len(targets | derived), markers, _UNDONE) from exc
+                raise unfinished(
+                    exc, file.path, len(targets | derived), markers, UNDONE.format("erased")
+                ) from exc
         finally:
             conn.execute(f"PRAGMA secure_delete = {int(secure)}")
             conn.execute(f"PRAGMA cache_size = {int(cache)}")
