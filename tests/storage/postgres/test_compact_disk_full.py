@@ -8,20 +8,10 @@ sees the tmpfs and nothing outside the test does; elsewhere the test is skipped 
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
-import shutil
-import subprocess
-import sys
-import tempfile
 import textwrap
-from pathlib import Path
 
-import pytest
-from pg_cluster import find_bindir
-
-REPO = Path(__file__).resolve().parents[3]
+from disk_full import beside_tiny_tablespace
 
 CHILD = textwrap.dedent(
     """
@@ -74,34 +64,9 @@ CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="mount namespaces are Linux's")
 def test_compact_whose_rewrite_finds_no_room_says_the_compaction_was_committed() -> None:
-    if find_bindir() is None:
-        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found: set PMM_PG_BIN")
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs the server sees needs root (unshare -m)")
-    tiny = Path(tempfile.mkdtemp(prefix="pmm-tiny-"))  # the server's user must reach it
-    os.chmod(tiny, 0o755)
     word = f"kumquat{secrets.token_hex(12)}"
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'tests' / 'storage'}"}
-    argv = [sys.executable, "-c", CHILD, str(tiny), word]
-    try:
-        done = subprocess.run(
-            ["unshare", "-m", "--propagation", "private", *argv],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-            env=env,
-        )
-    except FileNotFoundError:
-        pytest.skip("unshare is not installed")
-    finally:
-        shutil.rmtree(tiny, ignore_errors=True)  # the mount went with the namespace
-    if done.returncode != 0 and "unshare" in done.stderr and not done.stdout:
-        pytest.skip(f"cannot make a mount namespace here: {done.stderr.strip()[:200]}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.splitlines()[-1])
+    result = beside_tiny_tablespace(CHILD, word)
     code, _, err = result["first"]
     assert code == 1, result
     assert "the compaction was committed (40 turns' text dropped" in err, err

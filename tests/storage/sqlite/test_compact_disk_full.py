@@ -7,25 +7,11 @@ machine allows it (as in test_forget_disk_full.py)."""
 
 from __future__ import annotations
 
-import json
 import secrets
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
-REPO = Path(__file__).resolve().parents[3]
-
-MOUNTED = textwrap.dedent(
-    """
-    set -e
-    mkdir -p "$1"
-    mount -t tmpfs -o size=8m tmpfs "$1"
-    PYTHONPATH="$2" "$3" -c "$4" "$1" "$5"
-    """
-)
+from disk_full import on_small_tmpfs
 
 CHILD = textwrap.dedent(
     """
@@ -70,21 +56,7 @@ CHILD = textwrap.dedent(
 
 def test_compact_on_a_full_disk_says_the_compaction_was_committed(tmp_path: Path) -> None:
     word = f"kumquat{secrets.token_hex(12)}"
-    argv = ["sh", "-c", MOUNTED, "sh", str(tmp_path / "small"), str(REPO), sys.executable]
-    try:
-        done = subprocess.run(
-            ["unshare", "-rm", *argv, CHILD, word],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-    except FileNotFoundError:
-        pytest.skip("unshare is not installed")
-    if "mount" in done.stderr and done.returncode != 0 and not done.stdout:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()[:200]}")
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+    result = on_small_tmpfs(tmp_path, CHILD, word)
     code, _, err = result["first"]
     assert code == 1, result
     assert "the compaction was committed (60 turns' text dropped" in err, err
