@@ -6,16 +6,14 @@ import importlib
 import importlib.util
 import json
 import sys
-import zlib
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import pytest
+
+from pmm.testing.doubles import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data"
@@ -99,24 +97,6 @@ def test_looks_like_chat_between_two_people(dataset: dict[str, Any]) -> None:
         assert any(t["text"].startswith("[shares a photo: ") for t in turns)
 
 
-class WordHashEmbedder:
-    """A small deterministic embedder (each word a fixed random direction) so that the
-    harness runs its dense paths without loading a model."""
-
-    model_name = "test/word-hash"
-    dim = 16
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                seed = zlib.crc32(word.encode())
-                out[row] += np.random.default_rng(seed).standard_normal(self.dim)
-            out[row, 0] += 1e-3
-        out /= np.linalg.norm(out, axis=1, keepdims=True)
-        return out
-
-
 def test_recall_harness_runs_on_a_tiny_generated_subset(
     generator: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -133,7 +113,7 @@ def test_recall_harness_runs_on_a_tiny_generated_subset(
     spec.loader.exec_module(bench)
     out_json = tmp_path / "out.json"
     argv = ["--data", str(small), "--json", str(out_json)]
-    assert bench.main(argv, embedder=WordHashEmbedder()) == 0
+    assert bench.main(argv, embedder=HashEmbedder()) == 0
     assert "by question type" in capsys.readouterr().out
     results = json.loads(out_json.read_text(encoding="utf-8"))
     summary = results["summary"]
